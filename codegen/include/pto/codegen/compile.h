@@ -1,0 +1,50 @@
+// compile.h - The codegen driver: a verified ir::Program in, an Executable out, either
+// JIT-compiled through LLVM (lower_llvm.h, jit_engine.h) or the reference interpreter.
+#pragma once
+
+#include "pto/ir/program.h"
+#include "pto/runtime/abi.h"
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace pto::codegen {
+
+struct CompileOptions {
+  int vector_lanes = 16;       ///< fp32 lanes per vector op (<16 x float>)
+  std::string dump_dir = ".";  ///< PTO_DUMP_DIR
+  std::set<std::string> dump;  ///< stages to write: "ir", "llvm", "asm" (PTO_DUMP)
+  /// Reads PTO_DUMP and PTO_DUMP_DIR.
+  static CompileOptions from_env();
+};
+
+/// A compiled program, callable on one PE. `args` are the tensor parameters' data pointers in
+/// order, `dims` their shapes concatenated (row-major, contiguous tensors). Returns a pto_status;
+/// on PTO_ERR the error is recorded in `ctx`.
+class Executable {
+public:
+  virtual ~Executable() = default;
+  virtual int32_t run(pto_ctx *ctx, void *const *args, const int64_t *dims) const = 0;
+  /// "file:line: op" per call site, indexed by the `site` argument of runtime calls.
+  const std::vector<std::string> &sites() const { return sites_; }
+  /// Milliseconds spent compiling (0 for the interpreter).
+  double compile_ms = 0;
+
+protected:
+  std::vector<std::string> sites_;
+};
+
+/// Compiles `p` to machine code for the host CPU (LLVM ORC LLJIT, O3). Results are cached in
+/// memory by structural hash of `p` plus options. Throws CompileError (with the dump path) when
+/// LLVM fails, InternalError on a codegen bug.
+std::shared_ptr<const Executable> compile_jit(const ir::Program &p, const CompileOptions &opts);
+/// The reference interpreter over `p`: scalar C++ semantics, the same runtime calls.
+std::shared_ptr<const Executable> make_interpreter(const ir::Program &p);
+
+/// The site table of `p`: one entry per op in pre-order (loop bodies after their loop op).
+std::vector<std::string> site_table(const ir::Program &p);
+
+} // namespace pto::codegen

@@ -1,0 +1,163 @@
+// jit.h - pto::jit: a kernel traced on its first call and compiled once per signature, as
+// PyPTO `@pypto.jit` (reference §1.2-1.3).
+//
+//   auto softmax = pto::jit("softmax", [](pto::Tensor x, pto::Tensor y) { ... });
+//   softmax(x_host, y_host);        // traces, compiles, runs; later calls reuse the code
+//
+// Parameters: tensors first (pto::Tensor; the caller passes pto::HostTensor, outputs are written
+// in place), then compile-time constants (arithmetic types or std::string; a new value means a
+// new compilation). Each tensor dim is fixed, STATIC (default: baked in, a new size recompiles)
+// or DYNAMIC (symbolic; any size runs the same code), given per parameter in JitOptions::specs.
+// A call made inside runtime::World::run runs on that PE; a call outside runs on one PE.
+#pragma once
+
+#include "pto/host_tensor.h"
+#include "pto/tensor.h"
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <source_location>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace pto {
+
+/// Dim markers for TensorSpec::dims, as PyPTO `pypto.STATIC` / `pypto.DYNAMIC`.
+inline constexpr int64_t STATIC = -1;
+inline constexpr int64_t DYNAMIC = -2;
+
+/// The declared shape and dtype of one tensor parameter (PyPTO's `Tensor[...]` annotation).
+struct TensorSpec {
+  std::vector<int64_t> dims;   ///< per dim: a size (fixed), STATIC or DYNAMIC; empty: all STATIC
+  DataType dtype = DT_BOTTOM;  ///< DT_BOTTOM: taken from the first call's argument
+};
+
+/// How a kernel executes: machine code from LLVM, or the reference interpreter (PyPTO's SIM).
+enum class RunMode { Jit, Interpret };
+
+struct JitOptions {
+  std::vector<TensorSpec> specs; ///< per tensor parameter; missing entries are all STATIC
+  /// Default: Jit, or Interpret when the environment has PTO_RUN_MODE=interpret.
+  std::optional<RunMode> run_mode;
+};
+
+/// Counters of one kernel (all PEs together).
+struct KernelStats {
+  int traces = 0;         ///< signatures traced
+  int compiles = 0;       ///< programs compiled (a structural cache hit does not count)
+  double compile_ms = 0;  ///< total trace + compile time
+  int64_t calls = 0;
+};
+
+namespace detail {
+
+class KernelCore {
+public:
+  KernelCore(std::string name, JitOptions opts, std::source_location loc);
+  ~KernelCore();
+  using TraceFn = std::function<void(const std::vector<Tensor> &params)>;
+  /// Checks the arguments, traces and compiles on a new signature, then runs on the calling PE.
+  void call(const std::vector<HostTensor *> &tensors, const std::vector<std::string> &constants,
+            const TraceFn &trace, std::source_location call_loc);
+  KernelStats stats() const;
+  /// The printed IR of the most recent trace ("" before the first call).
+  std::string last_ir() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+template <class T>
+inline constexpr bool is_host_tensor_v = std::is_same_v<std::remove_cvref_t<T>, HostTensor>;
+
+template <class T> std::string constant_repr(const T &v) {
+  static_assert(std::is_arithmetic_v<std::remove_cvref_t<T>> ||
+                    std::is_convertible_v<const T &, std::string>,
+                "pto::jit: non-tensor kernel arguments must be arithmetic or strings");
+  std::ostringstream os;
+  if constexpr (std::is_same_v<std::remove_cvref_t<T>, bool>)
+    os << (v ? "true" : "false");
+  else if constexpr (std::is_arithmetic_v<std::remove_cvref_t<T>>) {
+    os.precision(17);
+    os << +v;
+  } else
+    os << '"' << std::string(v) << '"';
+  return os.str();
+}
+
+} // namespace detail
+
+/// A traced kernel. Call it like the function it wraps, with HostTensors for the tensor
+/// parameters. Thread-safe: every PE may call it at once; it compiles once.
+template <class Fn> class Kernel {
+public:
+  Kernel(std::string name, Fn fn, JitOptions opts, std::source_location loc)
+      : fn_(std::move(fn)),
+        core_(std::make_shared<detail::KernelCore>(std::move(name), std::move(opts), loc)) {}
+
+  /// Runs the kernel. Throws ArgumentError for arguments that do not match the traced signature
+  /// (dtype, rank, a fixed dim), any pto::Error the trace raises, RuntimeError/DistributedError/
+  /// DeadlockError raised while running, CompileError if LLVM fails.
+  template <class... Args> void operator()(Args &&...args) {
+    static_assert(sizeof...(Args) > 0, "pto::jit: a kernel takes at least one tensor");
+    std::vector<HostTensor *> tensors;
+    std::vector<std::string> constants;
+    (collect(args, tensors, constants), ...);
+    core_->call(
+        tensors, constants,
+        [&](const std::vector<Tensor> &params) {
+          invoke(std::index_sequence_for<Args...>{}, params, args...);
+        },
+        std::source_location::current());
+  }
+  KernelStats stats() const { return core_->stats(); }
+  std::string last_ir() const { return core_->last_ir(); }
+
+private:
+  template <class A>
+  static void collect(A &a, std::vector<HostTensor *> &ts, std::vector<std::string> &cs) {
+    if constexpr (detail::is_host_tensor_v<A>)
+      ts.push_back(const_cast<HostTensor *>(&a));
+    else
+      cs.push_back(detail::constant_repr(a));
+  }
+  template <class... Args, size_t... I>
+  void invoke(std::index_sequence<I...>, const std::vector<Tensor> &params, Args &...args) {
+    constexpr std::array<bool, sizeof...(Args)> is_t{detail::is_host_tensor_v<Args>...};
+    static_assert(std::is_invocable_v<Fn &, std::conditional_t<detail::is_host_tensor_v<Args>,
+                                                                Tensor, Args &>...>,
+                  "pto::jit: the kernel function must take pto::Tensor for each HostTensor "
+                  "argument, then the constants");
+    fn_(pick<I>(is_t, params, args)...);
+  }
+  template <size_t I, size_t N, class A>
+  static decltype(auto) pick(const std::array<bool, N> &is_t, const std::vector<Tensor> &params,
+                             A &a) {
+    if constexpr (detail::is_host_tensor_v<A>) {
+      size_t k = 0;
+      for (size_t j = 0; j < I; ++j)
+        k += is_t[j] ? 1 : 0;
+      return Tensor(params[k]);
+    } else {
+      return static_cast<A &>(a);
+    }
+  }
+
+  Fn fn_;
+  std::shared_ptr<detail::KernelCore> core_;
+};
+
+/// Wraps `fn` as a kernel named `name` (used in dumps and messages).
+template <class Fn>
+Kernel<Fn> jit(std::string name, Fn fn, JitOptions opts = {},
+               std::source_location loc = std::source_location::current()) {
+  return Kernel<Fn>(std::move(name), std::move(fn), std::move(opts), loc);
+}
+
+} // namespace pto

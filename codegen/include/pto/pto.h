@@ -1,0 +1,13 @@
+// pto.h - The umbrella header: everything a ptojit user writes kernels with.
+#pragma once
+
+#include "pto/control.h"
+#include "pto/distributed.h"
+#include "pto/dtype.h"
+#include "pto/error.h"
+#include "pto/host_tensor.h"
+#include "pto/jit.h"
+#include "pto/ops.h"
+#include "pto/symbolic.h"
+#include "pto/tensor.h"
+#include "pto/tile.h"

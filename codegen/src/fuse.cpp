@@ -1,0 +1,218 @@
+// fuse.cpp - See fuse.h.
+#include "fuse.h"
+
+#include <algorithm>
+
+namespace pto::codegen {
+
+using ir::Op;
+using ir::OpFamily;
+using ir::OpKind;
+using ir::ValueId;
+
+namespace {
+
+bool is_one(const SymbolicScalar &s) { return s.is_concrete() && s.concrete() == 1; }
+
+bool same_dims(const std::vector<SymbolicScalar> &a, const std::vector<SymbolicScalar> &b) {
+  if (a.size() != b.size())
+    return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!a[i].same_as(b[i]))
+      return false;
+  return true;
+}
+
+bool groupable(const ir::Program &p, const Op &op) {
+  switch (ir::op_info(op.kind).family) {
+  case OpFamily::Unary:
+  case OpFamily::Binary:
+  case OpFamily::Create:
+  case OpFamily::Move: return true;
+  case OpFamily::Reduce:
+    return op.axis == static_cast<int>(p.value(op.inputs[0]).shape.size()) - 1;
+  case OpFamily::Shmem:
+  case OpFamily::Control: return false;
+  }
+  return false;
+}
+
+/// The [rows..., L] space an op walks, and its valid extents.
+struct Space {
+  std::vector<SymbolicScalar> shape, valid;
+};
+Space space_of(const ir::Program &p, const Op &op) {
+  const ir::Value &v = (op.kind == OpKind::Assemble || ir::op_info(op.kind).family == OpFamily::Reduce)
+                           ? p.value(op.inputs[0])
+                           : p.value(op.outputs[0]);
+  return {v.shape, v.valid};
+}
+
+/// Can `op` join `g` (whose space is set)? Its space must be g's, or a uniform (last dim 1)
+/// variant of it; tiles must agree; leaves must broadcast into the space.
+bool fits(const ir::Program &p, const FusedGroup &g, const Op &op) {
+  Space s = space_of(p, op);
+  if (s.shape.size() != g.rank)
+    return false;
+  size_t r = g.rank;
+  std::vector<SymbolicScalar> rows(s.shape.begin(), s.shape.end() - 1);
+  std::vector<SymbolicScalar> rvalid(s.valid.begin(), s.valid.end() - 1);
+  if (!same_dims(rows, g.row_shape) || !same_dims(rvalid, g.row_valid))
+    return false;
+  bool full = s.shape[r - 1].same_as(g.cols);
+  if (full && !s.valid[r - 1].same_as(g.cols_valid))
+    return false;
+  if (!full && !is_one(s.shape[r - 1]))
+    return false;
+  if (!full && op.kind == OpKind::Assemble)
+    return false;
+  if (!std::equal(g.tile.begin(), g.tile.end(), op.tile.vec.begin()))
+    return false;
+  for (ValueId in : op.inputs) {
+    const ir::Value &v = p.value(in);
+    if (v.shape.size() > r)
+      return false;
+    size_t off = r - v.shape.size();
+    for (size_t d = 0; d < v.shape.size(); ++d) {
+      const SymbolicScalar &gd = d + off == r - 1 ? g.cols : g.row_shape[d + off];
+      if (!v.shape[d].same_as(gd) && !is_one(v.shape[d]))
+        return false;
+    }
+  }
+  return true;
+}
+
+FusedGroup start_group(const ir::Program &p, const Op &op) {
+  FusedGroup g;
+  Space s = space_of(p, op);
+  g.rank = s.shape.size();
+  g.row_shape.assign(s.shape.begin(), s.shape.end() - 1);
+  g.row_valid.assign(s.valid.begin(), s.valid.end() - 1);
+  g.cols = s.shape.back();
+  g.cols_valid = s.valid.back();
+  g.tile.assign(op.tile.vec.begin(), op.tile.vec.begin() + static_cast<long>(g.rank));
+  return g;
+}
+
+/// Levels, uniformity and scratch needs once the membership is fixed.
+void finish_group(const ir::Program &p, FusedGroup &g,
+                  const std::map<ValueId, std::vector<const Op *>> &users) {
+  bool single_col = is_one(g.cols);
+  std::set<const Op *> members(g.ops.begin(), g.ops.end());
+  auto level_of = [&](ValueId v) { // leaves are level 0
+    auto it = g.values.find(v);
+    return it == g.values.end() ? 0 : it->second.level;
+  };
+  auto uniform_of = [&](ValueId v) {
+    auto it = g.values.find(v);
+    if (it != g.values.end())
+      return it->second.uniform;
+    const auto &val = p.value(v);
+    return !single_col && is_one(val.shape.back()) && val.shape.size() >= 1;
+  };
+  int max_pass = 0;
+  for (const Op *op : g.ops) {
+    if (op->kind == OpKind::Assemble) {
+      max_pass = std::max(max_pass, level_of(op->inputs[0]));
+      continue;
+    }
+    FusedValue fv;
+    if (ir::op_info(op->kind).family == OpFamily::Reduce) {
+      g.has_reduce = true;
+      int in_level = level_of(op->inputs[0]);
+      if (single_col) {
+        fv.level = in_level; // a reduction over one column is the identity
+      } else {
+        fv.level = in_level + 1;
+        fv.uniform = true;
+        max_pass = std::max(max_pass, in_level);
+      }
+    } else {
+      bool all_uniform = !single_col;
+      for (ValueId in : op->inputs) {
+        fv.level = std::max(fv.level, level_of(in));
+        all_uniform = all_uniform && uniform_of(in);
+      }
+      fv.uniform = all_uniform;
+      if (!fv.uniform)
+        max_pass = std::max(max_pass, fv.level);
+    }
+    ValueId out = op->outputs[0];
+    auto it = users.find(out);
+    if (it != users.end())
+      for (const Op *u : it->second)
+        if (!members.count(u))
+          fv.store = true;
+    g.values[out] = fv;
+  }
+  g.passes = max_pass + 1;
+  // A full value read by a full consumer computed in a later pass is kept in a row scratch.
+  for (const Op *op : g.ops) {
+    if (op->kind == OpKind::Assemble || ir::op_info(op->kind).family == OpFamily::Reduce)
+      continue;
+    auto &cv = g.values[op->outputs[0]];
+    if (cv.uniform)
+      continue;
+    for (ValueId in : op->inputs) {
+      auto it = g.values.find(in);
+      if (it != g.values.end() && !it->second.uniform && it->second.level < cv.level)
+        it->second.scratch = true;
+    }
+  }
+}
+
+void collect_users(const std::vector<Op> &ops, std::map<ValueId, std::vector<const Op *>> &users) {
+  for (const Op &op : ops) {
+    for (ValueId v : op.inputs)
+      users[v].push_back(&op);
+    collect_users(op.body, users);
+  }
+}
+
+void plan_region(const ir::Program &p, const std::vector<Op> &ops, FusionPlan &plan,
+                 const std::map<ValueId, std::vector<const Op *>> &users) {
+  auto &items = plan.regions[&ops];
+  int open = -1;
+  for (const Op &op : ops) {
+    if (op.kind == OpKind::Loop)
+      plan_region(p, op.body, plan, users);
+    if (!groupable(p, op)) {
+      open = -1;
+      items.push_back(RegionItem{&op, -1});
+      continue;
+    }
+    if (open >= 0 && fits(p, plan.groups[static_cast<size_t>(open)], op)) {
+      plan.groups[static_cast<size_t>(open)].ops.push_back(&op);
+      continue;
+    }
+    plan.groups.push_back(start_group(p, op));
+    open = static_cast<int>(plan.groups.size() - 1);
+    plan.groups.back().ops.push_back(&op);
+    items.push_back(RegionItem{nullptr, open});
+  }
+}
+
+} // namespace
+
+FusionPlan plan_fusion(const ir::Program &p) {
+  FusionPlan plan;
+  std::map<ValueId, std::vector<const Op *>> users;
+  collect_users(p.body, users);
+  plan_region(p, p.body, plan, users);
+  for (auto &g : plan.groups) {
+    finish_group(p, g, users);
+    for (auto &[id, fv] : g.values)
+      if (fv.store)
+        plan.materialized.insert(id);
+  }
+  // Outputs of standalone ops (non-last-axis reductions, gets) always have storage.
+  for (auto &[region, items] : plan.regions)
+    for (auto &it : items)
+      if (it.op)
+        for (ValueId v : it.op->outputs)
+          if (p.value(v).kind == ir::ValueKind::Local)
+            plan.materialized.insert(v);
+  return plan;
+}
+
+} // namespace pto::codegen

@@ -1,0 +1,1169 @@
+// lower_llvm.cpp - Lowers a traced program to one LLVM function
+//   i32 @pto_kernel(ptr ctx, ptr args, ptr dims)
+// Fused groups (fuse.h) become tile loops with explicit <W x T> vector passes over each row;
+// shmem ops become runtime calls per tile; pto::loop becomes an LLVM loop. Run-time faults call
+// pto_rt_fail and return its status (no exception crosses generated code).
+#include "lower_llvm.h"
+
+#include "fuse.h"
+#include "jit_engine.h"
+#include "pto/codegen/tile_expand.h"
+#include "pto/error.h"
+#include "pto/ir/printer.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+
+namespace pto::codegen {
+
+using ir::Op;
+using ir::OpFamily;
+using ir::OpKind;
+using ir::ValueId;
+using ir::ValueKind;
+
+namespace {
+
+using llvm::IRBuilder;
+using llvm::Type;
+using LV = llvm::Value;
+
+constexpr int kFailDivZero = 1, kFailViewBounds = 5;
+
+bool is_unsigned(DataType dt) { return dt == DT_UINT8 || dt == DT_BOOL; }
+
+class Lowering {
+public:
+  Lowering(const ir::Program &p, const CompileOptions &opts, llvm::LLVMContext &c, llvm::Module &m)
+      : p_(p), opts_(opts), C(c), M(m), B(c), W(opts.vector_lanes) {}
+
+  llvm::Function *run() {
+    plan_ = plan_fusion(p_);
+    number_sites(p_.body);
+    auto *i32 = B.getInt32Ty();
+    auto *ptr = B.getPtrTy();
+    auto *fty = llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false);
+    F = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, "pto_kernel", M);
+    HostTarget &ht = host_target();
+    F->addFnAttr("target-cpu", ht.cpu);
+    F->addFnAttr("target-features", ht.features);
+    F->addFnAttr(llvm::Attribute::NoUnwind);
+    ctx_ = F->getArg(0);
+    args_ = F->getArg(1);
+    dims_ = F->getArg(2);
+    entry_ = llvm::BasicBlock::Create(C, "entry", F);
+    auto *body = llvm::BasicBlock::Create(C, "body", F);
+    B.SetInsertPoint(entry_);
+    alloca_point_ = B.CreateBr(body);
+    B.SetInsertPoint(body);
+    emit_entry();
+    emit_region(p_.body);
+    if (!p_.shmems.empty()) {
+      LV *st = call_rt("pto_rt_kernel_exit", i32, {ctx_});
+      B.CreateRet(st);
+    } else {
+      B.CreateRet(B.getInt32(0));
+    }
+    return F;
+  }
+
+private:
+  const ir::Program &p_;
+  const CompileOptions &opts_;
+  llvm::LLVMContext &C;
+  llvm::Module &M;
+  IRBuilder<> B;
+  int W;
+  llvm::Function *F = nullptr;
+  LV *ctx_ = nullptr, *args_ = nullptr, *dims_ = nullptr;
+  llvm::BasicBlock *entry_ = nullptr;
+  llvm::Instruction *alloca_point_ = nullptr;
+  FusionPlan plan_;
+  std::map<const Op *, int> site_;
+  std::map<int64_t, LV *> loop_index_;
+  std::map<int64_t, LV *> my_pe_;
+  std::map<ValueId, LV *> storage_; // materialized locals
+  std::map<std::pair<int, ValueId>, LV *> scratch_;
+  int cur_site_ = 0;
+
+  // ---- helpers -------------------------------------------------------------------------------
+  void number_sites(const std::vector<Op> &ops) {
+    for (auto &op : ops) {
+      site_[&op] = static_cast<int>(site_.size());
+      number_sites(op.body);
+    }
+  }
+
+  LV *call_rt(const char *name, Type *ret, std::vector<LV *> args) {
+    std::vector<Type *> tys;
+    for (auto *a : args)
+      tys.push_back(a->getType());
+    auto callee = M.getOrInsertFunction(name, llvm::FunctionType::get(ret, tys, false));
+    return B.CreateCall(callee, args);
+  }
+
+  /// Returns `status` from the kernel when it is non-zero.
+  void ret_if_error(LV *status) {
+    auto *bad = llvm::BasicBlock::Create(C, "rt_err", F);
+    auto *ok = llvm::BasicBlock::Create(C, "rt_ok", F);
+    B.CreateCondBr(B.CreateICmpNE(status, B.getInt32(0)), bad, ok, unlikely());
+    B.SetInsertPoint(bad);
+    B.CreateRet(status);
+    B.SetInsertPoint(ok);
+  }
+  /// Calls pto_rt_fail(kind, site, a, b) and returns when `ok` is false.
+  void fail_unless(LV *ok, int kind, LV *a, LV *b) {
+    auto *bad = llvm::BasicBlock::Create(C, "fail", F);
+    auto *cont = llvm::BasicBlock::Create(C, "cont", F);
+    B.CreateCondBr(ok, cont, bad, likely());
+    B.SetInsertPoint(bad);
+    LV *st = call_rt("pto_rt_fail", B.getInt32Ty(),
+                     {ctx_, B.getInt32(kind), B.getInt32(cur_site_), a, b});
+    B.CreateRet(st);
+    B.SetInsertPoint(cont);
+  }
+  llvm::MDNode *likely() { return llvm::MDBuilder(C).createBranchWeights(1000, 1); }
+  llvm::MDNode *unlikely() { return llvm::MDBuilder(C).createBranchWeights(1, 1000); }
+
+  LV *entry_alloca(Type *t, const char *name) {
+    IRBuilder<> eb(alloca_point_);
+    return eb.CreateAlloca(t, nullptr, name);
+  }
+
+  /// for (i = start; i < end; i += step) body(i)
+  void for_loop(LV *start, LV *end, LV *step, const std::function<void(LV *)> &body,
+                const char *name = "i") {
+    auto *pre = B.GetInsertBlock();
+    auto *head = llvm::BasicBlock::Create(C, std::string(name) + ".head", F);
+    auto *bb = llvm::BasicBlock::Create(C, std::string(name) + ".body", F);
+    auto *exit = llvm::BasicBlock::Create(C, std::string(name) + ".exit", F);
+    B.CreateBr(head);
+    B.SetInsertPoint(head);
+    auto *phi = B.CreatePHI(B.getInt64Ty(), 2, name);
+    phi->addIncoming(start, pre);
+    B.CreateCondBr(B.CreateICmpSLT(phi, end), bb, exit);
+    B.SetInsertPoint(bb);
+    body(phi);
+    LV *next = B.CreateAdd(phi, step);
+    phi->addIncoming(next, B.GetInsertBlock());
+    B.CreateBr(head);
+    B.SetInsertPoint(exit);
+  }
+  LV *i64(int64_t v) { return B.getInt64(static_cast<uint64_t>(v)); }
+  LV *smin(LV *a, LV *b) { return B.CreateSelect(B.CreateICmpSLT(a, b), a, b); }
+  LV *smax(LV *a, LV *b) { return B.CreateSelect(B.CreateICmpSGT(a, b), a, b); }
+
+  // ---- symbolic scalars ----------------------------------------------------------------------
+  LV *sym(const SymbolicScalar &s) {
+    const SymExpr &e = s.expr();
+    switch (e.tag) {
+    case SymExpr::Tag::Const: return i64(e.value);
+    case SymExpr::Tag::Symbol:
+      switch (e.sym) {
+      case SymKind::LoopIndex: return loop_index_.at(e.a);
+      case SymKind::InputDim: {
+        int64_t off = 0;
+        for (int64_t q = 0; q < e.a; ++q)
+          off += static_cast<int64_t>(p_.value(p_.params[static_cast<size_t>(q)]).shape.size());
+        return B.CreateLoad(B.getInt64Ty(), B.CreateConstGEP1_64(B.getInt64Ty(), dims_,
+                                                                 static_cast<uint64_t>(off + e.b)));
+      }
+      case SymKind::MyPe: return my_pe_.at(e.a);
+      case SymKind::Named:
+        throw InternalError("<codegen>", "lower_llvm",
+                            "free symbol '" + e.name + "' cannot be compiled; rerun with PTO_DUMP=ir");
+      }
+      break;
+    case SymExpr::Tag::Op: break;
+    }
+    std::vector<LV *> a;
+    for (auto &x : e.args)
+      a.push_back(sym(SymbolicScalar(x)));
+    auto b01 = [&](LV *c) { return B.CreateZExt(c, B.getInt64Ty()); };
+    auto nz = [&](LV *v) { return B.CreateICmpNE(v, i64(0)); };
+    switch (e.op) {
+    case SymOp::Add: return B.CreateAdd(a[0], a[1]);
+    case SymOp::Sub: return B.CreateSub(a[0], a[1]);
+    case SymOp::Mul: return B.CreateMul(a[0], a[1]);
+    case SymOp::Div:
+    case SymOp::Mod: {
+      fail_unless(nz(a[1]), kFailDivZero, a[0], a[1]);
+      // x / -1 as a negation keeps INT64_MIN / -1 defined (wraps, as the folder does).
+      LV *minus1 = B.CreateICmpEQ(a[1], i64(-1));
+      LV *safe = B.CreateSelect(minus1, i64(1), a[1]);
+      if (e.op == SymOp::Div)
+        return B.CreateSelect(minus1, B.CreateNeg(a[0]), B.CreateSDiv(a[0], safe));
+      return B.CreateSelect(minus1, i64(0), B.CreateSRem(a[0], safe));
+    }
+    case SymOp::Min: return smin(a[0], a[1]);
+    case SymOp::Max: return smax(a[0], a[1]);
+    case SymOp::Eq: return b01(B.CreateICmpEQ(a[0], a[1]));
+    case SymOp::Ne: return b01(B.CreateICmpNE(a[0], a[1]));
+    case SymOp::Lt: return b01(B.CreateICmpSLT(a[0], a[1]));
+    case SymOp::Le: return b01(B.CreateICmpSLE(a[0], a[1]));
+    case SymOp::Gt: return b01(B.CreateICmpSGT(a[0], a[1]));
+    case SymOp::Ge: return b01(B.CreateICmpSGE(a[0], a[1]));
+    case SymOp::And: return b01(B.CreateAnd(nz(a[0]), nz(a[1])));
+    case SymOp::Or: return b01(B.CreateOr(nz(a[0]), nz(a[1])));
+    case SymOp::Neg: return B.CreateNeg(a[0]);
+    case SymOp::Not: return b01(B.CreateICmpEQ(a[0], i64(0)));
+    case SymOp::Select: return B.CreateSelect(nz(a[0]), a[1], a[2]);
+    }
+    return i64(0);
+  }
+
+  // ---- storage -------------------------------------------------------------------------------
+  struct Addr {
+    LV *base = nullptr;             ///< element 0 of the window
+    std::vector<LV *> strides;      ///< elements
+    DataType dtype = DT_FP32;
+  };
+
+  Type *storage_elem(DataType dt) {
+    switch (dt) {
+    case DT_FP16:
+    case DT_BF16:
+    case DT_INT16: return B.getInt16Ty();
+    case DT_FP32: return B.getFloatTy();
+    case DT_DOUBLE: return B.getDoubleTy();
+    case DT_INT32: return B.getInt32Ty();
+    case DT_INT64: return B.getInt64Ty();
+    default: return B.getInt8Ty();
+    }
+  }
+  Type *compute_elem(DataType dt) {
+    switch (dt) {
+    case DT_FP16:
+    case DT_BF16:
+    case DT_FP32: return B.getFloatTy();
+    default: return storage_elem(dt);
+    }
+  }
+  bool is_fp(DataType dt) { return is_float(dt); }
+
+  std::vector<LV *> strides_of(const std::vector<SymbolicScalar> &shape) {
+    std::vector<LV *> s(shape.size());
+    LV *acc = i64(1);
+    for (size_t d = shape.size(); d-- > 0;) {
+      s[d] = acc;
+      if (d > 0)
+        acc = B.CreateMul(acc, sym(shape[d]));
+    }
+    return s;
+  }
+
+  /// Address of a value's window (views resolved to their root; offsets checked when symbolic).
+  Addr addr(ValueId id) {
+    const ir::Value &v = p_.value(id);
+    Addr a;
+    a.dtype = v.dtype;
+    const ir::Value &root = v.kind == ValueKind::View ? p_.value(v.base) : v;
+    LV *base = nullptr;
+    if (root.kind == ValueKind::Param) {
+      base = B.CreateLoad(B.getPtrTy(),
+                          B.CreateConstGEP1_64(B.getPtrTy(), args_,
+                                               static_cast<uint64_t>(root.param_index)));
+    } else if (root.kind == ValueKind::Local) {
+      auto it = storage_.find(root.id);
+      if (it == storage_.end())
+        throw InternalError("<codegen>", "lower_llvm",
+                            "local %" + root.name + " has no storage; rerun with PTO_DUMP=ir");
+      base = it->second;
+    } else {
+      throw InternalError("<codegen>", "lower_llvm",
+                          "value %" + root.name + " is not addressable memory");
+    }
+    a.strides = strides_of(root.shape);
+    if (v.kind == ValueKind::View) {
+      LV *lin = i64(0);
+      for (size_t d = 0; d < v.offsets.size(); ++d) {
+        LV *off = sym(v.offsets[d]);
+        LV *valid = sym(v.valid[d]);
+        if (!v.offsets[d].is_concrete() || !v.valid[d].is_concrete() ||
+            !root.shape[d].is_concrete()) {
+          // The window's valid part must lie inside the root (checked once per op, not per
+          // element): valid <= 0, or 0 <= off and off + valid <= dim.
+          LV *in = B.CreateAnd(B.CreateICmpSGE(off, i64(0)),
+                               B.CreateICmpSLE(B.CreateAdd(off, valid), sym(root.shape[d])));
+          fail_unless(B.CreateOr(B.CreateICmpSLE(valid, i64(0)), in), kFailViewBounds, off,
+                      sym(root.shape[d]));
+        }
+        lin = B.CreateAdd(lin, B.CreateMul(off, a.strides[d]));
+      }
+      base = B.CreateGEP(storage_elem(v.dtype), base, lin);
+    }
+    a.base = base;
+    return a;
+  }
+
+  void emit_entry() {
+    for (size_t g = 0; g < p_.groups.size(); ++g) {
+      my_pe_[static_cast<int64_t>(g)] =
+          B.CreateSExt(call_rt("pto_rt_my_pe", B.getInt32Ty(), {ctx_, B.getInt32(static_cast<int>(g))}),
+                       B.getInt64Ty());
+    }
+    if (!p_.shmems.empty()) {
+      size_t ng = p_.groups.size();
+      auto *heap_ty = llvm::ArrayType::get(B.getInt64Ty(), ng);
+      auto *npes_ty = llvm::ArrayType::get(B.getInt32Ty(), ng);
+      auto *names_ty = llvm::ArrayType::get(B.getPtrTy(), ng);
+      LV *heap = entry_alloca(heap_ty, "heap_bytes");
+      LV *npes = entry_alloca(npes_ty, "group_n_pes");
+      LV *names = entry_alloca(names_ty, "group_names");
+      for (size_t g = 0; g < ng; ++g) {
+        B.CreateStore(i64(p_.groups[g].heap_bytes), B.CreateConstGEP2_64(heap_ty, heap, 0, g));
+        B.CreateStore(B.getInt32(p_.groups[g].n_pes), B.CreateConstGEP2_64(npes_ty, npes, 0, g));
+        B.CreateStore(B.CreateGlobalStringPtr(p_.groups[g].name),
+                      B.CreateConstGEP2_64(names_ty, names, 0, g));
+      }
+      LV *st = call_rt("pto_rt_kernel_enter", B.getInt32Ty(),
+                       {ctx_, i64(static_cast<int64_t>(ir::structural_hash(p_))),
+                        B.getInt32(static_cast<int>(ng)), heap, npes, names});
+      ret_if_error(st);
+      // Re-read PE numbers: the group table is known only after kernel_enter.
+      for (size_t g = 0; g < ng; ++g)
+        my_pe_[static_cast<int64_t>(g)] = B.CreateSExt(
+            call_rt("pto_rt_my_pe", B.getInt32Ty(), {ctx_, B.getInt32(static_cast<int>(g))}),
+            B.getInt64Ty());
+    }
+    // Storage for materialized locals, and row scratch for fused groups.
+    for (ValueId id : plan_.materialized) {
+      const ir::Value &v = p_.value(id);
+      LV *n = i64(1);
+      for (auto &d : v.shape)
+        n = B.CreateMul(n, sym(d));
+      LV *bytes = B.CreateMul(n, i64(bytes_of(v.dtype)));
+      storage_[id] = call_rt("pto_rt_alloc", B.getPtrTy(), {ctx_, bytes});
+    }
+    for (size_t g = 0; g < plan_.groups.size(); ++g) {
+      auto &grp = plan_.groups[g];
+      for (auto &[id, fv] : grp.values) {
+        if (!fv.scratch)
+          continue;
+        // One row of the compute type, rounded up to whole vectors.
+        LV *n = B.CreateAdd(sym(grp.cols), i64(W));
+        LV *bytes = B.CreateMul(n, i64(8));
+        scratch_[{static_cast<int>(g), id}] = call_rt("pto_rt_alloc", B.getPtrTy(), {ctx_, bytes});
+      }
+    }
+  }
+
+  // ---- regions ------------------------------------------------------------------------------
+  void emit_region(const std::vector<Op> &ops) {
+    for (auto &item : plan_.regions.at(&ops)) {
+      if (item.group >= 0) {
+        emit_group(item.group);
+        continue;
+      }
+      const Op &op = *item.op;
+      cur_site_ = site_.at(&op);
+      switch (op.kind) {
+      case OpKind::Loop: {
+        LV *start = sym(op.start), *stop = sym(op.stop), *step = sym(op.step);
+        // A run-time step <= 0 runs no iteration (documented in control.h).
+        stop = B.CreateSelect(B.CreateICmpSGT(step, i64(0)), stop, start);
+        for_loop(start, stop, step, [&](LV *i) {
+          loop_index_[op.loop_id] = i;
+          emit_region(op.body);
+        }, "loop");
+        break;
+      }
+      case OpKind::Sum:
+      case OpKind::Amax:
+      case OpKind::Amin: emit_reduce_axis(op); break;
+      case OpKind::ShmemPut: emit_put(op); break;
+      case OpKind::ShmemGet: emit_get(op); break;
+      case OpKind::ShmemSignal:
+      case OpKind::ShmemWaitUntil: emit_signal_wait(op); break;
+      case OpKind::ShmemClearData: emit_clear(op); break;
+      case OpKind::Nop: break;
+      default:
+        throw InternalError(op.where, ir::op_info(op.kind).name,
+                            "op was not fused and has no standalone lowering (a ptojit bug)");
+      }
+    }
+  }
+
+  // ---- vector values -------------------------------------------------------------------------
+  llvm::VectorType *vty(Type *elem) { return llvm::FixedVectorType::get(elem, static_cast<unsigned>(W)); }
+
+  /// Loads W (or masked) storage elements at `ptr` and converts them to the compute type.
+  LV *load_vec(LV *ptr, DataType dt, LV *mask) {
+    Type *st = storage_elem(dt);
+    auto *vt = vty(st);
+    LV *raw = mask ? static_cast<LV *>(B.CreateMaskedLoad(vt, ptr, llvm::Align(1), mask,
+                                                           llvm::Constant::getNullValue(vt)))
+                   : static_cast<LV *>(B.CreateAlignedLoad(vt, ptr, llvm::Align(1)));
+    return widen(raw, dt);
+  }
+  LV *widen(LV *raw, DataType dt) {
+    if (dt == DT_FP16)
+      return B.CreateFPExt(B.CreateBitCast(raw, vty(B.getHalfTy())), vty(B.getFloatTy()));
+    if (dt == DT_BF16)
+      return B.CreateBitCast(B.CreateShl(B.CreateZExt(raw, vty(B.getInt32Ty())), 16),
+                             vty(B.getFloatTy()));
+    return raw;
+  }
+  /// Compute type -> storage bits (fp16/bf16 rounded to nearest even).
+  LV *narrow(LV *v, DataType dt) {
+    auto *vt = llvm::cast<llvm::VectorType>(v->getType());
+    auto n = vt->getElementCount();
+    if (dt == DT_FP16)
+      return B.CreateBitCast(B.CreateFPTrunc(v, llvm::VectorType::get(B.getHalfTy(), n)),
+                             llvm::VectorType::get(B.getInt16Ty(), n));
+    if (dt == DT_BF16) {
+      auto *i32v = llvm::VectorType::get(B.getInt32Ty(), n);
+      LV *u = B.CreateBitCast(v, i32v);
+      LV *lsb = B.CreateAnd(B.CreateLShr(u, 16), llvm::ConstantInt::get(i32v, 1));
+      LV *r = B.CreateLShr(B.CreateAdd(B.CreateAdd(u, llvm::ConstantInt::get(i32v, 0x7fff)), lsb), 16);
+      LV *nanr = B.CreateOr(B.CreateLShr(u, 16), llvm::ConstantInt::get(i32v, 0x40));
+      LV *isnan = B.CreateFCmpUNO(v, v);
+      return B.CreateTrunc(B.CreateSelect(isnan, nanr, r), llvm::VectorType::get(B.getInt16Ty(), n));
+    }
+    return v;
+  }
+  /// Rounds a compute value to what `dt` can hold (fp16/bf16 round trip).
+  LV *round_to(LV *v, DataType dt) {
+    if (dt != DT_FP16 && dt != DT_BF16)
+      return v;
+    return widen(narrow(v, dt), dt);
+  }
+  void store_vec(LV *v, LV *ptr, DataType dt, LV *mask) {
+    LV *raw = narrow(v, dt);
+    if (mask)
+      B.CreateMaskedStore(raw, ptr, llvm::Align(1), mask);
+    else
+      B.CreateAlignedStore(raw, ptr, llvm::Align(1));
+  }
+  LV *splat(LV *s) { return B.CreateVectorSplat(static_cast<unsigned>(W), s); }
+
+  LV *scalar_const(const ir::Scalar &s, DataType dt) {
+    Type *ct = compute_elem(dt);
+    if (is_fp(dt)) {
+      double v = s.f;
+      if (dt == DT_FP16 || dt == DT_BF16) { // the scalar is an element of the tensor's dtype
+        llvm::Value *c = llvm::ConstantFP::get(vty(B.getFloatTy()), static_cast<float>(v));
+        llvm::Constant *r = llvm::dyn_cast<llvm::Constant>(round_to(c, dt));
+        if (r)
+          return r;
+      }
+      return llvm::ConstantFP::get(vty(ct), v);
+    }
+    return llvm::ConstantInt::get(vty(ct), static_cast<uint64_t>(s.i), true);
+  }
+
+  LV *sleef(const char *fn, LV *v) {
+    auto *vt = llvm::cast<llvm::FixedVectorType>(v->getType());
+    bool dbl = vt->getElementType()->isDoubleTy();
+    bool avx512 = host_target().avx512f;
+    unsigned native = avx512 ? (dbl ? 8u : 16u) : (dbl ? 4u : 8u);
+    std::string name = std::string("Sleef_") + fn + (dbl ? "d" : "f") + std::to_string(native) +
+                       "_u10" + (avx512 ? "avx512f" : "avx2");
+    auto *nt = llvm::FixedVectorType::get(vt->getElementType(), native);
+    auto callee = M.getOrInsertFunction(name, llvm::FunctionType::get(nt, {nt}, false));
+    unsigned n = vt->getNumElements();
+    if (n == native)
+      return B.CreateCall(callee, {v});
+    std::vector<LV *> parts;
+    for (unsigned off = 0; off < n; off += native) {
+      std::vector<int> idx;
+      for (unsigned i = 0; i < native; ++i)
+        idx.push_back(static_cast<int>(off + i));
+      parts.push_back(B.CreateCall(callee, {B.CreateShuffleVector(v, idx)}));
+    }
+    while (parts.size() > 1) {
+      std::vector<LV *> next;
+      for (size_t i = 0; i + 1 < parts.size(); i += 2) {
+        unsigned m = llvm::cast<llvm::FixedVectorType>(parts[i]->getType())->getNumElements();
+        std::vector<int> idx;
+        for (unsigned k = 0; k < 2 * m; ++k)
+          idx.push_back(static_cast<int>(k));
+        next.push_back(B.CreateShuffleVector(parts[i], parts[i + 1], idx));
+      }
+      parts = next;
+    }
+    return parts[0];
+  }
+
+  LV *unary(const Op &op, LV *x, DataType in_dt, DataType out_dt) {
+    bool fp = is_fp(in_dt);
+    switch (op.kind) {
+    case OpKind::Neg: return fp ? B.CreateFNeg(x) : B.CreateNeg(x);
+    case OpKind::Abs:
+      return fp ? B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x)
+                : B.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, B.getFalse());
+    case OpKind::Exp: return sleef("exp", x);
+    case OpKind::Log: return sleef("log", x);
+    case OpKind::Sqrt: return B.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+    case OpKind::Rsqrt:
+      return B.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0),
+                          B.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+    case OpKind::Reciprocal: return B.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0), x);
+    case OpKind::Cast: return convert(x, in_dt, out_dt);
+    default: break;
+    }
+    throw InternalError(op.where, ir::op_info(op.kind).name, "not a unary op (a ptojit bug)");
+  }
+
+  LV *convert(LV *x, DataType from, DataType to) {
+    Type *dst = vty(compute_elem(to));
+    if (to == DT_BOOL) {
+      LV *nz = is_fp(from) ? B.CreateFCmpUNE(x, llvm::Constant::getNullValue(x->getType()))
+                           : B.CreateICmpNE(x, llvm::Constant::getNullValue(x->getType()));
+      return B.CreateZExt(nz, dst);
+    }
+    if (is_fp(from) && is_fp(to)) {
+      if (x->getType() == dst)
+        return x;
+      return x->getType()->getScalarSizeInBits() < dst->getScalarSizeInBits()
+                 ? B.CreateFPExt(x, dst)
+                 : B.CreateFPTrunc(x, dst);
+    }
+    if (is_fp(from)) // truncate toward zero, NaN -> 0, saturating
+      return B.CreateIntrinsic(is_unsigned(to) ? llvm::Intrinsic::fptoui_sat
+                                               : llvm::Intrinsic::fptosi_sat,
+                               {dst, x->getType()}, {x});
+    if (is_fp(to))
+      return is_unsigned(from) ? B.CreateUIToFP(x, dst) : B.CreateSIToFP(x, dst);
+    return B.CreateIntCast(x, dst, !is_unsigned(from));
+  }
+
+  LV *binary(const Op &op, LV *a, LV *b, DataType dt, LV *mask) {
+    bool fp = is_fp(dt);
+    switch (op.kind) {
+    case OpKind::Add: return fp ? B.CreateFAdd(a, b) : B.CreateAdd(a, b);
+    case OpKind::Sub: return fp ? B.CreateFSub(a, b) : B.CreateSub(a, b);
+    case OpKind::Mul: return fp ? B.CreateFMul(a, b) : B.CreateMul(a, b);
+    case OpKind::Div: {
+      if (fp)
+        return B.CreateFDiv(a, b);
+      // Masked-off lanes divide by 1; a zero divisor in a live lane fails the call.
+      LV *one = llvm::ConstantInt::get(b->getType(), 1);
+      LV *bs = mask ? B.CreateSelect(mask, b, one) : b;
+      LV *zero = B.CreateICmpEQ(bs, llvm::Constant::getNullValue(b->getType()));
+      LV *any = B.CreateOrReduce(zero);
+      fail_unless(B.CreateNot(any), kFailDivZero, i64(0), i64(0));
+      if (is_unsigned(dt))
+        return B.CreateUDiv(a, bs);
+      // INT_MIN / -1 wraps (two's complement) instead of trapping.
+      LV *m1 = B.CreateICmpEQ(bs, llvm::Constant::getAllOnesValue(b->getType()));
+      LV *safe = B.CreateSelect(m1, one, bs);
+      return B.CreateSelect(m1, B.CreateNeg(a), B.CreateSDiv(a, safe));
+    }
+    case OpKind::Maximum:
+      return fp ? B.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, b)
+                : B.CreateBinaryIntrinsic(is_unsigned(dt) ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, a, b);
+    case OpKind::Minimum:
+      return fp ? B.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a, b)
+                : B.CreateBinaryIntrinsic(is_unsigned(dt) ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, a, b);
+    default: break;
+    }
+    throw InternalError(op.where, ir::op_info(op.kind).name, "not a binary op (a ptojit bug)");
+  }
+
+  LV *reduce_identity(OpKind k, DataType dt) {
+    Type *t = vty(compute_elem(dt));
+    if (is_fp(dt)) {
+      if (k == OpKind::Sum)
+        return llvm::ConstantFP::getNegativeZero(t);
+      return llvm::ConstantFP::getInfinity(t, k == OpKind::Amax);
+    }
+    unsigned bits = compute_elem(dt)->getIntegerBitWidth();
+    if (k == OpKind::Sum)
+      return llvm::Constant::getNullValue(t);
+    llvm::APInt v = k == OpKind::Amax
+                        ? (is_unsigned(dt) ? llvm::APInt::getMinValue(bits) : llvm::APInt::getSignedMinValue(bits))
+                        : (is_unsigned(dt) ? llvm::APInt::getMaxValue(bits) : llvm::APInt::getSignedMaxValue(bits));
+    return llvm::ConstantInt::get(t, v);
+  }
+  LV *reduce_step(OpKind k, LV *acc, LV *v, DataType dt) {
+    bool fp = is_fp(dt);
+    if (k == OpKind::Sum)
+      return fp ? B.CreateFAdd(acc, v) : B.CreateAdd(acc, v);
+    if (fp)
+      return B.CreateBinaryIntrinsic(k == OpKind::Amax ? llvm::Intrinsic::maximum : llvm::Intrinsic::minimum, acc, v);
+    auto id = k == OpKind::Amax ? (is_unsigned(dt) ? llvm::Intrinsic::umax : llvm::Intrinsic::smax)
+                                : (is_unsigned(dt) ? llvm::Intrinsic::umin : llvm::Intrinsic::smin);
+    return B.CreateBinaryIntrinsic(id, acc, v);
+  }
+  LV *reduce_horizontal(OpKind k, LV *acc, DataType dt) {
+    if (is_fp(dt)) {
+      if (k == OpKind::Sum) {
+        llvm::FastMathFlags fmf;
+        fmf.setAllowReassoc();
+        B.setFastMathFlags(fmf);
+        LV *r = B.CreateFAddReduce(llvm::ConstantFP::getNegativeZero(compute_elem(dt)), acc);
+        B.clearFastMathFlags();
+        return r;
+      }
+      return k == OpKind::Amax ? B.CreateFPMaximumReduce(acc) : B.CreateFPMinimumReduce(acc);
+    }
+    if (k == OpKind::Sum)
+      return B.CreateAddReduce(acc);
+    if (k == OpKind::Amax)
+      return is_unsigned(dt) ? B.CreateIntMaxReduce(acc, false) : B.CreateIntMaxReduce(acc, true);
+    return is_unsigned(dt) ? B.CreateIntMinReduce(acc, false) : B.CreateIntMinReduce(acc, true);
+  }
+
+  // ---- fused groups --------------------------------------------------------------------------
+  struct RowCtx {
+    std::vector<LV *> row;                 ///< row indices (R-1)
+    std::map<ValueId, LV *> uniform;       ///< per-row values (splat vectors)
+    std::map<ValueId, LV *> row_base;      ///< element pointer of (row, col 0) per leaf/store
+  };
+
+  /// Element pointer of (row, col 0) of value `id` broadcast into the group space.
+  LV *row_ptr(const FusedGroup &g, ValueId id, RowCtx &rc, bool for_store) {
+    auto it = rc.row_base.find(id);
+    if (it != rc.row_base.end())
+      return it->second;
+    const ir::Value &v = p_.value(id);
+    Addr a = addr(id);
+    size_t r = g.rank, vr = v.shape.size();
+    LV *lin = i64(0);
+    for (size_t d = 0; d + 1 < vr || (vr < r && d < vr && false); ++d) {
+      size_t gd = d + (r - vr); // group dim of value dim d
+      if (gd >= r - 1)
+        break;
+      bool bc = v.shape[d].is_concrete() && v.shape[d].concrete() == 1 &&
+                !(g.row_shape[gd].is_concrete() && g.row_shape[gd].concrete() == 1);
+      if (!bc || for_store)
+        lin = B.CreateAdd(lin, B.CreateMul(rc.row[gd], a.strides[d]));
+    }
+    // A value of rank R-1 (reduce without keepdim) indexes all its dims by rows.
+    if (vr == r - 1 && vr > 0) {
+      lin = i64(0);
+      for (size_t d = 0; d < vr; ++d) {
+        bool bc = v.shape[d].is_concrete() && v.shape[d].concrete() == 1 && !for_store;
+        if (!bc)
+          lin = B.CreateAdd(lin, B.CreateMul(rc.row[d], a.strides[d]));
+      }
+    }
+    LV *p = B.CreateGEP(storage_elem(v.dtype), a.base, lin);
+    rc.row_base[id] = p;
+    return p;
+  }
+
+  bool leaf_uniform(const FusedGroup &g, ValueId id) {
+    const ir::Value &v = p_.value(id);
+    bool single = g.cols.is_concrete() && g.cols.concrete() == 1;
+    return !single && v.shape.back().is_concrete() && v.shape.back().concrete() == 1 &&
+           v.shape.size() <= g.rank;
+  }
+
+  void emit_group(int gi) {
+    const FusedGroup &g = plan_.groups[static_cast<size_t>(gi)];
+    cur_site_ = site_.at(g.ops.front());
+    size_t r = g.rank;
+    std::vector<LV *> rvalid;
+    for (auto &s : g.row_valid)
+      rvalid.push_back(sym(s));
+    LV *cols_valid = smin(sym(g.cols_valid), sym(g.cols));
+    std::vector<LV *> row(r > 0 ? r - 1 : 0);
+    // Row-dim tile loops: for each row dim, an outer tile loop and an inner row loop.
+    std::function<void(size_t, std::vector<std::pair<LV *, LV *>>)> tile_rows =
+        [&](size_t d, std::vector<std::pair<LV *, LV *>> bounds) {
+          if (d + 1 >= r) {
+            std::function<void(size_t)> inner = [&](size_t k) {
+              if (k == bounds.size()) {
+                int64_t tc = g.has_reduce ? 0 : g.tile[r - 1];
+                if (tc <= 0 || (g.cols.is_concrete() && tc >= g.cols.concrete())) {
+                  row_passes(g, gi, row, i64(0), cols_valid);
+                } else {
+                  for_loop(i64(0), cols_valid, i64(tc), [&](LV *c0) {
+                    row_passes(g, gi, row, c0, smin(B.CreateAdd(c0, i64(tc)), cols_valid));
+                  }, "ctile");
+                }
+                return;
+              }
+              for_loop(bounds[k].first, bounds[k].second, i64(1), [&](LV *i) {
+                row[k] = i;
+                inner(k + 1);
+              }, "row");
+            };
+            inner(0);
+            return;
+          }
+          int64_t t = g.tile[d];
+          for_loop(i64(0), rvalid[d], i64(t), [&](LV *t0) {
+            auto b2 = bounds;
+            b2.push_back({t0, smin(B.CreateAdd(t0, i64(t)), rvalid[d])});
+            tile_rows(d + 1, b2);
+          }, "tile");
+        };
+    if (r == 0)
+      return;
+    tile_rows(0, {});
+  }
+  /// One row: uniform leaves, then the passes.
+  void row_passes(const FusedGroup &g, int gi, std::vector<LV *> &row, LV *c_begin, LV *c_end) {
+    RowCtx rc;
+    rc.row = row;
+    std::set<ValueId> done_uniform;
+    // Reductions accumulated per pass.
+    std::map<const Op *, LV *> acc_slot;
+    auto compute_uniforms = [&](int upto) {
+      for (const Op *op : g.ops) {
+        if (op->kind == OpKind::Assemble)
+          continue;
+        ValueId out = op->outputs[0];
+        const FusedValue &fv = g.values.at(out);
+        if (!fv.uniform || fv.level > upto || done_uniform.count(out))
+          continue;
+        DataType dt = p_.value(out).dtype;
+        LV *val;
+        if (ir::op_info(op->kind).family == OpFamily::Reduce) {
+          DataType in_dt = p_.value(op->inputs[0]).dtype;
+          LV *acc = B.CreateLoad(vty(compute_elem(in_dt)), acc_slot.at(op));
+          val = splat(reduce_horizontal(op->kind, acc, in_dt));
+          val = round_to(val, dt);
+        } else {
+          val = eval_op(g, gi, *op, rc, nullptr, /*pass=*/-1, nullptr, nullptr);
+        }
+        rc.uniform[out] = val;
+        done_uniform.insert(out);
+        if (fv.store) {
+          LV *ptr = row_ptr(g, out, rc, true);
+          LV *lane0 = B.CreateExtractElement(narrow(val, dt), uint64_t{0});
+          B.CreateStore(lane0, ptr);
+        }
+      }
+    };
+    for (int pass = 0; pass < g.passes; ++pass) {
+      compute_uniforms(pass);
+      // Accumulators of the reductions fed in this pass.
+      std::vector<const Op *> reds;
+      for (const Op *op : g.ops)
+        if (ir::op_info(op->kind).family == OpFamily::Reduce && g.values.at(op->outputs[0]).uniform &&
+            level_of(g, op->inputs[0]) == pass) {
+          DataType in_dt = p_.value(op->inputs[0]).dtype;
+          LV *slot = entry_alloca(vty(compute_elem(in_dt)), "acc");
+          B.CreateStore(reduce_identity(op->kind, in_dt), slot);
+          acc_slot[op] = slot;
+          reds.push_back(op);
+        }
+      auto body = [&](LV *c, LV *mask) {
+        std::map<ValueId, LV *> memo;
+        for (const Op *op : reds) {
+          DataType in_dt = p_.value(op->inputs[0]).dtype;
+          LV *v = value_at(g, gi, op->inputs[0], rc, c, mask, pass, memo);
+          if (mask)
+            v = B.CreateSelect(mask, v, reduce_identity(op->kind, in_dt));
+          LV *acc = B.CreateLoad(v->getType(), acc_slot.at(op));
+          B.CreateStore(reduce_step(op->kind, acc, v, in_dt), acc_slot.at(op));
+        }
+        for (const Op *op : g.ops) {
+          if (op->kind == OpKind::Assemble) {
+            ValueId x = op->inputs[0];
+            if (level_of(g, x) != pass)
+              continue;
+            LV *v = value_at(g, gi, x, rc, c, mask, pass, memo);
+            LV *ptr = B.CreateGEP(storage_elem(p_.value(x).dtype), row_ptr(g, op->outputs[0], rc, true), c);
+            store_vec(v, ptr, p_.value(x).dtype, mask);
+            continue;
+          }
+          ValueId out = op->outputs[0];
+          const FusedValue &fv = g.values.at(out);
+          if (fv.uniform || fv.level != pass || (!fv.store && !fv.scratch))
+            continue;
+          LV *v = value_at(g, gi, out, rc, c, mask, pass, memo);
+          DataType dt = p_.value(out).dtype;
+          if (fv.store) {
+            LV *ptr = B.CreateGEP(storage_elem(dt), row_ptr(g, out, rc, true), c);
+            store_vec(v, ptr, dt, mask);
+          }
+          if (fv.scratch) {
+            LV *sp = B.CreateGEP(compute_elem(dt), scratch_.at({gi, out}), c);
+            B.CreateAlignedStore(v, sp, llvm::Align(4)); // scratch has a full vector of slack
+          }
+        }
+      };
+      vector_columns(c_begin, c_end, body);
+    }
+    compute_uniforms(g.passes + 1);
+  }
+
+  int level_of(const FusedGroup &g, ValueId v) {
+    auto it = g.values.find(v);
+    return it == g.values.end() ? 0 : it->second.level;
+  }
+
+  /// for (c = begin; c + W <= end; c += W) body(c, null); then one masked tail.
+  void vector_columns(LV *begin, LV *end, const std::function<void(LV *, LV *)> &body) {
+    LV *last_full = B.CreateSub(end, i64(W - 1));
+    LV *cslot = entry_alloca(B.getInt64Ty(), "c");
+    B.CreateStore(begin, cslot);
+    for_loop(begin, last_full, i64(W), [&](LV *c) {
+      body(c, nullptr);
+      B.CreateStore(B.CreateAdd(c, i64(W)), cslot);
+    }, "vec");
+    LV *c = B.CreateLoad(B.getInt64Ty(), cslot);
+    auto *tail = llvm::BasicBlock::Create(C, "tail", F);
+    auto *done = llvm::BasicBlock::Create(C, "tail.done", F);
+    B.CreateCondBr(B.CreateICmpSLT(c, end), tail, done);
+    B.SetInsertPoint(tail);
+    std::vector<llvm::Constant *> iota;
+    for (int i = 0; i < W; ++i)
+      iota.push_back(B.getInt64(static_cast<uint64_t>(i)));
+    LV *lanes = B.CreateAdd(splat(c), llvm::ConstantVector::get(iota));
+    LV *mask = B.CreateICmpSLT(lanes, splat(end));
+    body(c, mask);
+    B.CreateBr(done);
+    B.SetInsertPoint(done);
+  }
+
+  /// The value of `id` at columns [c, c+W) of the current row, in pass `pass`.
+  LV *value_at(const FusedGroup &g, int gi, ValueId id, RowCtx &rc, LV *c, LV *mask, int pass,
+               std::map<ValueId, LV *> &memo) {
+    if (auto it = memo.find(id); it != memo.end())
+      return it->second;
+    if (auto it = rc.uniform.find(id); it != rc.uniform.end())
+      return it->second;
+    LV *v = nullptr;
+    auto gv = g.values.find(id);
+    if (gv == g.values.end()) { // a leaf
+      const ir::Value &val = p_.value(id);
+      LV *base = row_ptr(g, id, rc, false);
+      if (leaf_uniform(g, id)) {
+        LV *s = B.CreateLoad(storage_elem(val.dtype), base);
+        v = widen(splat(s), val.dtype);
+        rc.uniform[id] = v;
+        return v;
+      }
+      v = load_vec(B.CreateGEP(storage_elem(val.dtype), base, c), val.dtype, mask);
+    } else if (gv->second.level < pass && gv->second.scratch) {
+      DataType dt = p_.value(id).dtype;
+      v = B.CreateAlignedLoad(vty(compute_elem(dt)),
+                              B.CreateGEP(compute_elem(dt), scratch_.at({gi, id}), c), llvm::Align(4));
+    } else {
+      const Op *op = producer(g, id);
+      v = eval_op(g, gi, *op, rc, c, pass, mask, &memo);
+    }
+    memo[id] = v;
+    return v;
+  }
+
+  const Op *producer(const FusedGroup &g, ValueId id) {
+    for (const Op *op : g.ops)
+      if (!op->outputs.empty() && op->outputs[0] == id && op->kind != OpKind::Assemble)
+        return op;
+    throw InternalError("<codegen>", "fuse", "no producer in group (a ptojit bug)");
+  }
+
+  LV *eval_op(const FusedGroup &g, int gi, const Op &op, RowCtx &rc, LV *c, int pass, LV *mask,
+              std::map<ValueId, LV *> *memo) {
+    std::map<ValueId, LV *> local;
+    auto &m = memo ? *memo : local;
+    DataType out_dt = p_.value(op.outputs[0]).dtype;
+    auto in = [&](size_t i) { return value_at(g, gi, op.inputs[i], rc, c, mask, pass, m); };
+    LV *v = nullptr;
+    switch (ir::op_info(op.kind).family) {
+    case OpFamily::Unary: v = unary(op, in(0), p_.value(op.inputs[0]).dtype, out_dt); break;
+    case OpFamily::Binary: {
+      DataType dt = p_.value(op.inputs[0]).dtype;
+      LV *a, *b;
+      if (op.scalar) {
+        LV *s = scalar_const(*op.scalar, dt);
+        a = op.scalar_first ? s : in(0);
+        b = op.scalar_first ? in(0) : s;
+      } else {
+        a = in(0);
+        b = in(1);
+      }
+      v = binary(op, a, b, dt, mask);
+      break;
+    }
+    case OpFamily::Create: v = scalar_const(*op.scalar, out_dt); break;
+    case OpFamily::Reduce: v = in(0); break; // a reduction over one column is the identity
+    default:
+      throw InternalError(op.where, ir::op_info(op.kind).name, "cannot evaluate in a fused group");
+    }
+    return round_to(v, out_dt);
+  }
+
+  // ---- standalone reductions over a non-last axis ---------------------------------------------
+  void emit_reduce_axis(const Op &op) {
+    const ir::Value &x = p_.value(op.inputs[0]);
+    const ir::Value &y = p_.value(op.outputs[0]);
+    Addr ax = addr(x.id), ay = addr(y.id);
+    size_t r = x.shape.size();
+    size_t axis = static_cast<size_t>(op.axis);
+    std::vector<LV *> xvalid;
+    for (auto &s : x.valid)
+      xvalid.push_back(sym(s));
+    Type *ct = compute_elem(x.dtype);
+    LV *acc_slot = entry_alloca(ct, "racc");
+    std::vector<LV *> idx(r);
+    // Scalar loops over the kept dims, an inner loop over the axis (LLVM may vectorize it).
+    std::function<void(size_t)> outer = [&](size_t d) {
+      if (d == r) {
+        LV *ident = B.CreateExtractElement(reduce_identity(op.kind, x.dtype), uint64_t{0});
+        B.CreateStore(ident, acc_slot);
+        for_loop(i64(0), xvalid[axis], i64(1), [&](LV *k) {
+          LV *lin = i64(0);
+          for (size_t e = 0; e < r; ++e)
+            lin = B.CreateAdd(lin, B.CreateMul(e == axis ? k : idx[e], ax.strides[e]));
+          LV *raw = B.CreateLoad(storage_elem(x.dtype), B.CreateGEP(storage_elem(x.dtype), ax.base, lin));
+          LV *v = B.CreateExtractElement(widen(splat(raw), x.dtype), uint64_t{0});
+          LV *a = B.CreateLoad(ct, acc_slot);
+          LV *sa = splat(a), *sv = splat(v);
+          B.CreateStore(B.CreateExtractElement(reduce_step(op.kind, sa, sv, x.dtype), uint64_t{0}), acc_slot);
+        }, "k");
+        LV *res = round_to(splat(B.CreateLoad(ct, acc_slot)), y.dtype);
+        LV *lin = i64(0);
+        size_t yd = 0;
+        for (size_t e = 0; e < r; ++e) {
+          if (e == axis) {
+            if (op.keepdim)
+              ++yd;
+            continue;
+          }
+          lin = B.CreateAdd(lin, B.CreateMul(idx[e], ay.strides[yd++]));
+        }
+        B.CreateStore(B.CreateExtractElement(narrow(res, y.dtype), uint64_t{0}),
+                      B.CreateGEP(storage_elem(y.dtype), ay.base, lin));
+        return;
+      }
+      if (d == axis) {
+        idx[d] = i64(0);
+        outer(d + 1);
+        return;
+      }
+      for_loop(i64(0), xvalid[d], i64(1), [&](LV *i) {
+        idx[d] = i;
+        outer(d + 1);
+      }, "r");
+    };
+    outer(0);
+  }
+
+  // ---- shmem ops ----------------------------------------------------------------------------
+  /// Nested tile loops over a static `shape` with tile `tile` (row-major, tails smaller).
+  void for_tiles(const std::vector<int64_t> &shape, const std::vector<int64_t> &tile,
+                 const std::function<void(const std::vector<LV *> &, const std::vector<LV *> &)> &body) {
+    size_t r = shape.size();
+    std::vector<LV *> off(r), size(r);
+    std::function<void(size_t)> rec = [&](size_t d) {
+      if (d == r) {
+        body(off, size);
+        return;
+      }
+      int64_t t = tile[d];
+      for_loop(i64(0), i64(shape[d]), i64(t), [&](LV *o) {
+        off[d] = o;
+        size[d] = smin(i64(t), B.CreateSub(i64(shape[d]), o));
+        rec(d + 1);
+      }, "st");
+    };
+    rec(0);
+  }
+
+  struct Block {
+    LV *ptr;
+  };
+  /// Fills a pto_block {extent[4], src_stride[4], dst_stride[4]} (leading dims padded with 1).
+  LV *make_block(const std::vector<LV *> &ext, const std::vector<LV *> &ss, const std::vector<LV *> &ds) {
+    auto *ty = llvm::ArrayType::get(B.getInt64Ty(), 12);
+    LV *blk = entry_alloca(ty, "block");
+    size_t r = ext.size();
+    for (size_t k = 0; k < 4; ++k) {
+      bool pad = k < 4 - r;
+      size_t d = pad ? 0 : k - (4 - r);
+      B.CreateStore(pad ? i64(1) : ext[d], B.CreateConstGEP2_64(ty, blk, 0, k));
+      B.CreateStore(pad ? i64(0) : ss[d], B.CreateConstGEP2_64(ty, blk, 0, 4 + k));
+      B.CreateStore(pad ? i64(0) : ds[d], B.CreateConstGEP2_64(ty, blk, 0, 8 + k));
+    }
+    return blk;
+  }
+
+  std::vector<int64_t> shmem_strides(const ir::ShmemInfo &s) {
+    std::vector<int64_t> st(s.shape.size(), 1);
+    for (size_t d = s.shape.size(); d-- > 1;)
+      st[d - 1] = st[d] * s.shape[d];
+    return st;
+  }
+
+  /// Byte offset in the heap of element (view_offsets + tile_off) of shmem `s`.
+  LV *heap_offset(const ir::ShmemInfo &s, const Op &op, const std::vector<LV *> &toff) {
+    auto st = shmem_strides(s);
+    LV *lin = i64(0);
+    for (size_t d = 0; d < st.size(); ++d)
+      lin = B.CreateAdd(lin, B.CreateMul(B.CreateAdd(sym(op.view_offsets[d]), toff[d]), i64(st[d])));
+    return B.CreateAdd(i64(s.data_offset_bytes), B.CreateMul(lin, i64(bytes_of(s.dtype))));
+  }
+
+  void emit_put(const Op &op) {
+    const auto &s = p_.shmems[static_cast<size_t>(op.shmem)];
+    const ir::Value &src = p_.value(op.inputs[0]);
+    Addr as = addr(src.id);
+    std::vector<LV *> svalid;
+    for (auto &v : src.valid)
+      svalid.push_back(sym(v));
+    LV *pe = B.CreateTrunc(sym(op.pe), B.getInt32Ty());
+    auto dst = shmem_strides(s);
+    std::vector<LV *> ds;
+    for (auto d : dst)
+      ds.push_back(i64(d));
+    for_tiles(op.view_shape, op.tile.vec, [&](const std::vector<LV *> &off, const std::vector<LV *> &size) {
+      std::vector<LV *> ext;
+      LV *lin = i64(0);
+      LV *nonempty = B.getTrue();
+      for (size_t d = 0; d < off.size(); ++d) {
+        LV *e = smin(smax(B.CreateSub(svalid[d], off[d]), i64(0)), size[d]);
+        ext.push_back(e);
+        nonempty = B.CreateAnd(nonempty, B.CreateICmpSGT(e, i64(0)));
+        lin = B.CreateAdd(lin, B.CreateMul(off[d], as.strides[d]));
+      }
+      auto *go = llvm::BasicBlock::Create(C, "put", F);
+      auto *skip = llvm::BasicBlock::Create(C, "put.skip", F);
+      B.CreateCondBr(nonempty, go, skip);
+      B.SetInsertPoint(go);
+      LV *blk = make_block(ext, as.strides, ds);
+      LV *sp = B.CreateGEP(storage_elem(src.dtype), as.base, lin);
+      LV *st = call_rt("pto_rt_put", B.getInt32Ty(),
+                       {ctx_, B.getInt32(s.group_index), pe,
+                        B.getInt32(op.atomic == ir::Atomic::Add ? PTO_ATOMIC_ADD : PTO_ATOMIC_SET), sp,
+                        B.getInt32(src.dtype), heap_offset(s, op, off),
+                        i64(s.data_offset_bytes + s.data_bytes), B.getInt32(s.dtype), blk,
+                        B.getInt32(cur_site_)});
+      ret_if_error(st);
+      B.CreateBr(skip);
+      B.SetInsertPoint(skip);
+    });
+  }
+
+  void emit_get(const Op &op) {
+    const auto &s = p_.shmems[static_cast<size_t>(op.shmem)];
+    const ir::Value &out = p_.value(op.outputs[1]);
+    Addr ao = addr(out.id);
+    std::vector<LV *> valid;
+    for (auto &v : op.view_valid)
+      valid.push_back(sym(v));
+    LV *pe = B.CreateTrunc(sym(op.pe), B.getInt32Ty());
+    auto src = shmem_strides(s);
+    std::vector<LV *> ss;
+    for (auto d : src)
+      ss.push_back(i64(d));
+    for_tiles(op.view_shape, op.tile.vec, [&](const std::vector<LV *> &off, const std::vector<LV *> &size) {
+      std::vector<LV *> ext;
+      LV *lin = i64(0);
+      LV *nonempty = B.getTrue();
+      for (size_t d = 0; d < off.size(); ++d) {
+        LV *e = smin(smax(B.CreateSub(valid[d], off[d]), i64(0)), size[d]);
+        ext.push_back(e);
+        nonempty = B.CreateAnd(nonempty, B.CreateICmpSGT(e, i64(0)));
+        lin = B.CreateAdd(lin, B.CreateMul(off[d], ao.strides[d]));
+      }
+      auto *go = llvm::BasicBlock::Create(C, "get", F);
+      auto *skip = llvm::BasicBlock::Create(C, "get.skip", F);
+      B.CreateCondBr(nonempty, go, skip);
+      B.SetInsertPoint(go);
+      // pto_block: "src" is the heap side, "dst" the local side, as pto_rt_get documents.
+      LV *blk = make_block(ext, ss, ao.strides);
+      LV *dp = B.CreateGEP(storage_elem(out.dtype), ao.base, lin);
+      LV *st = call_rt("pto_rt_get", B.getInt32Ty(),
+                       {ctx_, B.getInt32(s.group_index), pe, heap_offset(s, op, off),
+                        i64(s.data_offset_bytes + s.data_bytes), B.getInt32(s.dtype), dp,
+                        B.getInt32(out.dtype), blk, B.getInt32(cur_site_)});
+      ret_if_error(st);
+      B.CreateBr(skip);
+      B.SetInsertPoint(skip);
+    });
+  }
+
+  void emit_signal_wait(const Op &op) {
+    const auto &s = p_.shmems[static_cast<size_t>(op.shmem)];
+    const ir::SlotGeometry &g = *op.slots;
+    size_t r = g.data_shape.size();
+    LV *row = sym(op.pe);
+    // Reference §6.3: tileIndex = Σ tileIdx_d·Π_{e<d} ceil(V_e/T_e) + viewTileNum·Σ viewIdx_d·Π_{e<d}(R_e/V_e)
+    std::vector<LV *> O;
+    for (auto &o : g.view_offsets)
+      O.push_back(sym(o));
+    for_tiles(g.view_shape, g.tile, [&](const std::vector<LV *> &off, const std::vector<LV *> &) {
+      LV *tile_part = i64(0), *view_part = i64(0);
+      int64_t tmul = 1, vmul = 1;
+      for (size_t d = 0; d < r; ++d) {
+        LV *vi = B.CreateSDiv(O[d], i64(g.view_shape[d]));
+        LV *ti = B.CreateSDiv(B.CreateAdd(B.CreateSRem(O[d], i64(g.view_shape[d])), off[d]), i64(g.tile[d]));
+        tile_part = B.CreateAdd(tile_part, B.CreateMul(ti, i64(tmul)));
+        view_part = B.CreateAdd(view_part, B.CreateMul(vi, i64(vmul)));
+        tmul *= (g.view_shape[d] + g.tile[d] - 1) / g.tile[d];
+        vmul *= g.data_shape[d] / g.view_shape[d];
+      }
+      LV *tile_index = B.CreateAdd(tile_part, B.CreateMul(view_part, i64(g.view_tile_num)));
+      LV *slot = B.CreateAdd(B.CreateMul(row, i64(g.total_tile_num)), tile_index);
+      LV *slot_off = B.CreateAdd(i64(s.signal_offset_bytes), B.CreateMul(slot, i64(32)));
+      LV *st;
+      if (op.kind == OpKind::ShmemSignal) {
+        LV *target = op.target_all ? B.getInt32(-1) : B.CreateTrunc(sym(op.target_pe), B.getInt32Ty());
+        st = call_rt("pto_rt_signal", B.getInt32Ty(),
+                     {ctx_, B.getInt32(s.group_index), target, slot_off,
+                      B.getInt32(op.atomic == ir::Atomic::Add ? PTO_ATOMIC_ADD : PTO_ATOMIC_SET),
+                      B.getInt32(op.signal), B.getInt32(cur_site_)});
+      } else {
+        st = call_rt("pto_rt_wait_until", B.getInt32Ty(),
+                     {ctx_, B.getInt32(s.group_index), slot_off, B.getInt32(PTO_CMP_EQ),
+                      B.getInt32(op.signal), B.getInt32(op.clear ? 1 : 0), slot,
+                      B.getInt32(cur_site_)});
+      }
+      ret_if_error(st);
+    });
+  }
+
+  void emit_clear(const Op &op) {
+    const auto &s = p_.shmems[static_cast<size_t>(op.shmem)];
+    auto st = shmem_strides(s);
+    std::vector<LV *> ds;
+    for (auto d : st)
+      ds.push_back(i64(d));
+    for_tiles(op.view_shape, op.tile.vec, [&](const std::vector<LV *> &off, const std::vector<LV *> &size) {
+      LV *blk = make_block(size, ds, ds);
+      LV *status = call_rt("pto_rt_clear", B.getInt32Ty(),
+                           {ctx_, B.getInt32(s.group_index), heap_offset(s, op, off),
+                            i64(s.data_offset_bytes + s.data_bytes), B.getInt32(s.dtype), blk,
+                            B.getInt32(cur_site_)});
+      ret_if_error(status);
+    });
+  }
+};
+
+class LlvmExecutable : public Executable {
+public:
+  LlvmExecutable(std::unique_ptr<JitModule> m, std::vector<std::string> sites) : mod_(std::move(m)) {
+    sites_ = std::move(sites);
+    fn_ = reinterpret_cast<Fn>(mod_->lookup("pto_kernel"));
+  }
+  int32_t run(pto_ctx *ctx, void *const *args, const int64_t *dims) const override {
+    return fn_(ctx, args, dims);
+  }
+
+private:
+  using Fn = int32_t (*)(pto_ctx *, void *const *, const int64_t *);
+  std::unique_ptr<JitModule> mod_;
+  Fn fn_ = nullptr;
+};
+
+} // namespace
+
+std::shared_ptr<const Executable> build_llvm_executable(const ir::Program &p,
+                                                        const CompileOptions &opts,
+                                                        const StageDump &dump) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  auto mod = std::make_unique<llvm::Module>(p.name, *ctx);
+  Lowering(p, opts, *ctx, *mod).run();
+  auto jm = jit_compile(std::move(ctx), std::move(mod), dump);
+  auto exe = std::make_shared<LlvmExecutable>(std::move(jm), site_table(p));
+  exe->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return exe;
+}
+
+} // namespace pto::codegen

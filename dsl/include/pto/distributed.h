@@ -1,0 +1,134 @@
+// distributed.h - pto::distributed: shmem tensors, puts/gets, signals, waits and barriers, as
+// PyPTO `pypto.distributed` (reference §6). Every op takes `pred` (tensors it must run after)
+// and returns a dependency token (a DT_INT32 tensor whose contents are meaningless).
+//
+// Runtime terms are OpenSHMEM's: a PE is one processing element; a group's shmem tensors live in
+// its symmetric heap, at the same offset on every PE.
+#pragma once
+
+#include "pto/tensor.h"
+
+#include <optional>
+#include <source_location>
+#include <string>
+#include <vector>
+
+namespace pto::distributed {
+
+using SrcLoc = std::source_location;
+
+/// Put and signal modes, as PyPTO `AtomicType`: SET overwrites; ADD accumulates atomically.
+enum class AtomicType { SET, ADD };
+/// Wait comparisons, as PyPTO `OpType`. PyPTO's shmem_wait_until accepts only EQ; so do we.
+enum class OpType { EQ, NE, LT, LE, GT, GE };
+
+/// A symmetric tensor: `data` in the group's heap on every PE plus its signal slot array
+/// (reference §6.1). A view (shmem_view) keeps the tensor and narrows the window.
+struct ShmemTensor {
+  int index = -1;            ///< in the traced program's shmem table
+  std::string group;
+  int n_pes = 0;
+  Tensor data;               ///< empty for create_shmem_signal
+  std::vector<int64_t> view_shape;          ///< the window (the whole data by default)
+  std::vector<SymbolicScalar> view_offsets;
+  std::vector<SymbolicScalar> view_valid;
+};
+
+/// Allocates a symmetric tensor of `shape` and `dtype` (zeroed when the kernel starts) plus its
+/// signals, as PyPTO `create_shmem_tensor`. Rank 2-4; dims > 0. `group` is 1-127 bytes; a group
+/// must keep one n_pes, equal to the number of PEs running the kernel (DistributedError).
+/// Dtypes: int8, int16, int32, int64, fp16, bf16, fp32, double.
+ShmemTensor create_shmem_tensor(const std::string &group, int n_pes, DataType dtype,
+                                const std::vector<int64_t> &shape, SrcLoc loc = SrcLoc::current());
+/// A signal-only object (no data; signal shape [n_pes, 1, 8]) for barriers, as PyPTO
+/// `create_shmem_signal`.
+ShmemTensor create_shmem_signal(const std::string &group, int n_pes,
+                                SrcLoc loc = SrcLoc::current());
+
+struct ShmemViewOptions {
+  std::optional<std::vector<SymbolicScalar>> valid_shape;
+};
+/// A sub-window of the data (signals are viewed alike), as PyPTO `shmem_view`. Rank must match;
+/// the window must fit. A signal-only object cannot be viewed.
+ShmemTensor shmem_view(const ShmemTensor &src, const std::vector<int64_t> &shape,
+                       const std::vector<SymbolicScalar> &offsets, ShmemViewOptions opts = {},
+                       SrcLoc loc = SrcLoc::current());
+
+/// This PE's number in `group` (group-local), a run-time SymbolicScalar, as PyPTO
+/// `my_symbolic_pe`.
+SymbolicScalar my_symbolic_pe(const std::string &group, SrcLoc loc = SrcLoc::current());
+
+struct PutOptions {
+  AtomicType put_op = AtomicType::SET;
+  std::vector<Tensor> pred;
+};
+/// Copies the valid region of local `src` into `dst`'s data on PE `dst_pe`, at `offsets` within
+/// `dst`'s window, as PyPTO `shmem_put`. SET overwrites; ADD accumulates atomically and loses no
+/// update (fp16/bf16 src may ADD into fp32 data). src rank 2-4; dst dtype must equal src's
+/// except that ADD allows fp16/bf16 -> fp32 (DTypeError). A concrete dst_pe outside
+/// [0, n_pes) or a window outside dst is a DistributedError at trace time; run-time values are
+/// checked per tile by the call. Returns a token of src's shape.
+Tensor shmem_put(const Tensor &src, const std::vector<SymbolicScalar> &offsets,
+                 const ShmemTensor &dst, const SymbolicScalar &dst_pe, PutOptions opts = {},
+                 SrcLoc loc = SrcLoc::current());
+
+struct GetOptions {
+  std::vector<Tensor> pred;
+  DataType dtype = DT_BOTTOM; ///< convert to this dtype (DT_BOTTOM: keep the data's)
+};
+/// Copies `src`'s window on PE `src_pe` into a new local tensor of the window's shape (valid
+/// shape carried over), as PyPTO `shmem_get`. The vec tile rank must equal the data rank.
+Tensor shmem_get(const ShmemTensor &src, const SymbolicScalar &src_pe, GetOptions opts = {},
+                 SrcLoc loc = SrcLoc::current());
+/// The same, also returning the dependency token of the get (first) and the data (second).
+std::pair<Tensor, Tensor> shmem_get_with_token(const ShmemTensor &src, const SymbolicScalar &src_pe,
+                                               GetOptions opts = {},
+                                               SrcLoc loc = SrcLoc::current());
+
+struct SignalOptions {
+  AtomicType sig_op = AtomicType::SET;
+  std::vector<Tensor> pred;
+};
+/// For every vec tile of `src`'s window, writes (SET) or adds (ADD) `signal` into slot
+/// (row `src_pe`, tile) in the signal memory of PE `target_pe`, as PyPTO `shmem_signal` and the
+/// slot model of reference §6.3. The matching wait must use the same window and tile. Release
+/// ordering: puts issued earlier by this PE are visible before the signal is.
+Tensor shmem_signal(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t signal,
+                    const SymbolicScalar &target_pe, SignalOptions opts = {},
+                    SrcLoc loc = SrcLoc::current());
+/// As shmem_signal, on every PE of the group (PyPTO `target_pe=-1`, C++ `ShmemSignalAll`).
+Tensor shmem_signal_all(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t signal,
+                        SignalOptions opts = {}, SrcLoc loc = SrcLoc::current());
+
+struct WaitOptions {
+  OpType cmp = OpType::EQ;   ///< only EQ, as PyPTO (DistributedError otherwise)
+  bool clear_signal = false; ///< reset each slot to 0 once satisfied
+  std::vector<Tensor> pred;
+};
+/// Blocks until, for every vec tile of `src`'s window, this PE's own slot (row `src_pe`, tile)
+/// equals `cmp_value`, as PyPTO `shmem_wait_until`. Does not burn a core. A wait that cannot
+/// complete throws DeadlockError after the world's timeout (default 30 s), naming PE, slot,
+/// expected and current value.
+Tensor shmem_wait_until(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t cmp_value,
+                        WaitOptions opts = {}, SrcLoc loc = SrcLoc::current());
+
+struct BarrierOptions {
+  std::vector<Tensor> pred;
+};
+/// All PEs of the group meet: signal_all ADD 1 on slot row 0, then wait until my row-0 slot
+/// equals n_pes, with clear (PyPTO `shmem_barrier_all`). Usually given a create_shmem_signal
+/// object. Returns the wait's token.
+Tensor shmem_barrier_all(const ShmemTensor &signal, BarrierOptions opts = {},
+                         SrcLoc loc = SrcLoc::current());
+
+struct ClearOptions {
+  std::vector<Tensor> pred;
+};
+/// Zeroes this PE's data in `src`'s window, as PyPTO `shmem_clear_data`. Returns a [1,1] token.
+Tensor shmem_clear_data(const ShmemTensor &src, ClearOptions opts = {},
+                        SrcLoc loc = SrcLoc::current());
+
+/// Joins tokens into one, as PyPTO `experimental.nop`.
+Tensor nop(const std::vector<Tensor> &tokens, SrcLoc loc = SrcLoc::current());
+
+} // namespace pto::distributed

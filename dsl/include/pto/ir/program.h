@@ -1,0 +1,197 @@
+// program.h - The traced program: values (tensors, views, tokens), ops and structured loops.
+// Built only by the tracing recorder (dsl/src/trace.cpp) through checking functions; read by the
+// verifier, the printer, codegen and the reference interpreter.
+#pragma once
+
+#include "pto/dtype.h"
+#include "pto/symbolic.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <vector>
+
+namespace pto::ir {
+
+using ValueId = int32_t;
+inline constexpr ValueId kNoValue = -1;
+
+/// Where a value's elements live.
+enum class ValueKind : uint8_t {
+  Param,     ///< a kernel tensor parameter (caller's memory; outputs are written in place)
+  Local,     ///< an intermediate; storage in per-call scratch when codegen materializes it
+  View,      ///< a window into `base` at `offsets` (no copy), as PyPTO `view`
+  ShmemData, ///< the data of a shmem tensor, in its group's symmetric heap
+  Token,     ///< a dependency token (DT_INT32, contents meaningless), as PyPTO `pred` tokens
+};
+
+struct Value {
+  ValueId id = kNoValue;
+  ValueKind kind = ValueKind::Local;
+  DataType dtype = DT_FP32;
+  std::vector<SymbolicScalar> shape; ///< static except dynamic input dims (SymKind::InputDim)
+  std::vector<SymbolicScalar> valid; ///< run-time valid extent per dim (<= shape)
+  std::string name;
+  int param_index = -1;               ///< ValueKind::Param
+  int shmem = -1;                     ///< ValueKind::ShmemData (and views of it): Program::shmems
+  ValueId base = kNoValue;            ///< ValueKind::View: the viewed value (never itself a view)
+  std::vector<SymbolicScalar> offsets; ///< ValueKind::View: offset of the window in `base`
+  int region = 0;                     ///< the loop region that defines it (0 = kernel body)
+};
+
+/// A typed scalar operand (PyPTO `Element`). `dtype` DT_BOTTOM means "the tensor's dtype".
+struct Scalar {
+  double f = 0;
+  int64_t i = 0;
+  bool is_int = false;
+  DataType dtype = DT_BOTTOM;
+};
+
+/// Per-kind semantics; the facts table (op_info) gives name, arity and family.
+enum class OpKind : uint8_t {
+  // Elementwise unary; fp16/bf16 are computed in fp32 and rounded to nearest even.
+  Neg,        ///< -x
+  Abs,        ///< |x|
+  Exp,        ///< e^x (SLEEF u10 in generated code)
+  Log,        ///< natural log; log(0) = -inf, log(<0) = NaN
+  Sqrt,       ///< square root (IEEE 754 correctly rounded)
+  Rsqrt,      ///< 1 / sqrt(x)
+  Reciprocal, ///< 1 / x
+  Cast,       ///< convert to `to`: floats round to nearest even; float->int truncates (PyPTO default)
+  // Elementwise binary, numpy broadcasting; a Scalar may stand for either operand.
+  Add, Sub, Mul,
+  Div,     ///< floats: IEEE division; ints: truncating, a zero divisor fails the call
+  Maximum, ///< elementwise max; NaN propagates
+  Minimum, ///< elementwise min; NaN propagates
+  // Reductions over one axis (`axis`, `keepdim`); fp16/bf16 accumulate in fp32.
+  Sum,
+  Amax, ///< NaN propagates
+  Amin, ///< NaN propagates
+  // Creation and movement.
+  Full,     ///< every element of the output = `scalar` (cast to the output dtype)
+  Assemble, ///< writes inputs[0] into outputs[0]'s window (a View value) — PyPTO `assemble`
+  // Distributed (runtime calls); each returns a Token in outputs[0].
+  ShmemPut,       ///< inputs[0] -> shmem view `dst` on PE `pe`, `atomic` SET/ADD
+  ShmemGet,       ///< shmem view on PE `pe` -> new local outputs[1] (converted to its dtype)
+  ShmemSignal,    ///< per tile of the view: signal slot (row `pe`) on PE `target_pe` (or all)
+  ShmemWaitUntil, ///< per tile of the view: block until own slot (row `pe`) `cmp` `signal`
+  ShmemClearData, ///< zero a view of the local data window
+  Nop,            ///< joins preds into one token, as PyPTO `experimental.nop`
+  // Structured control flow.
+  Loop, ///< for (idx = start; idx < stop; idx += step) body — traced once, not unrolled
+};
+
+/// Families used by codegen and the verifier.
+enum class OpFamily : uint8_t { Unary, Binary, Reduce, Create, Move, Shmem, Control };
+
+struct OpInfo {
+  const char *name; ///< as the user spells it (`add`, `shmem_put`)
+  OpFamily family;
+};
+/// The per-kind facts table.
+const OpInfo &op_info(OpKind k);
+
+/// The tile shape captured from set_vec_tile_shapes when the op was created.
+struct TileShape {
+  std::vector<int64_t> vec;
+  bool operator==(const TileShape &) const = default;
+};
+
+/// Atomic modes of puts and signals: as PyPTO `AtomicType`.
+enum class Atomic : uint8_t { Set, Add };
+/// Comparisons of shmem_wait_until: as PyPTO `OpType`.
+enum class Cmp : uint8_t { EQ, NE, LT, LE, GT, GE };
+
+/// The signal-slot geometry of a signal/wait op (reference §6.3), fixed at trace time.
+struct SlotGeometry {
+  std::vector<int64_t> data_shape; ///< R
+  std::vector<int64_t> view_shape; ///< V
+  std::vector<SymbolicScalar> view_offsets; ///< O
+  std::vector<int64_t> tile;       ///< T (the op's vec tile, rank = data rank)
+  int64_t view_tile_num = 0;       ///< prod ceil(V/T)
+  int64_t total_tile_num = 0;      ///< view_tile_num * prod(R/V)
+};
+
+struct Op {
+  OpKind kind = OpKind::Add;
+  std::vector<ValueId> inputs;  ///< data operands, in PyPTO argument order
+  std::vector<ValueId> preds;   ///< ordering-only tokens (`pred`)
+  std::vector<ValueId> outputs; ///< results (a Token first for shmem ops)
+  TileShape tile;               ///< captured at trace time
+  std::source_location where;   ///< the user's call site
+  // Attributes (meaning per kind).
+  std::optional<Scalar> scalar; ///< tensor-scalar forms, Full's fill value
+  bool scalar_first = false;    ///< the scalar is the left operand (`2 - x`)
+  int axis = -1;                ///< reductions: normalized to [0, rank)
+  bool keepdim = false;
+  DataType to = DT_BOTTOM;      ///< Cast target
+  int shmem = -1;               ///< shmem ops: Program::shmems index
+  std::vector<int64_t> view_shape; ///< shmem ops: the view of the shmem data
+  std::vector<SymbolicScalar> view_offsets;
+  std::vector<SymbolicScalar> view_valid;
+  SymbolicScalar pe;           ///< put: dst_pe; get: src_pe; signal/wait: src_pe (slot row)
+  SymbolicScalar target_pe;    ///< signal: target PE
+  bool target_all = false;     ///< signal: every PE of the group (shmem_signal_all)
+  Atomic atomic = Atomic::Set; ///< put_op / sig_op
+  Cmp cmp = Cmp::EQ;
+  int32_t signal = 0;          ///< signal value / wait cmp_value
+  bool clear = false;          ///< wait: clear_signal
+  std::optional<SlotGeometry> slots; ///< signal/wait
+  // Loop.
+  int loop_id = -1;            ///< SymKind::LoopIndex id of the index symbol
+  SymbolicScalar start, stop, step;
+  std::vector<Op> body;
+};
+
+/// A shmem tensor: data in the group's symmetric heap, plus its signal slot array.
+struct ShmemInfo {
+  std::string group;
+  int group_index = 0;
+  int n_pes = 0;
+  DataType dtype = DT_FP32;
+  std::vector<int64_t> shape; ///< empty for create_shmem_signal (signal only)
+  ValueId data = kNoValue;    ///< ValueKind::ShmemData value (kNoValue for signal-only)
+  int64_t data_offset_bytes = 0;   ///< in the group's heap (set by layout_shmem)
+  int64_t data_bytes = 0;          ///< rounded up to 512 B, as PyPTO
+  int64_t signal_offset_bytes = 0; ///< in the group's heap
+  int64_t max_tile_num = 1;        ///< the largest total_tile_num of its signal ops
+  int64_t signal_bytes = 0;        ///< n_pes * 8 * max_tile_num int32, rounded up to 512 B
+};
+
+struct Group {
+  std::string name;
+  int n_pes = 0;
+  int64_t heap_bytes = 0; ///< set by layout_shmem
+};
+
+/// A kernel parameter that is a compile-time constant (printed, part of the cache key).
+struct ConstParam {
+  std::string repr;
+};
+
+struct Program {
+  std::string name;
+  std::vector<Value> values;
+  std::vector<Op> body;
+  std::vector<ValueId> params;       ///< tensor parameters, in order
+  std::vector<ConstParam> constants; ///< non-tensor parameters, in order
+  std::vector<ShmemInfo> shmems;
+  std::vector<Group> groups;
+  int n_loops = 0;
+
+  const Value &value(ValueId id) const { return values.at(static_cast<size_t>(id)); }
+  Value &value(ValueId id) { return values.at(static_cast<size_t>(id)); }
+  /// The value that owns the storage of `id` (follows View::base).
+  const Value &root(ValueId id) const;
+};
+
+/// Assigns every shmem tensor its data and signal offsets in its group's heap and sets each
+/// group's heap size. Idempotent. Called by the recorder when tracing ends.
+void layout_shmem(Program &p);
+
+/// Row-major element strides of `shape` (last dim stride 1). Dims may be symbolic.
+std::vector<SymbolicScalar> row_major_strides(const std::vector<SymbolicScalar> &shape);
+
+} // namespace pto::ir

@@ -1,0 +1,70 @@
+// tensor.h - pto::Tensor, the value-semantics handle the user manipulates while a kernel is
+// traced (as PyPTO `Tensor`), and pto::Operand, a tensor or scalar operand of an op.
+#pragma once
+
+#include "pto/dtype.h"
+#include "pto/ir/program.h"
+#include "pto/symbolic.h"
+
+#include <cstdint>
+#include <source_location>
+#include <string>
+#include <vector>
+
+namespace pto {
+
+/// A tensor inside a traced kernel: a kernel parameter, an op's result, or a view. Cheap to copy;
+/// copies name the same value. Valid only while its kernel is being traced.
+class Tensor {
+public:
+  /// An empty handle (`is_empty()`); using it in an op throws ShapeError.
+  Tensor() = default;
+  Tensor(const ir::Program *prog, ir::ValueId id) : prog_(prog), id_(id) {}
+
+  /// Shape; dims of dynamic kernel parameters are run-time SymbolicScalars.
+  const std::vector<SymbolicScalar> &shape() const;
+  /// Dim `i` (negative counts from the end). Throws ShapeError when out of range.
+  SymbolicScalar shape(int i, std::source_location loc = std::source_location::current()) const;
+  /// Valid shape: how much of the tensor holds real data (reference §2.4). Run-time values.
+  const std::vector<SymbolicScalar> &valid_shape() const;
+  DataType dtype() const;
+  int dim() const;
+  const std::string &name() const;
+  bool is_empty() const { return id_ == ir::kNoValue; }
+  ir::ValueId id() const { return id_; }
+  const ir::Program *program() const { return prog_; }
+
+private:
+  const ir::Program *prog_ = nullptr;
+  ir::ValueId id_ = ir::kNoValue;
+};
+
+/// A scalar operand with an optional explicit dtype, as PyPTO `Element`. An integer scalar takes
+/// the tensor's dtype in mixed ops; a floating one with an integer tensor is a DTypeError.
+struct Element {
+  Element(DataType dt, double v) : scalar{v, static_cast<int64_t>(v), false, dt} {}
+  Element(DataType dt, int64_t v) : scalar{static_cast<double>(v), v, true, dt} {}
+  ir::Scalar scalar;
+};
+
+/// A tensor or a scalar operand; built implicitly, and remembers the user's source line.
+struct Operand {
+  Operand(const Tensor &t, std::source_location l = std::source_location::current())
+      : tensor(t), loc(l) {}
+  Operand(double v, std::source_location l = std::source_location::current())
+      : scalar(ir::Scalar{v, static_cast<int64_t>(v), false, DT_BOTTOM}), loc(l) {}
+  Operand(float v, std::source_location l = std::source_location::current())
+      : Operand(static_cast<double>(v), l) {}
+  Operand(int v, std::source_location l = std::source_location::current())
+      : scalar(ir::Scalar{static_cast<double>(v), v, true, DT_BOTTOM}), loc(l) {}
+  Operand(int64_t v, std::source_location l = std::source_location::current())
+      : scalar(ir::Scalar{static_cast<double>(v), v, true, DT_BOTTOM}), loc(l) {}
+  Operand(const Element &e, std::source_location l = std::source_location::current())
+      : scalar(e.scalar), loc(l) {}
+  bool is_tensor() const { return !scalar.has_value(); }
+  Tensor tensor;
+  std::optional<ir::Scalar> scalar;
+  std::source_location loc;
+};
+
+} // namespace pto

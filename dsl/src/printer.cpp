@@ -1,0 +1,140 @@
+// printer.cpp - The stable text form of a program, and its structural hash.
+#include "pto/ir/printer.h"
+
+#include <fmt/format.h>
+
+namespace pto::ir {
+namespace {
+
+const char *kind_name(ValueKind k) {
+  switch (k) {
+  case ValueKind::Param: return "param";
+  case ValueKind::Local: return "local";
+  case ValueKind::View: return "view";
+  case ValueKind::ShmemData: return "shmem";
+  case ValueKind::Token: return "token";
+  }
+  return "?";
+}
+
+std::string ints(const std::vector<int64_t> &v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+
+std::string scalar_str(const Scalar &s) {
+  return s.is_int ? std::to_string(s.i) : fmt::format("{}", s.f);
+}
+
+void print_op(const Program &p, const Op &op, int depth, std::string &out) {
+  std::string ind(static_cast<size_t>(depth) * 2, ' ');
+  auto names = [&](const std::vector<ValueId> &ids) {
+    std::vector<std::string> n;
+    for (auto id : ids)
+      n.push_back("%" + p.value(id).name);
+    return fmt::format("{}", fmt::join(n, ", "));
+  };
+  if (op.kind == OpKind::Loop) {
+    out += fmt::format("{}loop i{} = {} to {} step {} {{\n", ind, op.loop_id, op.start.str(),
+                       op.stop.str(), op.step.str());
+    for (auto &b : op.body)
+      print_op(p, b, depth + 1, out);
+    out += ind + "}\n";
+    return;
+  }
+  std::string line = ind;
+  if (!op.outputs.empty())
+    line += names(op.outputs) + " = ";
+  line += op_info(op.kind).name;
+  line += "(" + names(op.inputs);
+  if (op.scalar)
+    line += (op.inputs.empty() ? "" : ", ") + std::string("scalar ") + scalar_str(*op.scalar) +
+            (op.scalar_first ? " first" : "");
+  line += ")";
+  std::vector<std::string> attrs;
+  switch (op.kind) {
+  case OpKind::Sum:
+  case OpKind::Amax:
+  case OpKind::Amin:
+    attrs.push_back(fmt::format("axis={}", op.axis));
+    attrs.push_back(fmt::format("keepdim={}", op.keepdim));
+    break;
+  case OpKind::Cast: attrs.push_back("to=" + name(op.to)); break;
+  case OpKind::ShmemPut:
+  case OpKind::ShmemGet:
+  case OpKind::ShmemSignal:
+  case OpKind::ShmemWaitUntil:
+  case OpKind::ShmemClearData:
+    attrs.push_back(fmt::format("shmem={}", op.shmem));
+    attrs.push_back("view=" + ints(op.view_shape) + "@" + str(op.view_offsets));
+    if (op.kind != OpKind::ShmemClearData)
+      attrs.push_back("pe=" + op.pe.str());
+    if (op.kind == OpKind::ShmemPut || op.kind == OpKind::ShmemSignal)
+      attrs.push_back(op.atomic == Atomic::Add ? "ADD" : "SET");
+    if (op.kind == OpKind::ShmemSignal)
+      attrs.push_back(op.target_all ? "target=all" : "target=" + op.target_pe.str());
+    if (op.kind == OpKind::ShmemSignal || op.kind == OpKind::ShmemWaitUntil)
+      attrs.push_back(fmt::format("value={}", op.signal));
+    if (op.kind == OpKind::ShmemWaitUntil && op.clear)
+      attrs.push_back("clear");
+    if (op.slots)
+      attrs.push_back(fmt::format("slots={}x{}", op.slots->view_tile_num, op.slots->total_tile_num));
+    break;
+  default: break;
+  }
+  if (!op.tile.vec.empty())
+    attrs.push_back("tile=" + ints(op.tile.vec));
+  if (!op.preds.empty())
+    attrs.push_back("pred=" + names(op.preds));
+  if (!attrs.empty())
+    line += " {" + fmt::format("{}", fmt::join(attrs, ", ")) + "}";
+  out += line + "\n";
+}
+
+std::string print_impl(const Program &p, bool with_locations) {
+  std::string out = "kernel " + p.name + "\n";
+  for (auto &c : p.constants)
+    out += "  const " + c.repr + "\n";
+  for (auto &g : p.groups)
+    out += fmt::format("  group {} n_pes={} heap={}B\n", g.name, g.n_pes, g.heap_bytes);
+  for (size_t i = 0; i < p.shmems.size(); ++i) {
+    auto &s = p.shmems[i];
+    out += fmt::format("  shmem{} group={} {} {} data@{}+{} signal@{}+{}\n", i, s.group,
+                       short_name(s.dtype), ints(s.shape), s.data_offset_bytes, s.data_bytes,
+                       s.signal_offset_bytes, s.signal_bytes);
+  }
+  for (auto &v : p.values) {
+    if (v.kind == ValueKind::Token)
+      continue;
+    out += fmt::format("  %{}: {} {} {}", v.name, kind_name(v.kind), short_name(v.dtype),
+                       str(v.shape));
+    bool full_valid = v.valid.size() == v.shape.size();
+    for (size_t d = 0; full_valid && d < v.shape.size(); ++d)
+      full_valid = v.valid[d].same_as(v.shape[d]);
+    if (!full_valid)
+      out += " valid " + str(v.valid);
+    if (v.kind == ValueKind::View)
+      out += " of %" + p.value(v.base).name + " @" + str(v.offsets);
+    out += "\n";
+  }
+  std::string body;
+  for (auto &op : p.body)
+    print_op(p, op, 1, body);
+  out += body;
+  (void)with_locations;
+  return out;
+}
+
+} // namespace
+
+std::string print(const Program &p) { return print_impl(p, false); }
+
+uint64_t structural_hash(const Program &p) {
+  // FNV-1a over the printed form: locations are not printed, so equal programs traced from
+  // different lines share compiled code.
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : print_impl(p, false)) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+} // namespace pto::ir

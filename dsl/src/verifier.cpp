@@ -1,0 +1,83 @@
+// verifier.cpp - Structural invariants of a traced program (see verifier.h).
+#include "pto/ir/verifier.h"
+
+#include "pto/error.h"
+
+#include <fmt/format.h>
+
+namespace pto::ir {
+namespace {
+
+[[noreturn]] void fail(const Op &op, const std::string &what) {
+  throw InternalError(op.where, op_info(op.kind).name,
+                      "IR verification failed: " + what + " (a ptojit bug; rerun with PTO_DUMP=ir)");
+}
+
+void check_ids(const Program &p, const Op &op, const std::vector<ValueId> &ids, const char *what) {
+  for (auto id : ids)
+    if (id < 0 || static_cast<size_t>(id) >= p.values.size())
+      fail(op, fmt::format("{} id {} out of range", what, id));
+}
+
+void verify_op(const Program &p, const Op &op) {
+  check_ids(p, op, op.inputs, "input");
+  check_ids(p, op, op.preds, "pred");
+  check_ids(p, op, op.outputs, "output");
+  auto family = op_info(op.kind).family;
+  auto need = [&](size_t ins, size_t outs) {
+    if (op.inputs.size() != ins || op.outputs.size() != outs)
+      fail(op, fmt::format("expected {} inputs and {} outputs, got {} and {}", ins, outs,
+                           op.inputs.size(), op.outputs.size()));
+  };
+  switch (family) {
+  case OpFamily::Unary: need(1, 1); break;
+  case OpFamily::Binary: need(op.scalar ? 1 : 2, 1); break;
+  case OpFamily::Reduce:
+    need(1, 1);
+    if (op.axis < 0 || op.axis >= static_cast<int>(p.value(op.inputs[0]).shape.size()))
+      fail(op, "reduction axis out of range");
+    break;
+  case OpFamily::Create: need(0, 1); break;
+  case OpFamily::Move:
+    need(1, 1);
+    if (p.value(op.outputs[0]).kind != ValueKind::View)
+      fail(op, "assemble must write a view");
+    break;
+  case OpFamily::Shmem:
+    if (op.kind != OpKind::Nop && (op.shmem < 0 || static_cast<size_t>(op.shmem) >= p.shmems.size()))
+      fail(op, "shmem index out of range");
+    if (op.outputs.empty() || p.value(op.outputs[0]).kind != ValueKind::Token)
+      fail(op, "a shmem op's first output must be a token");
+    break;
+  case OpFamily::Control:
+    for (auto &b : op.body)
+      verify_op(p, b);
+    break;
+  }
+  if (family == OpFamily::Unary || family == OpFamily::Binary || family == OpFamily::Reduce) {
+    for (auto id : op.inputs) {
+      const Value &v = p.value(id);
+      if (v.kind == ValueKind::Token || v.shmem >= 0)
+        fail(op, "compute op reads a token or shmem data");
+    }
+  }
+}
+
+} // namespace
+
+void verify(const Program &p) {
+  for (auto &v : p.values) {
+    if (v.valid.size() != v.shape.size())
+      throw InternalError("<ir>", "verify", "value %" + v.name + " has a valid shape of another rank");
+    if (v.kind == ValueKind::View) {
+      if (v.base < 0 || p.value(v.base).kind == ValueKind::View)
+        throw InternalError("<ir>", "verify", "view %" + v.name + " must view a non-view value");
+      if (v.offsets.size() != v.shape.size())
+        throw InternalError("<ir>", "verify", "view %" + v.name + " offsets rank mismatch");
+    }
+  }
+  for (auto &op : p.body)
+    verify_op(p, op);
+}
+
+} // namespace pto::ir

@@ -1,0 +1,130 @@
+// abi.h - The C ABI between generated (JIT-compiled) code, the reference interpreter and the
+// runtime. Plain types only, so no C++ exception ever crosses a JIT-compiled frame: a call that
+// fails records the error in the PE's context and returns a non-zero status; the kernel then
+// returns early and the host side throws the recorded typed pto::Error.
+//
+// Terms are OpenSHMEM's: a PE is one processing element; every group has a symmetric heap, the
+// same byte offset naming the same object on every PE of the group.
+#pragma once
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Opaque per-PE context. One exists per PE thread while a kernel runs.
+typedef struct pto_ctx pto_ctx;
+
+/// Status codes returned by every fallible entry point.
+enum pto_status {
+  PTO_OK = 0,
+  PTO_ERR = 1, ///< an error was recorded in the context; unwind and report
+};
+
+/// Element codes use PyPTO's DataType ordinals (dtype.h): 1 INT8, 2 INT16, 3 INT32, 4 INT64,
+/// 6 FP16, 7 FP32, 8 BF16, 11 UINT8, 15 BOOL, 16 DOUBLE.
+typedef int32_t pto_dtype;
+
+/// Put/signal operations: as PyPTO `AtomicType`.
+enum pto_atomic { PTO_ATOMIC_SET = 0, PTO_ATOMIC_ADD = 1 };
+
+/// Comparisons for shmem_wait_until: as PyPTO `OpType` (only EQ is used by the DSL for now).
+enum pto_cmp { PTO_CMP_EQ = 0, PTO_CMP_NE, PTO_CMP_LT, PTO_CMP_LE, PTO_CMP_GT, PTO_CMP_GE };
+
+/// A strided block of up to 4 dims (unused leading dims have extent 1; dim 3 is the innermost).
+/// Strides are in elements of the side they describe and may be 0 (broadcast a source element)
+/// or negative. `src_stride` describes the side data is read from, `dst_stride` the side it is
+/// written to: for put the source is local memory and the destination the heap, for get the
+/// reverse; clear uses `dst_stride` only. A block with any extent 0 is empty (a no-op).
+typedef struct pto_block {
+  int64_t extent[4];
+  int64_t src_stride[4];
+  int64_t dst_stride[4];
+} pto_block;
+
+/// This PE's number within `group` (group-local), as PyPTO `my_symbolic_pe`. Before the first
+/// kernel entry, or for a group index the kernel did not declare, the group is the world.
+int32_t pto_rt_my_pe(pto_ctx *ctx, int32_t group);
+/// Number of PEs in `group`.
+int32_t pto_rt_n_pes(pto_ctx *ctx, int32_t group);
+
+/// Collective entry of a kernel that uses shmem tensors. Every PE of the world calls it with the
+/// same `kernel_hash`; the runtime (re)allocates and zeroes every group's symmetric heap to
+/// `heap_bytes[g]` bytes (data and signals), then releases all PEs together. `group_n_pes[g]` is
+/// the n_pes the group was created with; `group_names[g]` its name for messages (may be NULL,
+/// then groups are called "group 0", "group 1", ...). Every group must span the whole world for
+/// now. Errors (DistributedError): a group whose n_pes differs from the world's, PEs that launched
+/// different kernels or asked for different heap sizes, a heap that cannot be allocated, a PE
+/// that returned without entering; DeadlockError if a PE never arrives within the timeout.
+int32_t pto_rt_kernel_enter(pto_ctx *ctx, uint64_t kernel_hash, int32_t n_groups,
+                            const int64_t *heap_bytes, const int32_t *group_n_pes,
+                            const char *const *group_names);
+/// Collective exit: no PE leaves until every PE has finished with the heaps. Errors as the
+/// entry barrier (another PE failed, a PE returned early, DeadlockError after the timeout).
+int32_t pto_rt_kernel_exit(pto_ctx *ctx);
+
+/// Base address of PE `pe`'s symmetric heap for `group` (64-byte aligned; valid from kernel
+/// entry until the next kernel entry). NULL for an undeclared group or a PE outside it.
+void *pto_rt_heap_base(pto_ctx *ctx, int32_t group, int32_t pe);
+
+/// Copies a block from local memory `src` (dtype `src_dt`) into PE `dst_pe`'s symmetric heap of
+/// `group` at byte offset `dst_offset_bytes` (dtype `dst_dt`), with `op` SET or atomic ADD, as
+/// PyPTO `shmem_put`. ADD loses no update under contention (exact for ints; a CAS loop for
+/// floats); fp16/bf16 src may ADD into fp32 dst. `dst_limit_bytes` is the end of the
+/// destination object; a block reaching past it is an error (bounds are checked per call, not
+/// per element). `site` indexes the kernel's call-site table for messages.
+/// Conversion: float -> float rounds to nearest even; float -> int truncates toward zero and
+/// saturates (NaN -> 0); int -> int wraps; anything -> bool is `!= 0`. ADD into bool is a
+/// DTypeError. Errors (DistributedError): dst_pe outside [0, n_pes of the group), the block's
+/// byte range outside [0, dst_limit_bytes) or the heap, an offset not a multiple of the element
+/// size. The source may lie in this PE's own heap.
+int32_t pto_rt_put(pto_ctx *ctx, int32_t group, int32_t dst_pe, int32_t op, const void *src,
+                   pto_dtype src_dt, int64_t dst_offset_bytes, int64_t dst_limit_bytes,
+                   pto_dtype dst_dt, const pto_block *block, int32_t site);
+
+/// Copies a block from PE `src_pe`'s symmetric heap (byte offset `src_offset_bytes`, dtype
+/// `src_dt`) into local memory `dst` (dtype `dst_dt`, converting as put does), as PyPTO
+/// `shmem_get`. Errors as put, for src_pe and the source range.
+int32_t pto_rt_get(pto_ctx *ctx, int32_t group, int32_t src_pe, int64_t src_offset_bytes,
+                   int64_t src_limit_bytes, pto_dtype src_dt, void *dst, pto_dtype dst_dt,
+                   const pto_block *block, int32_t site);
+
+/// Writes (SET) or atomically adds (ADD) `value` into the int32 signal word at byte offset
+/// `slot_offset_bytes` of `target_pe`'s heap; `target_pe == -1` writes every PE of the group.
+/// Release ordering: a put issued before the signal is visible before the signal is. Wakes
+/// waiters. As PyPTO `shmem_signal` / `shmem_signal_all` (OpenSHMEM `shmem_signal_op`).
+/// Errors (DistributedError): target_pe outside [-1, n_pes), a slot that is not an aligned int32
+/// inside the heap.
+int32_t pto_rt_signal(pto_ctx *ctx, int32_t group, int32_t target_pe, int64_t slot_offset_bytes,
+                      int32_t op, int32_t value, int32_t site);
+
+/// Blocks until this PE's own signal word at `slot_offset_bytes` compares `cmp` to `value`
+/// (acquire ordering). If `clear`, then atomically subtracts the value it observed (PTO_CMP_GE:
+/// subtracts `value`), which is "set it to 0" except that a concurrent ADD is never lost: lower
+/// shmem_barrier_all as signal_all ADD 1 + wait GE n_pes with clear, so back-to-back barriers on
+/// one slot cannot miss the exact count. Does not burn a core (futex). Other PEs failing releases
+/// it with a DistributedError. After the world's deadlock timeout it records a DeadlockError
+/// naming PE, slot (`slot_number`), expected and current value. As PyPTO `shmem_wait_until`.
+int32_t pto_rt_wait_until(pto_ctx *ctx, int32_t group, int64_t slot_offset_bytes, int32_t cmp,
+                          int32_t value, int32_t clear, int64_t slot_number, int32_t site);
+
+/// Zeroes a block of this PE's own heap (byte offset, dtype for the element size, the block's
+/// `dst_stride`), as PyPTO `shmem_clear_data`. Bounds are checked as for put.
+int32_t pto_rt_clear(pto_ctx *ctx, int32_t group, int64_t offset_bytes, int64_t limit_bytes,
+                     pto_dtype dt, const pto_block *block, int32_t site);
+
+/// Records a run-time error raised by generated code (`kind`: 1 integer division by zero,
+/// 2 index out of range, 3 PE out of range, 4 offset out of bounds) with detail values: kind 1
+/// RuntimeError "integer division by zero", 2 RuntimeError "index a out of range [0, b)",
+/// 3 DistributedError "PE a out of range [0, b)", 4 DistributedError "offset a out of bounds
+/// [0, b)", each prefixed with the site's "file:line: op". Always returns PTO_ERR.
+int32_t pto_rt_fail(pto_ctx *ctx, int32_t kind, int32_t site, int64_t a, int64_t b);
+
+/// Scratch memory for a kernel's local tensors: 64-byte aligned, freed when the call ends
+/// (end_call). Returns NULL, with a RuntimeError recorded, if the memory cannot be allocated.
+void *pto_rt_alloc(pto_ctx *ctx, int64_t bytes);
+
+#ifdef __cplusplus
+}
+#endif

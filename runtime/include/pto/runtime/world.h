@@ -1,0 +1,68 @@
+// world.h - A World of N PEs (OpenSHMEM processing elements) that run one SPMD function
+// together, their communication groups and symmetric heaps. The host-side entry point of the
+// runtime: `World(8).run([](int pe) { kernel(...); })`.
+#pragma once
+
+#include "pto/runtime/abi.h"
+#include "pto/runtime/backend.h"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace pto::runtime {
+
+namespace detail {
+struct WorldState;
+}
+
+/// Options of a World.
+struct WorldOptions {
+  /// The default deadlock timeout. The environment variable PTO_DEADLOCK_TIMEOUT_MS (a positive
+  /// integer, milliseconds) replaces it when `deadlock_timeout_ms` is left at this default.
+  static constexpr int64_t kDefaultDeadlockTimeoutMs = 30000;
+  /// How long a wait (shmem_wait_until, kernel entry/exit barrier) may block before it fails
+  /// with pto::DeadlockError, in milliseconds. Must be > 0.
+  int64_t deadlock_timeout_ms = kDefaultDeadlockTimeoutMs;
+};
+
+/// N PEs that run SPMD functions together. Owns the PE contexts, the group table and the
+/// symmetric heaps (kept between runs and reused while large enough).
+class World {
+public:
+  /// Creates a world of `n_pes` PEs on the threads backend. Throws pto::DistributedError if
+  /// n_pes is outside [1, 4096], if `opts.deadlock_timeout_ms` <= 0, or if PTO_DEADLOCK_TIMEOUT_MS
+  /// is set but is not a positive integer.
+  explicit World(int n_pes, WorldOptions opts = {});
+  /// As above on the given backend.
+  World(int n_pes, WorldOptions opts, std::unique_ptr<Backend> backend);
+  ~World();
+  World(const World &) = delete;
+  World &operator=(const World &) = delete;
+
+  /// Number of PEs.
+  int n_pes() const;
+  /// The effective deadlock timeout in milliseconds (after PTO_DEADLOCK_TIMEOUT_MS).
+  int64_t deadlock_timeout_ms() const;
+  /// The backend's name ("threads").
+  const char *backend_name() const;
+  /// The context of PE `pe` in [0, n_pes()) (tests and backends; kernels use current_ctx()).
+  pto_ctx *context(int pe);
+
+  /// Runs `fn(pe)` on every PE concurrently (SPMD) and returns when all have returned. Inside
+  /// `fn`, current_ctx() is that PE's context, so kernels called there run as that PE.
+  /// If any PE threw, rethrows the root cause: the error of the PE that failed first, preferring
+  /// a primary error over the secondary pto::DistributedError ("released because PE k failed")
+  /// that PEs blocked in waits and barriers get once another PE has failed.
+  /// After a failure the world stays aborted until run() returns; the next run starts clean.
+  /// Throws pto::DistributedError if called from inside a PE or while another run() is active.
+  void run(const std::function<void(int pe)> &fn);
+
+private:
+  std::unique_ptr<detail::WorldState> state_;
+  std::unique_ptr<Backend> backend_;
+  std::atomic<bool> running_{false};
+};
+
+} // namespace pto::runtime

@@ -1,0 +1,161 @@
+// context.cpp - The per-PE context: finding it, bracketing a kernel call, recording typed errors,
+// scratch memory, and the small ABI entry points that only read or write the context.
+#include "pto/runtime/context.h"
+
+#include "pto/runtime/world.h"
+
+#include "world_state.h"
+
+#include <cstdlib>
+#include <new>
+
+namespace pto::runtime {
+
+namespace detail {
+// Set by World::run on each PE thread; read by current_ctx().
+thread_local pto_ctx *tls_ctx = nullptr;
+
+void site_location(const pto_ctx *ctx, int32_t site, const char *default_op, std::string &where,
+                   std::string &op) {
+  where = "<runtime>";
+  op = default_op ? default_op : "";
+  if (!ctx || !ctx->sites || site < 0 || size_t(site) >= ctx->sites->size())
+    return;
+  const std::string &s = (*ctx->sites)[size_t(site)];
+  // "file.cpp:12: shmem_put": the op follows the last ": ".
+  if (auto cut = s.rfind(": "); cut != std::string::npos) {
+    where = s.substr(0, cut);
+    op = s.substr(cut + 2);
+  } else {
+    where = s;
+  }
+}
+
+int32_t record_error(pto_ctx *ctx, std::exception_ptr e, bool released) {
+  if (ctx->status == PTO_OK) {
+    ctx->status = PTO_ERR;
+    ctx->error = std::move(e);
+    ctx->error_released = released;
+  }
+  if (!released)
+    ctx->world->mark_failed(ctx->pe);
+  return PTO_ERR;
+}
+
+int32_t fail_released(pto_ctx *ctx, int32_t site, const char *default_op) {
+  std::string where, op;
+  site_location(ctx, site, default_op, where, op);
+  const int failed = ctx->world->first_failed_pe.load(std::memory_order_acquire);
+  return record_error(ctx,
+                      std::make_exception_ptr(DistributedError(
+                          where, op,
+                          "PE " + std::to_string(ctx->pe) + " released because " +
+                              (failed >= 0 ? "PE " + std::to_string(failed) + " failed"
+                                           : std::string("the world was aborted")))),
+                      /*released=*/true);
+}
+} // namespace detail
+
+namespace {
+// The 1-PE world of a thread that calls a kernel outside World::run. Per thread rather than per
+// process, so two host threads calling kernels never share a context.
+pto_ctx *default_ctx() {
+  thread_local std::unique_ptr<World> world;
+  thread_local pto_ctx *ctx = nullptr;
+  if (!ctx) {
+    world = std::make_unique<World>(1);
+    ctx = world->context(0);
+  }
+  return ctx;
+}
+
+void free_scratch(pto_ctx *ctx) {
+  for (void *p : ctx->scratch)
+    ::operator delete(p, std::align_val_t(64));
+  ctx->scratch.clear();
+}
+} // namespace
+
+pto_ctx *current_ctx() { return detail::tls_ctx ? detail::tls_ctx : default_ctx(); }
+
+void begin_call(pto_ctx *ctx, const std::vector<std::string> *sites) {
+  ctx->status = PTO_OK;
+  ctx->error = nullptr;
+  ctx->error_released = false;
+  ctx->sites = sites;
+}
+
+void end_call(pto_ctx *ctx) {
+  free_scratch(ctx);
+  ctx->sites = nullptr;
+  if (ctx->status == PTO_OK)
+    return;
+  std::exception_ptr e = std::move(ctx->error);
+  ctx->status = PTO_OK;
+  ctx->error = nullptr;
+  // Outside World::run nobody else can be blocked on this world: make it usable again.
+  if (!detail::tls_ctx)
+    ctx->world->reset_for_run();
+  if (e)
+    std::rethrow_exception(e);
+  throw InternalError("<runtime>", "end_call", "status PTO_ERR without a recorded error");
+}
+
+int my_pe(const pto_ctx *ctx) { return ctx->pe; }
+int n_pes(const pto_ctx *ctx) { return ctx->world->n_pes; }
+
+} // namespace pto::runtime
+
+using namespace pto::runtime;
+using pto::runtime::detail::fail;
+
+extern "C" {
+
+int32_t pto_rt_my_pe(pto_ctx *ctx, int32_t group) {
+  // Before kernel entry (or for an undeclared group) the group is the world.
+  if (group >= 0 && size_t(group) < ctx->group_pe.size())
+    return ctx->group_pe[size_t(group)];
+  return ctx->pe;
+}
+
+int32_t pto_rt_n_pes(pto_ctx *ctx, int32_t group) {
+  if (group >= 0 && size_t(group) < ctx->world->groups.size())
+    return ctx->world->groups[size_t(group)].n_pes;
+  return ctx->world->n_pes;
+}
+
+void *pto_rt_alloc(pto_ctx *ctx, int64_t bytes) {
+  const size_t rounded = size_t((bytes < 1 ? 1 : bytes) + 63) / 64 * 64;
+  void *p = nullptr;
+  try {
+    ctx->scratch.reserve(ctx->scratch.size() + 1);
+    p = ::operator new(rounded, std::align_val_t(64));
+  } catch (const std::bad_alloc &) {
+    fail<pto::RuntimeError>(ctx, -1, "alloc",
+                            "cannot allocate " + std::to_string(bytes) +
+                                " bytes of scratch memory for a local tensor");
+    return nullptr;
+  }
+  ctx->scratch.push_back(p);
+  return p;
+}
+
+int32_t pto_rt_fail(pto_ctx *ctx, int32_t kind, int32_t site, int64_t a, int64_t b) {
+  const std::string range = " out of range [0, " + std::to_string(b) + ")";
+  switch (kind) {
+  case 1:
+    return fail<pto::RuntimeError>(ctx, site, "", "integer division by zero");
+  case 2:
+    return fail<pto::RuntimeError>(ctx, site, "", "index " + std::to_string(a) + range);
+  case 3:
+    return fail<pto::DistributedError>(ctx, site, "", "PE " + std::to_string(a) + range);
+  case 4:
+    return fail<pto::DistributedError>(ctx, site, "",
+                                       "offset " + std::to_string(a) + " out of bounds [0, " +
+                                           std::to_string(b) + ")");
+  }
+  return fail<pto::InternalError>(ctx, site, "",
+                                  "pto_rt_fail: unknown error kind " + std::to_string(kind));
+}
+
+} // extern "C"

@@ -1,0 +1,249 @@
+// world_test.cpp - pto::runtime::World: SPMD runs, root-cause errors, the release of blocked PEs,
+// the deadlock timeout setting, kernel entry checks, and the implicit 1-PE world.
+#include "pto/error.h"
+#include "pto/runtime/context.h"
+#include "pto/runtime/world.h"
+
+#include "support/runtime_harness.h"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+
+using pto::runtime::World;
+using pto::runtime::WorldOptions;
+using support::rt_kernel;
+
+TEST_CASE("World: run calls fn once on every PE, all inside the same kernel at once") {
+  constexpr int n = 8;
+  World world(n);
+  CHECK(world.n_pes() == n);
+  CHECK(std::string(world.backend_name()) == "threads");
+  std::atomic<int> calls[n] = {};
+  std::atomic<int> bad_ctx{0};
+  world.run([&](int pe) {
+    calls[pe].fetch_add(1);
+    pto_ctx *ctx = pto::runtime::current_ctx();
+    if (pto::runtime::my_pe(ctx) != pe || pto::runtime::n_pes(ctx) != n)
+      bad_ctx.fetch_add(1);
+    // kernel entry is collective: it only returns once all 8 PEs are in it together.
+    rt_kernel({{"g", n, 256}}, [&](pto_ctx *c) -> int32_t {
+      if (pto_rt_my_pe(c, 0) != pe || pto_rt_n_pes(c, 0) != n)
+        bad_ctx.fetch_add(1);
+      return PTO_OK;
+    });
+  });
+  for (int pe = 0; pe < n; ++pe)
+    CHECK(calls[pe].load() == 1);
+  CHECK(bad_ctx.load() == 0);
+}
+
+TEST_CASE("World: n_pes outside [1, 4096] is a DistributedError") {
+  for (int n : {0, -1, 4097}) {
+    CAPTURE(n);
+    CHECK_THROWS_WITH_AS(World{n}, doctest::Contains("n_pes must be in [1, 4096]"),
+                         pto::DistributedError);
+  }
+  CHECK(World(4096).n_pes() == 4096);
+  CHECK_THROWS_AS(World(2, {.deadlock_timeout_ms = 0}), pto::DistributedError);
+}
+
+TEST_CASE("World: PTO_DEADLOCK_TIMEOUT_MS replaces the default timeout only") {
+  ::setenv("PTO_DEADLOCK_TIMEOUT_MS", "1234", 1);
+  CHECK(World(2).deadlock_timeout_ms() == 1234);
+  CHECK(World(2, {.deadlock_timeout_ms = 200}).deadlock_timeout_ms() == 200);
+  ::setenv("PTO_DEADLOCK_TIMEOUT_MS", "12ms", 1);
+  CHECK_THROWS_WITH_AS(World(2), doctest::Contains("PTO_DEADLOCK_TIMEOUT_MS='12ms'"),
+                       pto::DistributedError);
+  ::unsetenv("PTO_DEADLOCK_TIMEOUT_MS");
+  CHECK(World(2).deadlock_timeout_ms() == WorldOptions::kDefaultDeadlockTimeoutMs);
+}
+
+TEST_CASE("World: the root cause is rethrown and PEs blocked in kernel entry are released") {
+  World world(4); // default 30 s timeout: a missing release would show as a 30 s test, not pass
+  std::mutex m;
+  std::vector<std::string> others;
+  CHECK_THROWS_WITH_AS(world.run([&](int pe) {
+    if (pe == 2)
+      throw std::logic_error("boom on PE 2");
+    try {
+      rt_kernel({{"g", 4, 64}}, [](pto_ctx *) -> int32_t { return PTO_OK; });
+    } catch (const pto::DistributedError &e) {
+      std::lock_guard lock(m);
+      others.push_back(e.what());
+      throw;
+    }
+  }),
+                       "boom on PE 2", std::logic_error);
+  REQUIRE(others.size() == 3);
+  for (const auto &msg : others) {
+    CAPTURE(msg);
+    // Either released by the abort, or noticed PE 2 is gone; both name PE 2.
+    CHECK(msg.find("PE 2") != std::string::npos);
+  }
+  // The world is usable again after a failed run.
+  std::atomic<int> ok{0};
+  world.run([&](int) {
+    rt_kernel({{"g", 4, 64}}, [](pto_ctx *) -> int32_t { return PTO_OK; });
+    ok.fetch_add(1);
+  });
+  CHECK(ok.load() == 4);
+}
+
+TEST_CASE("World: a PE that returns without entering the kernel is reported, not waited for") {
+  World world(3);
+  CHECK_THROWS_WITH_AS(world.run([&](int pe) {
+    if (pe != 1)
+      rt_kernel({{"g", 3, 64}}, [](pto_ctx *) -> int32_t { return PTO_OK; });
+  }),
+                       doctest::Contains("PE 1 returned from its function without reaching "
+                                         "the kernel entry barrier"),
+                       pto::DistributedError);
+}
+
+TEST_CASE("World: a PE that never arrives at kernel entry is a DeadlockError naming it") {
+  World world(2, {.deadlock_timeout_ms = 200});
+  std::atomic<bool> release{false};
+  CHECK_THROWS_WITH_AS(world.run([&](int pe) {
+    if (pe == 1) { // blocked outside the runtime until PE 0 has failed
+      release.wait(false);
+      return;
+    }
+    try {
+      rt_kernel({{"g", 2, 64}}, [](pto_ctx *) -> int32_t { return PTO_OK; });
+    } catch (...) {
+      release.store(true);
+      release.notify_all();
+      throw;
+    }
+  }),
+                       doctest::Contains("timed out after 200 ms at the kernel entry barrier: 1 "
+                                         "of 2 PEs arrived, missing PEs [1]"),
+                       pto::DeadlockError);
+}
+
+TEST_CASE("kernel_enter: a group whose n_pes differs from the world is a DistributedError") {
+  World world(8);
+  CHECK_THROWS_WITH_AS(
+      world.run([&](int) {
+        rt_kernel({{"g", 4, 64}}, [](pto_ctx *) -> int32_t { return PTO_OK; });
+      }),
+      "<runtime>: create_shmem_tensor: group 'g' was created with n_pes 4 but the world has 8 "
+      "PEs; groups must span the whole world",
+      pto::DistributedError);
+}
+
+TEST_CASE("kernel_enter: PEs that launch different kernels get a DistributedError") {
+  World world(4);
+  CHECK_THROWS_WITH_AS(world.run([&](int pe) {
+    rt_kernel(
+        {{"g", 4, 64}}, [](pto_ctx *) -> int32_t { return PTO_OK; },
+        /*kernel_hash=*/pe == 3 ? 0xbad : 0x600d);
+  }),
+                       doctest::Contains("PEs launched different kernels: PE 0 runs kernel "
+                                         "0x000000000000600d, PE 3 runs 0x0000000000000bad"),
+                       pto::DistributedError);
+}
+
+TEST_CASE("kernel_enter: different heap sizes for one group are a DistributedError") {
+  World world(2);
+  CHECK_THROWS_WITH_AS(world.run([&](int pe) {
+    rt_kernel({{"ep", 2, pe == 0 ? 64 : 128}}, [](pto_ctx *) -> int32_t { return PTO_OK; });
+  }),
+                       doctest::Contains("different symmetric heap sizes for group 'ep': PE 0 "
+                                         "64 bytes, PE 1 128 bytes"),
+                       pto::DistributedError);
+}
+
+TEST_CASE("kernel_enter: heaps are zeroed at every kernel entry, on every PE") {
+  constexpr int n = 4;
+  World world(n);
+  std::atomic<int> nonzero{0};
+  world.run([&](int) {
+    rt_kernel({{"g", n, 1024}}, [](pto_ctx *ctx) -> int32_t {
+      std::memset(pto_rt_heap_base(ctx, 0, pto_rt_my_pe(ctx, 0)), 0xab, 1024);
+      return PTO_OK;
+    });
+    rt_kernel({{"g", n, 1000}}, [&](pto_ctx *ctx) -> int32_t {
+      for (int p = 0; p < n; ++p) {
+        auto *bytes = static_cast<const unsigned char *>(pto_rt_heap_base(ctx, 0, p));
+        for (int i = 0; i < 1000; ++i)
+          if (bytes[i] != 0)
+            nonzero.fetch_add(1);
+      }
+      return PTO_OK;
+    });
+  });
+  CHECK(nonzero.load() == 0);
+}
+
+TEST_CASE("World: run does not nest") {
+  World outer(2);
+  std::atomic<int> nested_errors{0};
+  outer.run([&](int) {
+    World inner(1);
+    try {
+      inner.run([](int) {});
+    } catch (const pto::DistributedError &) {
+      nested_errors.fetch_add(1);
+    }
+  });
+  CHECK(nested_errors.load() == 2);
+}
+
+TEST_CASE("current_ctx: outside a World a kernel runs on an implicit 1-PE world") {
+  pto_ctx *ctx = pto::runtime::current_ctx();
+  CHECK(pto::runtime::my_pe(ctx) == 0);
+  CHECK(pto::runtime::n_pes(ctx) == 1);
+  // A failing call throws the typed error from end_call, with the site's location...
+  const std::vector<std::string> sites = {"main.cpp:7: shmem_put"};
+  int32_t v = 1;
+  const pto_block b = support::rt_block_1d(1);
+  CHECK_THROWS_WITH_AS(rt_kernel(
+                           {{"g", 1, 64}},
+                           [&](pto_ctx *c) -> int32_t {
+                             return pto_rt_put(c, 0, 1, PTO_ATOMIC_SET, &v, 3, 0, 64, 3, &b, 0);
+                           },
+                           42, &sites),
+                       "main.cpp:7: shmem_put: dst_pe 1 is out of range [0, 1) for group 'g'",
+                       pto::DistributedError);
+  // ...and the implicit world is usable again afterwards.
+  int32_t got = 0;
+  rt_kernel({{"g", 1, 64}}, [&](pto_ctx *c) -> int32_t {
+    int32_t st = pto_rt_put(c, 0, 0, PTO_ATOMIC_SET, &v, 3, 8, 64, 3, &b, 0);
+    return st ? st : pto_rt_get(c, 0, 0, 8, 64, 3, &got, 3, &b, 0);
+  });
+  CHECK(got == 1);
+}
+
+TEST_CASE("pto_rt_fail: kinds map to typed errors with the site's location") {
+  const std::vector<std::string> sites = {"k.cpp:3: div", "k.cpp:4: gather"};
+  auto fail_with = [&](int32_t kind, int32_t site, int64_t a, int64_t b) {
+    rt_kernel(
+        {}, [&](pto_ctx *c) -> int32_t { return pto_rt_fail(c, kind, site, a, b); }, 1, &sites);
+  };
+  CHECK_THROWS_WITH_AS(fail_with(1, 0, 0, 0), "k.cpp:3: div: integer division by zero",
+                       pto::RuntimeError);
+  CHECK_THROWS_WITH_AS(fail_with(2, 1, 7, 4), "k.cpp:4: gather: index 7 out of range [0, 4)",
+                       pto::RuntimeError);
+  CHECK_THROWS_WITH_AS(fail_with(3, 5, 9, 8), "<runtime>: PE 9 out of range [0, 8)",
+                       pto::DistributedError);
+  CHECK_THROWS_WITH_AS(fail_with(4, 1, 100, 64),
+                       "k.cpp:4: gather: offset 100 out of bounds [0, 64)", pto::DistributedError);
+}
+
+TEST_CASE("pto_rt_alloc: 64-byte aligned scratch that the call may use fully") {
+  rt_kernel({}, [](pto_ctx *c) -> int32_t {
+    for (int64_t bytes : {1, 63, 64, 65, 100000}) {
+      auto *p = static_cast<unsigned char *>(pto_rt_alloc(c, bytes));
+      REQUIRE(p != nullptr);
+      CHECK(reinterpret_cast<uintptr_t>(p) % 64 == 0);
+      std::memset(p, 1, size_t(bytes));
+    }
+    return PTO_OK;
+  });
+}

@@ -1,0 +1,44 @@
+// support.h - Shared test settings: the one tolerance table, the run modes every kernel test
+// covers, and a readable element-wise comparison against naive (naive.h) expectations.
+#pragma once
+
+#include "pto/jit.h"
+#include "support/naive.h"
+
+#include <string>
+#include <vector>
+
+namespace support {
+
+/// How close a result must be: |got - want| <= rel * |want| + abs, per element.
+struct Tolerance {
+  double rel = 0;
+  double abs = 0;
+};
+
+/// Which kind of op produced the value (transcendentals get the vector-math bound).
+enum class OpClass { Basic, Transcendental };
+
+/// THE tolerance table (DESIGN.md §9), used by every numeric test:
+///   fp32   1e-5 relative for basic ops; 1e-6 (a few ULP, SLEEF u10 is 1 ULP) for transcendentals
+///   fp16, bf16  1e-2 relative (inputs and every op result are rounded to 11 / 8 bits)
+///   fp64   1e-12 relative
+///   ints, bool  exact
+/// The small absolute term covers results that cancel to (near) zero, where a relative bound
+/// is meaningless; it is far below one unit in the last place of the operands used by tests.
+Tolerance tolerance(pto::DataType dt, OpClass cls = OpClass::Basic);
+
+/// "" when every element of `got` is within `tol` of `want` (NaN matches NaN, equal infinities
+/// match); otherwise a message naming the count of bad elements and the worst one.
+std::string mismatch(const pto::HostTensor &got, const naive::Array &want, Tolerance tol);
+
+/// The run modes kernel tests cover: {Interpret, Jit}, or only Interpret when the environment
+/// has PTO_TEST_INTERPRET_ONLY=1 (while the LLVM backend is unavailable).
+std::vector<pto::RunMode> run_modes();
+/// "interpret" or "jit", for SUBCASE names.
+const char *mode_name(pto::RunMode m);
+
+/// JitOptions with the given run mode (and optional specs).
+pto::JitOptions opts(pto::RunMode m, std::vector<pto::TensorSpec> specs = {});
+
+} // namespace support
