@@ -86,8 +86,26 @@ void *JitModule::lookup(const std::string &name) const {
   return sym->toPtr<void *>();
 }
 
+namespace {
+std::unique_ptr<JitModule> jit_compile_impl(std::unique_ptr<llvm::LLVMContext> &ctx,
+                                            std::unique_ptr<llvm::Module> &m,
+                                            const StageDump &dump);
+} // namespace
+
 std::unique_ptr<JitModule> jit_compile(std::unique_ptr<llvm::LLVMContext> ctx,
                                        std::unique_ptr<llvm::Module> m, const StageDump &dump) {
+  try {
+    return jit_compile_impl(ctx, m, dump);
+  } catch (...) {
+    m.reset(); // a module must die before its context (parameter destruction order is unspecified)
+    throw;
+  }
+}
+
+namespace {
+std::unique_ptr<JitModule> jit_compile_impl(std::unique_ptr<llvm::LLVMContext> &ctx,
+                                            std::unique_ptr<llvm::Module> &m,
+                                            const StageDump &dump) {
   HostTarget &ht = host_target();
   m->setDataLayout(ht.tm->createDataLayout());
   m->setTargetTriple(ht.tm->getTargetTriple().str());
@@ -190,5 +208,6 @@ std::unique_ptr<JitModule> jit_compile(std::unique_ptr<llvm::LLVMContext> ctx,
   out->impl->jit = std::move(*jit);
   return out;
 }
+} // namespace
 
 } // namespace pto::codegen

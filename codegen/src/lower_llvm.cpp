@@ -706,6 +706,20 @@ private:
   void row_passes(const FusedGroup &g, int gi, std::vector<LV *> &row, LV *c_begin, LV *c_end) {
     RowCtx rc;
     rc.row = row;
+    // Row pointers and uniform leaves first, so every later block is dominated by them.
+    for (const Op *op : g.ops) {
+      for (ValueId in : op->inputs)
+        if (!g.values.count(in)) {
+          row_ptr(g, in, rc, false);
+          if (leaf_uniform(g, in) && !rc.uniform.count(in)) {
+            const ir::Value &val = p_.value(in);
+            LV *sc = B.CreateLoad(storage_elem(val.dtype), rc.row_base.at(in));
+            rc.uniform[in] = widen(splat(sc), val.dtype);
+          }
+        }
+      if (op->kind == OpKind::Assemble || g.values.at(op->outputs[0]).store)
+        row_ptr(g, op->outputs[0], rc, true);
+    }
     std::set<ValueId> done_uniform;
     // Reductions accumulated per pass.
     std::map<const Op *, LV *> acc_slot;
@@ -1159,7 +1173,12 @@ std::shared_ptr<const Executable> build_llvm_executable(const ir::Program &p,
   auto t0 = std::chrono::steady_clock::now();
   auto ctx = std::make_unique<llvm::LLVMContext>();
   auto mod = std::make_unique<llvm::Module>(p.name, *ctx);
-  Lowering(p, opts, *ctx, *mod).run();
+  try {
+    Lowering(p, opts, *ctx, *mod).run();
+  } catch (...) {
+    mod.reset(); // the module must die before its context
+    throw;
+  }
   auto jm = jit_compile(std::move(ctx), std::move(mod), dump);
   auto exe = std::make_shared<LlvmExecutable>(std::move(jm), site_table(p));
   exe->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

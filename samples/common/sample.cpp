@@ -1,0 +1,64 @@
+// sample.cpp - See sample.h.
+#include "sample.h"
+
+#include <cmath>
+#include <random>
+
+namespace sample {
+
+void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::string> &dtypes) {
+  app.add_option("--pes", f.pes, "number of processing elements (PEs), run as threads")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--seed", f.seed, "seed of the input generator")->capture_default_str();
+  app.add_option("--dtype", f.dtype, "element type of the inputs and outputs")
+      ->check(CLI::IsMember(dtypes))
+      ->capture_default_str();
+  app.add_flag("--check", f.check,
+               "compare every PE's output with a plain C++ reference in double; ends with "
+               "`check: PASS` or `check: FAIL` (exit 1)");
+  app.add_flag("--interpret", f.interpret,
+               "run the kernel in the reference interpreter instead of JIT-compiled code");
+}
+
+pto::HostTensor random_tensor(pto::DataType dtype, const std::vector<int64_t> &shape, uint64_t seed) {
+  pto::HostTensor t(dtype, shape);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_int_distribution<int> ints(-10, 10);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.set(i, pto::is_float(dtype) ? normal(rng) : ints(rng));
+  return t;
+}
+
+ErrorStats compare(const pto::HostTensor &got, const std::vector<double> &want, double rtol,
+                   double atol) {
+  ErrorStats s;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    double g = got.get(i), w = want[static_cast<size_t>(i)];
+    if (std::isnan(g) || std::isnan(w)) {
+      if (std::isnan(g) != std::isnan(w))
+        ++s.bad;
+      continue;
+    }
+    double d = std::fabs(g - w);
+    s.max_abs = std::max(s.max_abs, d);
+    if (w != 0)
+      s.max_rel = std::max(s.max_rel, d / std::fabs(w));
+    if (d > atol + rtol * std::fabs(w))
+      ++s.bad;
+  }
+  return s;
+}
+
+double tolerance(pto::DataType dt) {
+  switch (dt) {
+  case pto::DT_FP32: return 1e-5;
+  case pto::DT_FP16:
+  case pto::DT_BF16: return 1e-2;
+  case pto::DT_DOUBLE: return 1e-12;
+  default: return 0;
+  }
+}
+
+} // namespace sample
