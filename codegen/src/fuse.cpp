@@ -29,8 +29,12 @@ bool groupable(const ir::Program &p, const Op &op) {
   case OpFamily::Binary:
   case OpFamily::Create:
   case OpFamily::Move: return true;
-  case OpFamily::Reduce:
-    return op.axis == static_cast<int>(p.value(op.inputs[0]).shape.size()) - 1;
+  case OpFamily::Reduce: {
+    // Last-axis reductions fuse as per-row values; without keepdim only at rank 1 (a rank R-1
+    // result would broadcast along columns, numpy-style, not along rows).
+    int rank = static_cast<int>(p.value(op.inputs[0]).shape.size());
+    return op.axis == rank - 1 && (op.keepdim || rank == 1);
+  }
   case OpFamily::Shmem:
   case OpFamily::Control: return false;
   }

@@ -628,23 +628,12 @@ private:
     Addr a = addr(id);
     size_t r = g.rank, vr = v.shape.size();
     LV *lin = i64(0);
-    for (size_t d = 0; d + 1 < vr || (vr < r && d < vr && false); ++d) {
-      size_t gd = d + (r - vr); // group dim of value dim d
-      if (gd >= r - 1)
-        break;
+    for (size_t d = 0; d + 1 < vr; ++d) { // right-aligned (numpy); the last dim is the column
+      size_t gd = d + (r - vr);
       bool bc = v.shape[d].is_concrete() && v.shape[d].concrete() == 1 &&
                 !(g.row_shape[gd].is_concrete() && g.row_shape[gd].concrete() == 1);
       if (!bc || for_store)
         lin = B.CreateAdd(lin, B.CreateMul(rc.row[gd], a.strides[d]));
-    }
-    // A value of rank R-1 (reduce without keepdim) indexes all its dims by rows.
-    if (vr == r - 1 && vr > 0) {
-      lin = i64(0);
-      for (size_t d = 0; d < vr; ++d) {
-        bool bc = v.shape[d].is_concrete() && v.shape[d].concrete() == 1 && !for_store;
-        if (!bc)
-          lin = B.CreateAdd(lin, B.CreateMul(rc.row[d], a.strides[d]));
-      }
     }
     LV *p = B.CreateGEP(storage_elem(v.dtype), a.base, lin);
     rc.row_base[id] = p;
@@ -1124,7 +1113,7 @@ private:
                       B.getInt32(op.signal), B.getInt32(cur_site_)});
       } else {
         st = call_rt("pto_rt_wait_until", B.getInt32Ty(),
-                     {ctx_, B.getInt32(s.group_index), slot_off, B.getInt32(PTO_CMP_EQ),
+                     {ctx_, B.getInt32(s.group_index), slot_off, B.getInt32(static_cast<int>(op.cmp)),
                       B.getInt32(op.signal), B.getInt32(op.clear ? 1 : 0), slot,
                       B.getInt32(cur_site_)});
       }

@@ -396,13 +396,11 @@ Tensor shmem_signal_all(const ShmemTensor &src, const SymbolicScalar &src_pe, in
   return signal_impl(src, src_pe, signal, nullptr, std::move(opts), "shmem_signal_all", loc);
 }
 
-Tensor shmem_wait_until(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t cmp_value,
-                        WaitOptions opts, SrcLoc loc) {
-  const char *op = "shmem_wait_until";
+namespace {
+Tensor wait_impl(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t cmp_value,
+                 ir::Cmp cmp, WaitOptions opts, const char *op, SrcLoc loc) {
   auto &r = Recorder::current(op, loc);
   const auto &s = shmem_of(r, src, op, loc);
-  if (opts.cmp != OpType::EQ)
-    throw DistributedError(loc, op, "invalid comparison; only OpType::EQ is supported (as PyPTO)");
   check_pe(src_pe, s.n_pes, "src_pe", s, op, loc);
   ir::Op o;
   o.kind = OpKind::ShmemWaitUntil;
@@ -410,7 +408,7 @@ Tensor shmem_wait_until(const ShmemTensor &src, const SymbolicScalar &src_pe, in
   o.shmem = src.index;
   o.pe = src_pe;
   o.signal = cmp_value;
-  o.cmp = ir::Cmp::EQ;
+  o.cmp = cmp;
   o.clear = opts.clear_signal;
   o.preds = use_preds(r, opts.pred, op, loc);
   ir::TileShape tile = s.shape.empty() ? ir::TileShape{kSignalOnlyShape}
@@ -424,6 +422,15 @@ Tensor shmem_wait_until(const ShmemTensor &src, const SymbolicScalar &src_pe, in
   r.emit(std::move(o));
   return tok;
 }
+} // namespace
+
+Tensor shmem_wait_until(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t cmp_value,
+                        WaitOptions opts, SrcLoc loc) {
+  if (opts.cmp != OpType::EQ)
+    throw DistributedError(loc, "shmem_wait_until",
+                           "invalid comparison; only OpType::EQ is supported (as PyPTO)");
+  return wait_impl(src, src_pe, cmp_value, ir::Cmp::EQ, std::move(opts), "shmem_wait_until", loc);
+}
 
 Tensor shmem_barrier_all(const ShmemTensor &signal, BarrierOptions opts, SrcLoc loc) {
   auto &r = Recorder::current("shmem_barrier_all", loc);
@@ -436,8 +443,10 @@ Tensor shmem_barrier_all(const ShmemTensor &signal, BarrierOptions opts, SrcLoc 
   }
   Tensor s = signal_impl(whole, 0, 1, nullptr, {.sig_op = AtomicType::ADD, .pred = opts.pred},
                          "shmem_barrier_all", loc);
-  return shmem_wait_until(whole, 0, signal.n_pes,
-                          {.cmp = OpType::EQ, .clear_signal = true, .pred = {s}}, loc);
+  // GE with a clear that subtracts what it saw: a fast PE's ADD for the next barrier can land
+  // before a slow PE leaves this one, and EQ would then never hold (PyPTO uses EQ).
+  return wait_impl(whole, 0, signal.n_pes, ir::Cmp::GE, {.clear_signal = true, .pred = {s}},
+                   "shmem_barrier_all", loc);
 }
 
 Tensor shmem_clear_data(const ShmemTensor &src, ClearOptions opts, SrcLoc loc) {

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# bootstrap.sh - Installs the Debian packages ptojit builds with, if any is missing (idempotent;
+# needs root or sudo). LLVM 19, SLEEF, fmt, doctest, CLI11, nlohmann_json, CMake, g++.
+set -euo pipefail
+pkgs=(g++ cmake make llvm-19-dev libsleef-dev libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "bootstrap: all packages present"
+  exit 0
+fi
+echo "bootstrap: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
