@@ -69,7 +69,11 @@ int main(int argc, char **argv) {
   sample::add_common_flags(app, f, {"fp32", "fp16", "bf16"});
   app.add_option("--rows", rows, "rows of each PE's input")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
   app.add_option("--cols", cols, "columns of each PE's input")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e) == 0 ? 0 : 2; // --help exits 0; bad flags exit 2
+  }
 
   try {
     pto::DataType dt = pto::parse_dtype(f.dtype);

@@ -153,6 +153,11 @@ int32_t pto_rt_fail(pto_ctx *ctx, int32_t kind, int32_t site, int64_t a, int64_t
     return fail<pto::DistributedError>(ctx, site, "",
                                        "offset " + std::to_string(a) + " out of bounds [0, " +
                                            std::to_string(b) + ")");
+  case 5:
+    return fail<pto::ShapeError>(ctx, site, "",
+                                 "view window out of bounds at run time: index " +
+                                     std::to_string(a) + " is outside dim [0, " +
+                                     std::to_string(b) + ") of the viewed tensor");
   }
   return fail<pto::InternalError>(ctx, site, "",
                                   "pto_rt_fail: unknown error kind " + std::to_string(kind));

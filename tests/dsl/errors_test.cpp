@@ -159,12 +159,15 @@ TEST_CASE("a view window that leaves its tensor at run time fails the call, not 
       pto::assemble(pto::exp(v), {0, 0}, y);
     }
   };
-  // The exact type will become ShapeError once the runtime has a dedicated kind; for now the
-  // offset failure is reported as a DistributedError-family "out of bounds".
-  CHECK_THROWS_WITH_AS(run2(bad, t(kF32, {8, 8}), t(kF32, {4, 8})), Contains("out of bounds"),
-                       pto::Error);
-  CHECK_THROWS_WITH_AS(run2(bad, t(kF32, {8, 8}), t(kF32, {4, 8})), Contains("errors_test.cpp:"),
-                       pto::Error);
+  // Iteration 2 views rows [8, 12) of an 8-row tensor with a fixed valid shape of 4 rows.
+  for (auto m : support::run_modes()) {
+    SUBCASE(support::mode_name(m)) {
+      auto k = pto::jit("oob", bad, support::opts(m));
+      auto x = t(kF32, {8, 8}), y = t(kF32, {4, 8});
+      CHECK_THROWS_WITH_AS(k(x, y), Contains("out of bounds"), pto::ShapeError);
+      CHECK_THROWS_WITH_AS(k(x, y), Contains("errors_test.cpp:"), pto::ShapeError);
+    }
+  }
 }
 
 TEST_CASE("assemble with another dtype is a DTypeError, outside the output a ShapeError") {
@@ -225,18 +228,22 @@ TEST_CASE("integer division by zero at run time is a RuntimeError after the kern
     pto::set_vec_tile_shapes(2, 16);
     pto::assemble(a / b, {0, 0}, a);
   };
-  auto k = pto::jit("idiv", body, support::opts(pto::RunMode::Interpret));
-  auto a = t(kI32, {4, 8}), b = t(kI32, {4, 8});
-  a.fill(6);
-  b.fill(3);
-  b.set(13, 0);
-  CHECK_THROWS_WITH_AS(k(a, b), Contains("integer division by zero"), pto::RuntimeError);
-  CHECK_THROWS_WITH_AS(k(a, b), Contains("errors_test.cpp:"), pto::RuntimeError);
-  // The PE is usable again: the same kernel with a good divisor runs.
-  b.fill(3);
-  a.fill(6);
-  CHECK_NOTHROW(k(a, b));
-  CHECK(a.get(13) == 2);
+  for (auto m : support::run_modes()) {
+    SUBCASE(support::mode_name(m)) {
+      auto k = pto::jit("idiv", body, support::opts(m));
+      auto a = t(kI32, {4, 8}), b = t(kI32, {4, 8});
+      a.fill(6);
+      b.fill(3);
+      b.set(13, 0);
+      CHECK_THROWS_WITH_AS(k(a, b), Contains("integer division by zero"), pto::RuntimeError);
+      CHECK_THROWS_WITH_AS(k(a, b), Contains("errors_test.cpp:"), pto::RuntimeError);
+      // The PE is usable again: the same kernel with a good divisor runs.
+      b.fill(3);
+      a.fill(6);
+      CHECK_NOTHROW(k(a, b));
+      CHECK(a.get(13) == 2);
+    }
+  }
   // A literal zero scalar divisor is caught while tracing.
   auto lit = [](pto::Tensor x) {
     pto::set_vec_tile_shapes(4, 8);
@@ -321,7 +328,7 @@ TEST_CASE("shmem dtype and rank rules") {
   CHECK_THROWS_AS(run1(bool_data, t(kF32, {1, 1})), pto::DTypeError);
   auto wait_ne = [](pto::Tensor) {
     auto s = dist::create_shmem_signal("g", 1);
-    dist::shmem_wait_until(s, 0, 1, {.cmp = dist::OpType::NE});
+    dist::shmem_wait_until(s, 0, 1, {.cmp = dist::OpType::NE, .clear_signal = false, .pred = {}});
   };
   CHECK_THROWS_WITH_AS(run1(wait_ne, t(kF32, {1, 1})), Contains("only OpType::EQ"),
                        pto::DistributedError);

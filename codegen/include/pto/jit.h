@@ -41,9 +41,9 @@ struct TensorSpec {
 enum class RunMode { Jit, Interpret };
 
 struct JitOptions {
-  std::vector<TensorSpec> specs; ///< per tensor parameter; missing entries are all STATIC
+  std::vector<TensorSpec> specs = {}; ///< per tensor parameter; missing entries are all STATIC
   /// Default: Jit, or Interpret when the environment has PTO_RUN_MODE=interpret.
-  std::optional<RunMode> run_mode;
+  std::optional<RunMode> run_mode = {};
 };
 
 /// Counters of one kernel (all PEs together).

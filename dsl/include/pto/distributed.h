@@ -46,7 +46,7 @@ ShmemTensor create_shmem_signal(const std::string &group, int n_pes,
                                 SrcLoc loc = SrcLoc::current());
 
 struct ShmemViewOptions {
-  std::optional<std::vector<SymbolicScalar>> valid_shape;
+  std::optional<std::vector<SymbolicScalar>> valid_shape = {};
 };
 /// A sub-window of the data (signals are viewed alike), as PyPTO `shmem_view`. Rank must match;
 /// the window must fit. A signal-only object cannot be viewed.
@@ -60,7 +60,7 @@ SymbolicScalar my_symbolic_pe(const std::string &group, SrcLoc loc = SrcLoc::cur
 
 struct PutOptions {
   AtomicType put_op = AtomicType::SET;
-  std::vector<Tensor> pred;
+  std::vector<Tensor> pred = {};
 };
 /// Copies the valid region of local `src` into `dst`'s data on PE `dst_pe`, at `offsets` within
 /// `dst`'s window, as PyPTO `shmem_put`. SET overwrites; ADD accumulates atomically and loses no
@@ -73,7 +73,7 @@ Tensor shmem_put(const Tensor &src, const std::vector<SymbolicScalar> &offsets,
                  SrcLoc loc = SrcLoc::current());
 
 struct GetOptions {
-  std::vector<Tensor> pred;
+  std::vector<Tensor> pred = {};
   DataType dtype = DT_BOTTOM; ///< convert to this dtype (DT_BOTTOM: keep the data's)
 };
 /// Copies `src`'s window on PE `src_pe` into a new local tensor of the window's shape (valid
@@ -87,7 +87,7 @@ std::pair<Tensor, Tensor> shmem_get_with_token(const ShmemTensor &src, const Sym
 
 struct SignalOptions {
   AtomicType sig_op = AtomicType::SET;
-  std::vector<Tensor> pred;
+  std::vector<Tensor> pred = {};
 };
 /// For every vec tile of `src`'s window, writes (SET) or adds (ADD) `signal` into slot
 /// (row `src_pe`, tile) in the signal memory of PE `target_pe`, as PyPTO `shmem_signal` and the
@@ -103,7 +103,7 @@ Tensor shmem_signal_all(const ShmemTensor &src, const SymbolicScalar &src_pe, in
 struct WaitOptions {
   OpType cmp = OpType::EQ;   ///< only EQ, as PyPTO (DistributedError otherwise)
   bool clear_signal = false; ///< reset each slot to 0 once satisfied
-  std::vector<Tensor> pred;
+  std::vector<Tensor> pred = {};
 };
 /// Blocks until, for every vec tile of `src`'s window, this PE's own slot (row `src_pe`, tile)
 /// equals `cmp_value`, as PyPTO `shmem_wait_until`. Does not burn a core. A wait that cannot
@@ -113,7 +113,7 @@ Tensor shmem_wait_until(const ShmemTensor &src, const SymbolicScalar &src_pe, in
                         WaitOptions opts = {}, SrcLoc loc = SrcLoc::current());
 
 struct BarrierOptions {
-  std::vector<Tensor> pred;
+  std::vector<Tensor> pred = {};
 };
 /// All PEs of the group meet: signal_all ADD 1 on slot row 0, then wait until my row-0 slot
 /// equals n_pes, with clear (PyPTO `shmem_barrier_all`). Usually given a create_shmem_signal
@@ -122,7 +122,7 @@ Tensor shmem_barrier_all(const ShmemTensor &signal, BarrierOptions opts = {},
                          SrcLoc loc = SrcLoc::current());
 
 struct ClearOptions {
-  std::vector<Tensor> pred;
+  std::vector<Tensor> pred = {};
 };
 /// Zeroes this PE's data in `src`'s window, as PyPTO `shmem_clear_data`. Returns a [1,1] token.
 Tensor shmem_clear_data(const ShmemTensor &src, ClearOptions opts = {},

@@ -68,7 +68,7 @@ Tensor amax(const Tensor &x, int axis, ReduceOptions opts = {}, SrcLoc loc = Src
 Tensor amin(const Tensor &x, int axis, ReduceOptions opts = {}, SrcLoc loc = SrcLoc::current());
 
 struct FullOptions {
-  std::optional<std::vector<SymbolicScalar>> valid_shape; ///< defaults to the shape
+  std::optional<std::vector<SymbolicScalar>> valid_shape = {}; ///< defaults to the shape
 };
 /// A new tensor of `shape` filled with `value` converted to `dtype`, as PyPTO `full`.
 Tensor full(const std::vector<SymbolicScalar> &shape, Element value, FullOptions opts = {},
@@ -82,7 +82,7 @@ Tensor zeros(const std::vector<SymbolicScalar> &shape, DataType dtype = DT_FP32,
 
 struct ViewOptions {
   /// Run-time valid extent of the window; default min(max(parent_valid - offset, 0), shape).
-  std::optional<std::vector<SymbolicScalar>> valid_shape;
+  std::optional<std::vector<SymbolicScalar>> valid_shape = {};
 };
 /// A window of `x` (no copy), as PyPTO `view`: `shape` static, `offsets` may be symbolic, one
 /// per dim. ShapeError when ranks differ, a dim is not positive, or a concrete window does not

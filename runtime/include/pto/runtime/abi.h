@@ -115,7 +115,8 @@ int32_t pto_rt_clear(pto_ctx *ctx, int32_t group, int64_t offset_bytes, int64_t 
                      pto_dtype dt, const pto_block *block, int32_t site);
 
 /// Records a run-time error raised by generated code (`kind`: 1 integer division by zero,
-/// 2 index out of range, 3 PE out of range, 4 offset out of bounds) with detail values: kind 1
+/// 2 index out of range, 3 PE out of range, 4 shmem offset out of bounds, 5 view window out of
+/// bounds: ShapeError) with detail values: kind 1
 /// RuntimeError "integer division by zero", 2 RuntimeError "index a out of range [0, b)",
 /// 3 DistributedError "PE a out of range [0, b)", 4 DistributedError "offset a out of bounds
 /// [0, b)", each prefixed with the site's "file:line: op". Always returns PTO_ERR.
