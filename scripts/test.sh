@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
-scripts/build.sh -DPTO_WERROR=OFF
+scripts/build.sh -DPTO_WERROR=ON
 ctest --test-dir build --output-on-failure
 for dt in fp32 fp16 bf16; do
   build/samples/allreduce_softmax --pes 8 --dtype "$dt" --check

@@ -20,17 +20,6 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Element conversions.
 
-/// `d` as a float rounded to odd: exact when representable, else the truncation toward zero
-/// with the last bit set. Rounding that float to fp16/bf16 (nearest even) then equals rounding
-/// `d` directly, which avoids the double-rounding error of double -> float -> half.
-float round_odd(double d) {
-  float f = static_cast<float>(d);
-  if (std::isnan(d) || std::isinf(d) || static_cast<double>(f) == d)
-    return f;
-  if (std::fabs(static_cast<double>(f)) > std::fabs(d))
-    f = std::nextafter(f, 0.0f);
-  return bits_float(float_bits(f) | 1u);
-}
 
 double load_f(const uint8_t *p, DataType dt) {
   switch (dt) {
@@ -47,12 +36,12 @@ double load_f(const uint8_t *p, DataType dt) {
   case DT_FP16: {
     uint16_t h;
     std::memcpy(&h, p, 2);
-    return fp16_to_float(h);
+    return fp16_to_fp32(h);
   }
   case DT_BF16: {
     uint16_t h;
     std::memcpy(&h, p, 2);
-    return bf16_to_float(h);
+    return bf16_to_fp32(h);
   }
   default: break;
   }
@@ -103,8 +92,8 @@ void store_f(uint8_t *p, DataType dt, double v) {
   switch (dt) {
   case DT_FP32: put(p, static_cast<float>(v)); return;
   case DT_DOUBLE: put(p, v); return;
-  case DT_FP16: put(p, float_to_fp16(round_odd(v))); return;
-  case DT_BF16: put(p, float_to_bf16(round_odd(v))); return;
+  case DT_FP16: put(p, fp32_to_fp16(fp64_to_fp32_round_to_odd(v))); return;
+  case DT_BF16: put(p, fp32_to_bf16(fp64_to_fp32_round_to_odd(v))); return;
   case DT_INT8: put(p, saturate<int8_t>(v)); return;
   case DT_INT16: put(p, saturate<int16_t>(v)); return;
   case DT_INT32: put(p, saturate<int32_t>(v)); return;

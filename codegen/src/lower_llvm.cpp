@@ -519,6 +519,8 @@ private:
                            : B.CreateICmpNE(x, llvm::Constant::getNullValue(x->getType()));
       return B.CreateZExt(nz, dst);
     }
+    if (from == DT_DOUBLE && (to == DT_FP16 || to == DT_BF16))
+      return round_to_odd_f32(x); // one rounding overall: the caller rounds to fp16/bf16 next
     if (is_fp(from) && is_fp(to)) {
       if (x->getType() == dst)
         return x;
@@ -533,6 +535,22 @@ private:
     if (is_fp(to))
       return is_unsigned(from) ? B.CreateUIToFP(x, dst) : B.CreateSIToFP(x, dst);
     return B.CreateIntCast(x, dst, !is_unsigned(from));
+  }
+
+  /// double -> float rounded to odd (exact, or truncated toward zero with the last bit set), so
+  /// a following round to fp16/bf16 equals rounding the double directly.
+  LV *round_to_odd_f32(LV *d) {
+    auto *fv = vty(B.getFloatTy());
+    auto *iv = vty(B.getInt32Ty());
+    LV *f = B.CreateFPTrunc(d, fv);
+    LV *back = B.CreateFPExt(f, d->getType());
+    LV *inexact = B.CreateFCmpONE(back, d);
+    LV *over = B.CreateFCmpOGT(B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, back),
+                               B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, d));
+    LV *bits = B.CreateBitCast(f, iv);
+    LV *toward0 = B.CreateSelect(over, B.CreateSub(bits, llvm::ConstantInt::get(iv, 1)), bits);
+    LV *odd = B.CreateOr(toward0, llvm::ConstantInt::get(iv, 1));
+    return B.CreateBitCast(B.CreateSelect(inexact, odd, bits), fv);
   }
 
   LV *binary(const Op &op, LV *a, LV *b, DataType dt, LV *mask) {

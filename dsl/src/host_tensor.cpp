@@ -43,8 +43,8 @@ double HostTensor::get(int64_t i) const {
   case DT_INT64: return static_cast<double>(reinterpret_cast<const int64_t *>(b)[i]);
   case DT_UINT8: return b[i];
   case DT_BOOL: return b[i] != 0;
-  case DT_FP16: return fp16_to_float(reinterpret_cast<const uint16_t *>(b)[i]);
-  case DT_BF16: return bf16_to_float(reinterpret_cast<const uint16_t *>(b)[i]);
+  case DT_FP16: return fp16_to_fp32(reinterpret_cast<const uint16_t *>(b)[i]);
+  case DT_BF16: return bf16_to_fp32(reinterpret_cast<const uint16_t *>(b)[i]);
   case DT_FP32: return reinterpret_cast<const float *>(b)[i];
   case DT_DOUBLE: return reinterpret_cast<const double *>(b)[i];
   default: return 0;
@@ -73,9 +73,9 @@ void HostTensor::set(int64_t i, double v) {
   case DT_INT64: reinterpret_cast<int64_t *>(b)[i] = to_int<int64_t>(v); break;
   case DT_UINT8: b[i] = to_int<uint8_t>(v); break;
   case DT_BOOL: b[i] = v != 0; break;
-  // double -> float first (one rounding), then float -> half/bf16 (round to nearest even).
-  case DT_FP16: reinterpret_cast<uint16_t *>(b)[i] = float_to_fp16(static_cast<float>(v)); break;
-  case DT_BF16: reinterpret_cast<uint16_t *>(b)[i] = float_to_bf16(static_cast<float>(v)); break;
+  // One rounding from double (round-to-odd through fp32, then nearest even).
+  case DT_FP16: reinterpret_cast<uint16_t *>(b)[i] = fp64_to_fp16(v); break;
+  case DT_BF16: reinterpret_cast<uint16_t *>(b)[i] = fp64_to_bf16(v); break;
   case DT_FP32: reinterpret_cast<float *>(b)[i] = static_cast<float>(v); break;
   case DT_DOUBLE: reinterpret_cast<double *>(b)[i] = v; break;
   default: break;

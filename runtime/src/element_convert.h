@@ -7,7 +7,7 @@
 // - int -> int: two's-complement wrap (C++20 static_cast). Any -> bool: value != 0.
 #pragma once
 
-#include "pto/runtime/half.h"
+#include "pto/half.h"
 
 #include <atomic>
 #include <bit>

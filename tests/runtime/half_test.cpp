@@ -1,6 +1,6 @@
-// half_test.cpp - fp16/bf16 conversions (pto/runtime/half.h) against published encodings and a
+// half_test.cpp - fp16/bf16 conversions (pto/half.h) against published encodings and a
 // brute-force nearest-value search over a naive decoder.
-#include "pto/runtime/half.h"
+#include "pto/half.h"
 
 #include <doctest/doctest.h>
 
@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-using namespace pto::runtime;
+using namespace pto;
 
 namespace {
 uint32_t bits_of(float f) {

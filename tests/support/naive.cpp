@@ -213,8 +213,8 @@ double saturate_int(double v, pto::DataType dt) {
 double round_to(double v, pto::DataType dt) {
   switch (dt) {
   case pto::DT_FP32: return static_cast<float>(v);
-  case pto::DT_FP16: return pto::fp16_to_float(pto::float_to_fp16(static_cast<float>(v)));
-  case pto::DT_BF16: return pto::bf16_to_float(pto::float_to_bf16(static_cast<float>(v)));
+  case pto::DT_FP16: return pto::fp16_to_fp32(pto::fp32_to_fp16(static_cast<float>(v)));
+  case pto::DT_BF16: return pto::bf16_to_fp32(pto::fp32_to_bf16(static_cast<float>(v)));
   default: return v;
   }
 }

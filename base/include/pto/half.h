@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
-namespace pto::runtime {
+namespace pto {
 
 /// fp16 bits -> fp32. Exact for every input (subnormals, +-0, +-inf); NaN stays NaN with its
 /// sign and payload (quiet).
@@ -73,4 +73,4 @@ inline uint16_t fp64_to_fp16(double d) { return fp32_to_fp16(fp64_to_fp32_round_
 /// fp64 -> bf16 bits, correctly rounded to nearest even.
 inline uint16_t fp64_to_bf16(double d) { return fp32_to_bf16(fp64_to_fp32_round_to_odd(d)); }
 
-} // namespace pto::runtime
+} // namespace pto
