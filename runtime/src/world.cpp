@@ -165,7 +165,7 @@ int32_t collective_wait(pto_ctx *ctx, const char *op, const char *what,
                         const std::function<void()> &completion) {
   detail::WorldState &w = *ctx->world;
   const auto r = w.barrier.arrive_and_wait(
-      ctx->pe, w.deadline(), [&] { return w.aborted.load(std::memory_order_acquire); },
+      ctx->pe, w.collective_deadline(), [&] { return w.aborted.load(std::memory_order_acquire); },
       [&](int pe) { return w.ctxs[size_t(pe)].finished.load(std::memory_order_acquire); },
       completion);
   switch (r.outcome) {
@@ -184,7 +184,7 @@ int32_t collective_wait(pto_ctx *ctx, const char *op, const char *what,
         ctx, -1, op,
         fmt::format("PE {} timed out after {} ms at the {}: {} of {} PEs arrived, missing PEs "
                     "[{}]; raise PTO_DEADLOCK_TIMEOUT_MS if a PE is legitimately slow",
-                    ctx->pe, w.deadlock_timeout_ms, what, r.arrived, w.n_pes,
+                    ctx->pe, 2 * w.deadlock_timeout_ms, what, r.arrived, w.n_pes,
                     fmt::join(r.missing, ", ")));
   }
   return PTO_ERR;

@@ -75,6 +75,12 @@ struct WorldState {
   std::chrono::steady_clock::time_point deadline() const {
     return std::chrono::steady_clock::now() + std::chrono::milliseconds(deadlock_timeout_ms);
   }
+  /// The deadline of a kernel entry/exit barrier starting now: twice a wait's, so that when PEs
+  /// are stuck in shmem waits, their own DeadlockErrors (the root cause) fire first and release
+  /// the barrier instead of the barrier reporting a bare timeout.
+  std::chrono::steady_clock::time_point collective_deadline() const {
+    return std::chrono::steady_clock::now() + std::chrono::milliseconds(2 * deadlock_timeout_ms);
+  }
 };
 
 /// Splits site `site` of ctx's table ("file.cpp:12: shmem_put") into where and op; "<runtime>"
