@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bootstrap.sh - Installs the Debian packages ptojit builds with, if any is missing (idempotent;
-# needs root or sudo). LLVM 19, SLEEF, fmt, doctest, CLI11, nlohmann_json, CMake, g++.
+# needs root or sudo). LLVM 19, SLEEF, fmt, doctest, CLI11, nlohmann_json,
+# Google Benchmark (bench/), CMake, g++.
 set -euo pipefail
-pkgs=(g++ cmake make llvm-19-dev libsleef-dev libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev)
+pkgs=(g++ cmake make llvm-19-dev libsleef-dev libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev libbenchmark-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

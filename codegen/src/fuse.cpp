@@ -27,6 +27,7 @@ bool groupable(const ir::Program &p, const Op &op) {
   switch (ir::op_info(op.kind).family) {
   case OpFamily::Unary:
   case OpFamily::Binary:
+  case OpFamily::Select: // three inputs; fits() and the levels consider every input
   case OpFamily::Create:
   case OpFamily::Move: return true;
   case OpFamily::Reduce: {
@@ -107,13 +108,6 @@ void finish_group(const ir::Program &p, FusedGroup &g,
     auto it = g.values.find(v);
     return it == g.values.end() ? 0 : it->second.level;
   };
-  auto uniform_of = [&](ValueId v) {
-    auto it = g.values.find(v);
-    if (it != g.values.end())
-      return it->second.uniform;
-    const auto &val = p.value(v);
-    return !single_col && is_one(val.shape.back()) && val.shape.size() >= 1;
-  };
   int max_pass = 0;
   for (const Op *op : g.ops) {
     if (op->kind == OpKind::Assemble) {
@@ -132,12 +126,12 @@ void finish_group(const ir::Program &p, FusedGroup &g,
         max_pass = std::max(max_pass, in_level);
       }
     } else {
-      bool all_uniform = !single_col;
-      for (ValueId in : op->inputs) {
+      for (ValueId in : op->inputs)
         fv.level = std::max(fv.level, level_of(in));
-        all_uniform = all_uniform && uniform_of(in);
-      }
-      fv.uniform = all_uniform;
+      // One value per row exactly when the result has one column in a wider space (a `full`
+      // of [1, C] has no inputs but is full-width).
+      const auto &out_shape = p.value(op->outputs[0]).shape;
+      fv.uniform = !single_col && is_one(out_shape.back());
       if (!fv.uniform)
         max_pass = std::max(max_pass, fv.level);
     }

@@ -162,13 +162,77 @@ int32_t Run::exec_op(const Op &op) {
   case OpKind::Sqrt:
   case OpKind::Rsqrt:
   case OpKind::Reciprocal:
+  case OpKind::Exp2:
+  case OpKind::Expm1:
+  case OpKind::Log2:
+  case OpKind::Log10:
+  case OpKind::Log1p:
+  case OpKind::Sin:
+  case OpKind::Cos:
+  case OpKind::Tan:
+  case OpKind::Asin:
+  case OpKind::Acos:
+  case OpKind::Atan:
+  case OpKind::Sinh:
+  case OpKind::Cosh:
+  case OpKind::Tanh:
+  case OpKind::Asinh:
+  case OpKind::Acosh:
+  case OpKind::Atanh:
+  case OpKind::Erf:
+  case OpKind::Erfc:
+  case OpKind::Cbrt:
+  case OpKind::Sigmoid:
+  case OpKind::Softplus:
+  case OpKind::Softsign:
+  case OpKind::Elu:
+  case OpKind::Gelu:
+  case OpKind::GeluTanh:
+  case OpKind::Lrelu:
+  case OpKind::Relu:
+  case OpKind::Relu6:
+  case OpKind::Sign:
+  case OpKind::Signbit:
+  case OpKind::Ceil:
+  case OpKind::Floor:
+  case OpKind::Trunc:
+  case OpKind::Round:
+  case OpKind::IsFinite:
+  case OpKind::IsNan:
+  case OpKind::IsInf:
+  case OpKind::LogicalNot:
+  case OpKind::BitwiseNot:
+  case OpKind::Square:
+  case OpKind::Clone:
   case OpKind::Cast: return unary(op);
   case OpKind::Add:
   case OpKind::Sub:
   case OpKind::Mul:
   case OpKind::Div:
   case OpKind::Maximum:
+  case OpKind::Pow:
+  case OpKind::Hypot:
+  case OpKind::Atan2:
+  case OpKind::Copysign:
+  case OpKind::Fmod:
+  case OpKind::Remainder:
+  case OpKind::FloorDiv:
+  case OpKind::LogicalAnd:
+  case OpKind::LogicalOr:
+  case OpKind::LogicalXor:
+  case OpKind::BitwiseAnd:
+  case OpKind::BitwiseOr:
+  case OpKind::BitwiseXor:
+  case OpKind::ShiftLeft:
+  case OpKind::ShiftRight:
+  case OpKind::Eq:
+  case OpKind::Ne:
+  case OpKind::Lt:
+  case OpKind::Le:
+  case OpKind::Gt:
+  case OpKind::Ge:
   case OpKind::Minimum: return binary(op);
+  case OpKind::Where: return select(op);
   case OpKind::Sum:
   case OpKind::Amax:
   case OpKind::Amin: return reduce(op);
@@ -179,6 +243,7 @@ int32_t Run::exec_op(const Op &op) {
   case OpKind::ShmemSignal:
   case OpKind::ShmemWaitUntil: return shmem_signal_wait(op);
   case OpKind::ShmemClearData: return shmem_clear(op);
+  case OpKind::ShmemClearSignal: return shmem_clear_signal(op);
   case OpKind::Nop: return PTO_OK;
   case OpKind::Loop: return loop(op);
   }
@@ -218,7 +283,6 @@ public:
     sites_ = site_table(p_);
     int32_t n = 0;
     number(p_.body, n);
-    hash_ = ir::structural_hash(p_);
   }
 
   int32_t run(pto_ctx *ctx, void *const *args, const int64_t *dims) const override {
@@ -227,12 +291,14 @@ public:
     std::vector<const char *> names;
     bool shmem = !p_.shmems.empty();
     if (shmem) {
+      std::vector<uint64_t> hashes;
       for (const auto &g : p_.groups) {
+        hashes.push_back(g.layout_hash);
         heap.push_back(g.heap_bytes);
         n_pes.push_back(g.n_pes);
         names.push_back(g.name.c_str());
       }
-      int32_t st = pto_rt_kernel_enter(ctx, hash_, static_cast<int32_t>(p_.groups.size()),
+      int32_t st = pto_rt_kernel_enter(ctx, hashes.data(), static_cast<int32_t>(p_.groups.size()),
                                        heap.data(), n_pes.data(), names.data());
       if (st != PTO_OK)
         return st;
@@ -255,7 +321,6 @@ private:
 
   ir::Program p_;
   interp::SiteMap site_;
-  uint64_t hash_ = 0;
 };
 
 } // namespace

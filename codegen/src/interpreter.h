@@ -79,6 +79,7 @@ private:
   // interpreter_compute.cpp
   int32_t unary(const ir::Op &op);
   int32_t binary(const ir::Op &op);
+  int32_t select(const ir::Op &op);
   int32_t reduce(const ir::Op &op);
   int32_t full(const ir::Op &op);
   int32_t assemble(const ir::Op &op);
@@ -87,6 +88,7 @@ private:
   int32_t shmem_get(const ir::Op &op);
   int32_t shmem_signal_wait(const ir::Op &op);
   int32_t shmem_clear(const ir::Op &op);
+  int32_t shmem_clear_signal(const ir::Op &op);
   // interpreter.cpp
   int32_t loop(const ir::Op &op);
 

@@ -88,6 +88,16 @@ template <class T> void put(uint8_t *p, T v) { std::memcpy(p, &v, sizeof(T)); }
 
 /// Stores a floating value: floats round to nearest even, ints truncate toward zero and
 /// saturate (NaN -> 0), bool is v != 0.
+/// `v` as an element of `dt` (fp16/bf16/fp32 rounded to nearest even once; fp64 as is).
+double round_scalar(double v, DataType dt) {
+  switch (dt) {
+  case DT_FP16: return fp16_to_fp32(fp64_to_fp16(v));
+  case DT_BF16: return bf16_to_fp32(fp64_to_bf16(v));
+  case DT_FP32: return static_cast<float>(v);
+  default: return v;
+  }
+}
+
 void store_f(uint8_t *p, DataType dt, double v) {
   switch (dt) {
   case DT_FP32: put(p, static_cast<float>(v)); return;
@@ -163,7 +173,10 @@ template <class C> C nan_min(C a, C b) {
 }
 
 /// A floating unary op in compute type C (float for fp16/bf16/fp32, double for DT_DOUBLE).
-template <class C> C unary_f(OpKind k, C x) {
+/// Bool results are 1 or 0. Composite activations are computed in C and rounded once.
+template <class C> C unary_f(const Op &op, C x) {
+  const OpKind k = op.kind;
+  const C attr = op.scalar ? static_cast<C>(op.scalar->f) : C(0);
   switch (k) {
   case OpKind::Neg: return -x;
   case OpKind::Abs: return std::fabs(x);
@@ -172,12 +185,72 @@ template <class C> C unary_f(OpKind k, C x) {
   case OpKind::Sqrt: return std::sqrt(x);
   case OpKind::Rsqrt: return C(1) / std::sqrt(x);
   case OpKind::Reciprocal: return C(1) / x;
+  case OpKind::Exp2: return std::exp2(x);
+  case OpKind::Expm1: return std::expm1(x);
+  case OpKind::Log2: return std::log2(x);
+  case OpKind::Log10: return std::log10(x);
+  case OpKind::Log1p: return std::log1p(x);
+  case OpKind::Sin: return std::sin(x);
+  case OpKind::Cos: return std::cos(x);
+  case OpKind::Tan: return std::tan(x);
+  case OpKind::Asin: return std::asin(x);
+  case OpKind::Acos: return std::acos(x);
+  case OpKind::Atan: return std::atan(x);
+  case OpKind::Sinh: return std::sinh(x);
+  case OpKind::Cosh: return std::cosh(x);
+  case OpKind::Tanh: return std::tanh(x);
+  case OpKind::Asinh: return std::asinh(x);
+  case OpKind::Acosh: return std::acosh(x);
+  case OpKind::Atanh: return std::atanh(x);
+  case OpKind::Erf: return std::erf(x);
+  case OpKind::Erfc: return std::erfc(x);
+  case OpKind::Cbrt: return std::cbrt(x);
+  case OpKind::Sigmoid: return C(1) / (C(1) + std::exp(-x));
+  case OpKind::Softplus: return x > C(20) ? x : std::log1p(std::exp(x));
+  case OpKind::Softsign: return x / (C(1) + std::fabs(x));
+  case OpKind::Elu: return x > C(0) ? x : attr * std::expm1(x);
+  case OpKind::Gelu: return C(0.5) * x * std::erfc(x * C(-0.70710678118654752440));
+  case OpKind::GeluTanh: {
+    C u = C(0.79788456080286535588) * (x + C(0.044715) * x * x * x);
+    return x / (C(1) + std::exp(C(-2) * u));
+  }
+  case OpKind::Lrelu: return x >= C(0) ? x : x * attr;
+  case OpKind::Relu: return nan_max(x, C(0));
+  case OpKind::Relu6: return nan_min(nan_max(x, C(0)), C(6));
+  case OpKind::Sign: return x > C(0) ? C(1) : x < C(0) ? C(-1) : x;
+  case OpKind::Signbit: return std::signbit(x) ? C(1) : C(0);
+  case OpKind::Ceil: return std::ceil(x);
+  case OpKind::Floor: return std::floor(x);
+  case OpKind::Trunc: return std::trunc(x);
+  case OpKind::Round: return std::nearbyint(x); // the default rounding mode: ties to even
+  case OpKind::IsFinite: return std::isfinite(x) ? C(1) : C(0);
+  case OpKind::IsNan: return std::isnan(x) ? C(1) : C(0);
+  case OpKind::IsInf: return std::isinf(x) ? C(1) : C(0);
+  case OpKind::LogicalNot: return x == C(0) ? C(1) : C(0);
+  case OpKind::Square: return x * x;
+  case OpKind::Clone: return x;
   default: break;
   }
   throw InternalError("<interpreter>", ir::op_info(k).name, "not a floating unary op");
 }
 
+/// PyTorch's div_floor_floating: floor(a / b) computed from the exact fmod.
+template <class C> C floor_div_f(C a, C b) {
+  if (b == C(0))
+    return a / b;
+  C mod = std::fmod(a, b);
+  C div = (a - mod) / b;
+  if (mod != C(0) && (b < C(0)) != (mod < C(0)))
+    div -= C(1);
+  if (div == C(0))
+    return std::copysign(C(0), a / b);
+  C fl = std::floor(div);
+  return div - fl > C(0.5) ? fl + C(1) : fl;
+}
+
+/// A floating binary op in compute type C; bool results are 1 or 0.
 template <class C> C binary_f(OpKind k, C a, C b) {
+  auto b01 = [](bool v) { return v ? C(1) : C(0); };
   switch (k) {
   case OpKind::Add: return a + b;
   case OpKind::Sub: return a - b;
@@ -185,6 +258,25 @@ template <class C> C binary_f(OpKind k, C a, C b) {
   case OpKind::Div: return a / b;
   case OpKind::Maximum: return nan_max(a, b);
   case OpKind::Minimum: return nan_min(a, b);
+  case OpKind::Pow: return std::pow(a, b);
+  case OpKind::Hypot: return std::hypot(a, b);
+  case OpKind::Atan2: return std::atan2(a, b);
+  case OpKind::Copysign: return std::copysign(a, b);
+  case OpKind::Fmod: return std::fmod(a, b);
+  case OpKind::Remainder: {
+    C mod = std::fmod(a, b);
+    return mod != C(0) && (b < C(0)) != (mod < C(0)) ? mod + b : mod;
+  }
+  case OpKind::FloorDiv: return floor_div_f(a, b);
+  case OpKind::LogicalAnd: return b01(a != C(0) && b != C(0));
+  case OpKind::LogicalOr: return b01(a != C(0) || b != C(0));
+  case OpKind::LogicalXor: return b01((a != C(0)) != (b != C(0)));
+  case OpKind::Eq: return b01(a == b);
+  case OpKind::Ne: return b01(a != b);
+  case OpKind::Lt: return b01(a < b);
+  case OpKind::Le: return b01(a <= b);
+  case OpKind::Gt: return b01(a > b);
+  case OpKind::Ge: return b01(a >= b);
   default: break;
   }
   throw InternalError("<interpreter>", ir::op_info(k).name, "not a binary op");
@@ -192,18 +284,36 @@ template <class C> C binary_f(OpKind k, C a, C b) {
 
 int64_t wrap(uint64_t u) { return static_cast<int64_t>(u); }
 
-int64_t unary_i(OpKind k, int64_t x) {
+/// An integer (or bool) unary op in int64; the store wraps to the output dtype.
+int64_t unary_i(OpKind k, int64_t x, DataType dt) {
+  auto ux = static_cast<uint64_t>(x);
   switch (k) {
-  case OpKind::Neg: return wrap(0 - static_cast<uint64_t>(x));
-  case OpKind::Abs: return x < 0 ? wrap(0 - static_cast<uint64_t>(x)) : x;
+  case OpKind::Neg: return wrap(0 - ux);
+  case OpKind::Abs: return x < 0 ? wrap(0 - ux) : x;
+  case OpKind::Relu: return x > 0 ? x : 0;
+  case OpKind::Relu6: return x < 0 ? 0 : x > 6 ? 6 : x;
+  case OpKind::Sign: return (x > 0) - (x < 0);
+  case OpKind::Signbit: return x < 0;
+  case OpKind::Ceil:
+  case OpKind::Floor:
+  case OpKind::Trunc:
+  case OpKind::Round:
+  case OpKind::Clone: return x;
+  case OpKind::IsFinite: return 1;
+  case OpKind::IsNan:
+  case OpKind::IsInf: return 0;
+  case OpKind::LogicalNot: return x == 0;
+  case OpKind::BitwiseNot: return dt == DT_BOOL ? x == 0 : wrap(~ux);
+  case OpKind::Square: return wrap(ux * ux);
   default: break;
   }
   throw InternalError("<interpreter>", ir::op_info(k).name, "not an integer unary op");
 }
 
-/// An integer binary op in int64 (wrapping); false for a zero divisor.
-bool binary_i(OpKind k, int64_t a, int64_t b, int64_t &r) {
+/// An integer binary op in int64 (wrapping; operands of dtype `dt`); false for a zero divisor.
+bool binary_i(OpKind k, int64_t a, int64_t b, DataType dt, int64_t &r) {
   auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+  const int64_t bits = 8 * bytes_of(dt);
   switch (k) {
   case OpKind::Add: r = wrap(ua + ub); return true;
   case OpKind::Sub: r = wrap(ua - ub); return true;
@@ -215,6 +325,37 @@ bool binary_i(OpKind k, int64_t a, int64_t b, int64_t &r) {
     return true;
   case OpKind::Maximum: r = a > b ? a : b; return true;
   case OpKind::Minimum: r = a < b ? a : b; return true;
+  case OpKind::FloorDiv:
+    if (b == 0)
+      return false;
+    if (b == -1) {
+      r = wrap(0 - ua);
+      return true;
+    }
+    r = a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0);
+    return true;
+  case OpKind::Remainder:
+  case OpKind::Fmod:
+    if (b == 0)
+      return false;
+    r = b == -1 ? 0 : a % b;
+    if (k == OpKind::Remainder && r != 0 && (r < 0) != (b < 0))
+      r += b;
+    return true;
+  case OpKind::LogicalAnd: r = a != 0 && b != 0; return true;
+  case OpKind::LogicalOr: r = a != 0 || b != 0; return true;
+  case OpKind::LogicalXor: r = (a != 0) != (b != 0); return true;
+  case OpKind::BitwiseAnd: r = a & b; return true;
+  case OpKind::BitwiseOr: r = a | b; return true;
+  case OpKind::BitwiseXor: r = a ^ b; return true;
+  case OpKind::ShiftLeft: r = b < 0 || b >= bits ? 0 : wrap(ua << b); return true;
+  case OpKind::ShiftRight: r = b < 0 || b >= bits ? (a < 0 ? -1 : 0) : a >> b; return true;
+  case OpKind::Eq: r = a == b; return true;
+  case OpKind::Ne: r = a != b; return true;
+  case OpKind::Lt: r = a < b; return true;
+  case OpKind::Le: r = a <= b; return true;
+  case OpKind::Gt: r = a > b; return true;
+  case OpKind::Ge: r = a >= b; return true;
   default: break;
   }
   throw InternalError("<interpreter>", ir::op_info(k).name, "not a binary op");
@@ -290,11 +431,11 @@ int32_t Run::unary(const Op &op) {
         else
           store_i(dst, out, load_i(src, in));
       } else if (in == DT_DOUBLE) {
-        store_f(dst, out, unary_f<double>(op.kind, load_f(src, in)));
+        store_f(dst, out, unary_f<double>(op, load_f(src, in)));
       } else if (is_float(in)) {
-        store_f(dst, out, unary_f<float>(op.kind, static_cast<float>(load_f(src, in))));
+        store_f(dst, out, unary_f<float>(op, static_cast<float>(load_f(src, in))));
       } else {
-        store_i(dst, out, unary_i(op.kind, load_i(src, in)));
+        store_i(dst, out, unary_i(op.kind, load_i(src, in), in));
       }
     });
   }
@@ -322,8 +463,10 @@ int32_t Run::binary(const Op &op) {
   const size_t r = y.shape.size();
   const auto as = broadcast_strides(a, r);
   const auto bs = has_scalar ? std::vector<int64_t>(r, 0) : broadcast_strides(b, r);
-  const DataType dt = y.dt;
+  const DataType dt = a.dt, out = y.dt; // compares and logical ops store DT_BOOL
   const bool fp = is_float(dt);
+  // A scalar operand is an element of the tensor's dtype: round it once (as generated code does).
+  const double scalar_f = has_scalar ? round_scalar(op.scalar->f, dt) : 0.0;
   for (const auto &t : tile_expand(y.shape, op.tile.vec)) {
     std::vector<int64_t> ext(r);
     for (size_t d = 0; d < r; ++d)
@@ -336,13 +479,13 @@ int32_t Run::binary(const Op &op) {
       const uint8_t *pa = a.root + (a.lin0 + dot(idx, as)) * a.esize;
       if (fp) {
         double va = load_f(pa, a.dt);
-        double vb = has_scalar ? op.scalar->f : load_f(b.root + (b.lin0 + dot(idx, bs)) * b.esize, b.dt);
+        double vb = has_scalar ? scalar_f : load_f(b.root + (b.lin0 + dot(idx, bs)) * b.esize, b.dt);
         if (has_scalar && op.scalar_first)
           std::swap(va, vb);
         if (dt == DT_DOUBLE)
-          store_f(dst, dt, binary_f<double>(op.kind, va, vb));
+          store_f(dst, out, binary_f<double>(op.kind, va, vb));
         else
-          store_f(dst, dt,
+          store_f(dst, out,
                   binary_f<float>(op.kind, static_cast<float>(va), static_cast<float>(vb)));
       } else {
         int64_t va = load_i(pa, a.dt);
@@ -350,15 +493,45 @@ int32_t Run::binary(const Op &op) {
         if (has_scalar && op.scalar_first)
           std::swap(va, vb);
         int64_t res = 0;
-        if (!binary_i(op.kind, va, vb, res)) {
+        if (!binary_i(op.kind, va, vb, dt, res)) {
           div_zero = true;
           return;
         }
-        store_i(dst, dt, res);
+        store_i(dst, out, res);
       }
     });
     if (div_zero)
       return fail(kFailDivZero, 0, 0);
+  }
+  return PTO_OK;
+}
+
+int32_t Run::select(const Op &op) {
+  Ref c, a, b, y;
+  for (auto [id, r] : {std::pair{op.inputs[0], &c}, std::pair{op.inputs[1], &a},
+                       std::pair{op.inputs[2], &b}, std::pair{op.outputs[0], &y}})
+    if (int32_t st = ref(id, *r))
+      return st;
+  std::vector<int64_t> yv;
+  if (int32_t st = valid_of(op.outputs[0], y.shape, yv))
+    return st;
+  for (const Ref *in : {&c, &a, &b})
+    if (int32_t st = check_window(*in, broadcast_ext(*in, yv)))
+      return st;
+  const size_t r = y.shape.size();
+  const auto cs = broadcast_strides(c, r), as = broadcast_strides(a, r),
+             bs = broadcast_strides(b, r);
+  for (const auto &t : tile_expand(y.shape, op.tile.vec)) {
+    std::vector<int64_t> ext(r);
+    for (size_t d = 0; d < r; ++d)
+      ext[d] = tile_valid(yv[d], t.offset[d], t.size[d]);
+    for_box(t.offset, ext, [&](const std::vector<int64_t> &idx) {
+      bool take_a = load_i(c.root + (c.lin0 + dot(idx, cs)) * c.esize, c.dt) != 0;
+      const Ref &src = take_a ? a : b;
+      const auto &ss = take_a ? as : bs;
+      std::memmove(y.at(idx), src.root + (src.lin0 + dot(idx, ss)) * src.esize,
+                   static_cast<size_t>(y.esize));
+    });
   }
   return PTO_OK;
 }

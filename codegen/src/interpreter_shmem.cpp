@@ -177,4 +177,11 @@ int32_t Run::shmem_clear(const Op &op) {
                       s.data_offset_bytes + s.data_bytes, s.dtype, &b, site_);
 }
 
+int32_t Run::shmem_clear_signal(const Op &op) {
+  const ir::ShmemInfo &s = p_.shmems.at(static_cast<size_t>(op.shmem));
+  pto_block b = make_block({s.signal_bytes / 4}, {1}, {1});
+  return pto_rt_clear(ctx_, s.group_index, s.signal_offset_bytes,
+                      s.signal_offset_bytes + s.signal_bytes, DT_INT32, &b, site_);
+}
+
 } // namespace pto::codegen::interp

@@ -115,6 +115,14 @@ void KernelCore::call(const std::vector<HostTensor *> &tensors,
   }
   for (auto &c : constants)
     key += "|" + c;
+  // The trace may unroll loops over PEs (collectives): the world and its groups are part of the
+  // signature.
+  pto_ctx *ctx = runtime::current_ctx();
+  int world_pes = runtime::n_pes(ctx);
+  auto groups = runtime::group_sizes(ctx);
+  key += fmt::format("|pes={}", world_pes);
+  for (auto &[g, n] : groups)
+    key += fmt::format("|{}:{}", g, n);
 
   std::shared_ptr<Entry> entry;
   {
@@ -126,6 +134,8 @@ void KernelCore::call(const std::vector<HostTensor *> &tensors,
       auto t0 = std::chrono::steady_clock::now();
       auto e = std::make_shared<Entry>();
       ir::Recorder rec(k.name);
+      rec.world_n_pes = world_pes;
+      rec.known_groups = groups;
       auto &prog = rec.program();
       std::vector<Tensor> params;
       for (size_t p = 0; p < tensors.size(); ++p) {
@@ -186,7 +196,6 @@ void KernelCore::call(const std::vector<HostTensor *> &tensors,
     for (auto d : t->shape())
       dims.push_back(d);
   }
-  pto_ctx *ctx = runtime::current_ctx();
   runtime::begin_call(ctx, &entry->exe->sites());
   try {
     entry->exe->run(ctx, ptrs.data(), dims.data());

@@ -7,8 +7,10 @@
 
 #include "fuse.h"
 #include "jit_engine.h"
+#include "lower_elementwise.h"
 #include "pto/codegen/tile_expand.h"
 #include "pto/error.h"
+#include "pto/half.h"
 #include "pto/ir/printer.h"
 
 #include <llvm/IR/IRBuilder.h>
@@ -35,7 +37,7 @@ using llvm::IRBuilder;
 using llvm::Type;
 using LV = llvm::Value;
 
-constexpr int kFailDivZero = 1, kFailViewBounds = 5;
+constexpr int kFailDivZero = 1, kFailOffset = 4, kFailViewBounds = 5;
 
 bool is_unsigned(DataType dt) { return dt == DT_UINT8 || dt == DT_BOOL; }
 
@@ -314,18 +316,20 @@ private:
       auto *heap_ty = llvm::ArrayType::get(B.getInt64Ty(), ng);
       auto *npes_ty = llvm::ArrayType::get(B.getInt32Ty(), ng);
       auto *names_ty = llvm::ArrayType::get(B.getPtrTy(), ng);
+      LV *hashes = entry_alloca(heap_ty, "group_hash");
       LV *heap = entry_alloca(heap_ty, "heap_bytes");
       LV *npes = entry_alloca(npes_ty, "group_n_pes");
       LV *names = entry_alloca(names_ty, "group_names");
       for (size_t g = 0; g < ng; ++g) {
+        B.CreateStore(i64(static_cast<int64_t>(p_.groups[g].layout_hash)),
+                      B.CreateConstGEP2_64(heap_ty, hashes, 0, g));
         B.CreateStore(i64(p_.groups[g].heap_bytes), B.CreateConstGEP2_64(heap_ty, heap, 0, g));
         B.CreateStore(B.getInt32(p_.groups[g].n_pes), B.CreateConstGEP2_64(npes_ty, npes, 0, g));
         B.CreateStore(B.CreateGlobalStringPtr(p_.groups[g].name),
                       B.CreateConstGEP2_64(names_ty, names, 0, g));
       }
       LV *st = call_rt("pto_rt_kernel_enter", B.getInt32Ty(),
-                       {ctx_, i64(static_cast<int64_t>(ir::structural_hash(p_))),
-                        B.getInt32(static_cast<int>(ng)), heap, npes, names});
+                       {ctx_, hashes, B.getInt32(static_cast<int>(ng)), heap, npes, names});
       ret_if_error(st);
       // Re-read PE numbers: the group table is known only after kernel_enter.
       for (size_t g = 0; g < ng; ++g)
@@ -383,6 +387,7 @@ private:
       case OpKind::ShmemSignal:
       case OpKind::ShmemWaitUntil: emit_signal_wait(op); break;
       case OpKind::ShmemClearData: emit_clear(op); break;
+      case OpKind::ShmemClearSignal: emit_clear_signal(op); break;
       case OpKind::Nop: break;
       default:
         throw InternalError(op.where, ir::op_info(op.kind).name,
@@ -447,49 +452,24 @@ private:
   LV *scalar_const(const ir::Scalar &s, DataType dt) {
     Type *ct = compute_elem(dt);
     if (is_fp(dt)) {
+      // The scalar is an element of the tensor's dtype: rounded once, on the host.
       double v = s.f;
-      if (dt == DT_FP16 || dt == DT_BF16) { // the scalar is an element of the tensor's dtype
-        llvm::Value *c = llvm::ConstantFP::get(vty(B.getFloatTy()), static_cast<float>(v));
-        llvm::Constant *r = llvm::dyn_cast<llvm::Constant>(round_to(c, dt));
-        if (r)
-          return r;
-      }
+      if (dt == DT_FP16)
+        v = fp16_to_fp32(fp64_to_fp16(v));
+      else if (dt == DT_BF16)
+        v = bf16_to_fp32(fp64_to_bf16(v));
       return llvm::ConstantFP::get(vty(ct), v);
     }
     return llvm::ConstantInt::get(vty(ct), static_cast<uint64_t>(s.i), true);
   }
 
+  VecMath vec_math() {
+    return VecMath{B, M, host_target().avx512f,
+                   [this](LV *ok) { fail_unless(ok, kFailDivZero, i64(0), i64(0)); }};
+  }
   LV *sleef(const char *fn, LV *v) {
-    auto *vt = llvm::cast<llvm::FixedVectorType>(v->getType());
-    bool dbl = vt->getElementType()->isDoubleTy();
-    bool avx512 = host_target().avx512f;
-    unsigned native = avx512 ? (dbl ? 8u : 16u) : (dbl ? 4u : 8u);
-    std::string name = std::string("Sleef_") + fn + (dbl ? "d" : "f") + std::to_string(native) +
-                       "_u10" + (avx512 ? "avx512f" : "avx2");
-    auto *nt = llvm::FixedVectorType::get(vt->getElementType(), native);
-    auto callee = M.getOrInsertFunction(name, llvm::FunctionType::get(nt, {nt}, false));
-    unsigned n = vt->getNumElements();
-    if (n == native)
-      return B.CreateCall(callee, {v});
-    std::vector<LV *> parts;
-    for (unsigned off = 0; off < n; off += native) {
-      std::vector<int> idx;
-      for (unsigned i = 0; i < native; ++i)
-        idx.push_back(static_cast<int>(off + i));
-      parts.push_back(B.CreateCall(callee, {B.CreateShuffleVector(v, idx)}));
-    }
-    while (parts.size() > 1) {
-      std::vector<LV *> next;
-      for (size_t i = 0; i + 1 < parts.size(); i += 2) {
-        unsigned m = llvm::cast<llvm::FixedVectorType>(parts[i]->getType())->getNumElements();
-        std::vector<int> idx;
-        for (unsigned k = 0; k < 2 * m; ++k)
-          idx.push_back(static_cast<int>(k));
-        next.push_back(B.CreateShuffleVector(parts[i], parts[i + 1], idx));
-      }
-      parts = next;
-    }
-    return parts[0];
+    VecMath vm = vec_math();
+    return sleef_call(vm, fn, "u10", {v});
   }
 
   LV *unary(const Op &op, LV *x, DataType in_dt, DataType out_dt) {
@@ -509,7 +489,8 @@ private:
     case OpKind::Cast: return convert(x, in_dt, out_dt);
     default: break;
     }
-    throw InternalError(op.where, ir::op_info(op.kind).name, "not a unary op (a ptojit bug)");
+    VecMath vm = vec_math();
+    return lower_unary_ext(vm, op, x, in_dt); // the catalogue ops (lower_elementwise.cpp)
   }
 
   LV *convert(LV *x, DataType from, DataType to) {
@@ -583,7 +564,8 @@ private:
                 : B.CreateBinaryIntrinsic(is_unsigned(dt) ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, a, b);
     default: break;
     }
-    throw InternalError(op.where, ir::op_info(op.kind).name, "not a binary op (a ptojit bug)");
+    VecMath vm = vec_math();
+    return lower_binary_ext(vm, op, a, b, dt, mask); // the catalogue ops (lower_elementwise.cpp)
   }
 
   LV *reduce_identity(OpKind k, DataType dt) {
@@ -901,6 +883,12 @@ private:
       v = binary(op, a, b, dt, mask);
       break;
     }
+    case OpFamily::Select: {
+      LV *cond = in(0);
+      v = B.CreateSelect(B.CreateICmpNE(cond, llvm::Constant::getNullValue(cond->getType())), in(1),
+                         in(2));
+      break;
+    }
     case OpFamily::Create: v = scalar_const(*op.scalar, out_dt); break;
     case OpFamily::Reduce: v = in(0); break; // a reduction over one column is the identity
     default:
@@ -1011,6 +999,20 @@ private:
     return st;
   }
 
+  /// Each dim of the window [view_offsets + toff, + ext) must lie inside the shmem data (checked
+  /// once per tile, like the interpreter): otherwise the call fails with a DistributedError
+  /// before the runtime touches memory.
+  void check_shmem_window(const ir::ShmemInfo &s, const Op &op, const std::vector<LV *> &toff,
+                          const std::vector<LV *> &ext) {
+    for (size_t d = 0; d < s.shape.size(); ++d) {
+      LV *o = B.CreateAdd(sym(op.view_offsets[d]), toff[d]);
+      LV *end = B.CreateAdd(o, ext[d]);
+      LV *ok = B.CreateAnd(B.CreateICmpSGE(o, i64(0)), B.CreateICmpSLE(end, i64(s.shape[d])));
+      LV *bad_index = B.CreateSelect(B.CreateICmpSLT(o, i64(0)), o, B.CreateSub(end, i64(1)));
+      fail_unless(ok, kFailOffset, bad_index, i64(s.shape[d]));
+    }
+  }
+
   /// Byte offset in the heap of element (view_offsets + tile_off) of shmem `s`.
   LV *heap_offset(const ir::ShmemInfo &s, const Op &op, const std::vector<LV *> &toff) {
     auto st = shmem_strides(s);
@@ -1046,6 +1048,7 @@ private:
       auto *skip = llvm::BasicBlock::Create(C, "put.skip", F);
       B.CreateCondBr(nonempty, go, skip);
       B.SetInsertPoint(go);
+      check_shmem_window(s, op, off, ext);
       LV *blk = make_block(ext, as.strides, ds);
       LV *sp = B.CreateGEP(storage_elem(src.dtype), as.base, lin);
       LV *st = call_rt("pto_rt_put", B.getInt32Ty(),
@@ -1086,6 +1089,7 @@ private:
       auto *skip = llvm::BasicBlock::Create(C, "get.skip", F);
       B.CreateCondBr(nonempty, go, skip);
       B.SetInsertPoint(go);
+      check_shmem_window(s, op, off, ext);
       // pto_block: "src" is the heap side, "dst" the local side, as pto_rt_get documents.
       LV *blk = make_block(ext, ss, ao.strides);
       LV *dp = B.CreateGEP(storage_elem(out.dtype), ao.base, lin);
@@ -1105,9 +1109,13 @@ private:
     size_t r = g.data_shape.size();
     LV *row = sym(op.pe);
     // Reference §6.3: tileIndex = Σ tileIdx_d·Π_{e<d} ceil(V_e/T_e) + viewTileNum·Σ viewIdx_d·Π_{e<d}(R_e/V_e)
-    std::vector<LV *> O;
+    std::vector<LV *> O, zero(r, i64(0)), vext;
     for (auto &o : g.view_offsets)
       O.push_back(sym(o));
+    for (auto v : g.view_shape)
+      vext.push_back(i64(v));
+    if (!s.shape.empty())
+      check_shmem_window(s, op, zero, vext);
     for_tiles(g.view_shape, g.tile, [&](const std::vector<LV *> &off, const std::vector<LV *> &) {
       LV *tile_part = i64(0), *view_part = i64(0);
       int64_t tmul = 1, vmul = 1;
@@ -1137,6 +1145,16 @@ private:
       }
       ret_if_error(st);
     });
+  }
+
+  void emit_clear_signal(const Op &op) {
+    const auto &s = p_.shmems[static_cast<size_t>(op.shmem)];
+    LV *blk = make_block({i64(s.signal_bytes / 4)}, {i64(1)}, {i64(1)});
+    LV *status = call_rt("pto_rt_clear", B.getInt32Ty(),
+                         {ctx_, B.getInt32(s.group_index), i64(s.signal_offset_bytes),
+                          i64(s.signal_offset_bytes + s.signal_bytes), B.getInt32(DT_INT32), blk,
+                          B.getInt32(cur_site_)});
+    ret_if_error(status);
   }
 
   void emit_clear(const Op &op) {

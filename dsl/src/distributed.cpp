@@ -112,6 +112,19 @@ ir::SlotGeometry slot_geometry(Recorder &r, const ShmemTensor &t, const ir::Tile
   }
   g.total_tile_num = g.view_tile_num * views;
   s.max_tile_num = std::max(s.max_tile_num, g.total_tile_num);
+  if (s.slot_view.empty()) {
+    s.slot_view = g.view_shape;
+    s.slot_tile = g.tile;
+    s.slot_where = format_location(loc);
+  } else if (s.slot_view != g.view_shape || s.slot_tile != g.tile) {
+    throw DistributedError(loc, op,
+                           fmt::format("view {} with tile {} is not congruent with view {} and tile "
+                                       "{} used by the signal/wait at {}; a signal and its wait "
+                                       "address the same slots only with the same view shape and "
+                                       "vec tile",
+                                       dims_str(g.view_shape), dims_str(g.tile),
+                                       dims_str(s.slot_view), dims_str(s.slot_tile), s.slot_where));
+  }
   return g;
 }
 
@@ -426,10 +439,8 @@ Tensor wait_impl(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t c
 
 Tensor shmem_wait_until(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t cmp_value,
                         WaitOptions opts, SrcLoc loc) {
-  if (opts.cmp != OpType::EQ)
-    throw DistributedError(loc, "shmem_wait_until",
-                           "invalid comparison; only OpType::EQ is supported (as PyPTO)");
-  return wait_impl(src, src_pe, cmp_value, ir::Cmp::EQ, std::move(opts), "shmem_wait_until", loc);
+  ir::Cmp cmp = static_cast<ir::Cmp>(static_cast<int>(opts.cmp)); // same order
+  return wait_impl(src, src_pe, cmp_value, cmp, std::move(opts), "shmem_wait_until", loc);
 }
 
 Tensor shmem_barrier_all(const ShmemTensor &signal, BarrierOptions opts, SrcLoc loc) {
@@ -467,6 +478,32 @@ Tensor shmem_clear_data(const ShmemTensor &src, ClearOptions opts, SrcLoc loc) {
   o.outputs = {tok.id()};
   r.emit(std::move(o));
   return tok;
+}
+
+Tensor shmem_clear_signal(const ShmemTensor &src, ClearOptions opts, SrcLoc loc) {
+  const char *op = "shmem_clear_signal";
+  auto &r = Recorder::current(op, loc);
+  shmem_of(r, src, op, loc);
+  ir::Op o;
+  o.kind = OpKind::ShmemClearSignal;
+  o.where = loc;
+  o.shmem = src.index;
+  o.preds = use_preds(r, opts.pred, op, loc);
+  Tensor tok = make_token(r, {SymbolicScalar(1), SymbolicScalar(1)});
+  o.outputs = {tok.id()};
+  r.emit(std::move(o));
+  return tok;
+}
+
+Tensor shmem_store(const Tensor &src, const std::vector<SymbolicScalar> &offsets,
+                   const ShmemTensor &dst, const SymbolicScalar &dst_pe, PutOptions opts,
+                   SrcLoc loc) {
+  return shmem_put(src, offsets, dst, dst_pe, std::move(opts), loc);
+}
+
+Tensor shmem_load(const ShmemTensor &src, const SymbolicScalar &src_pe, GetOptions opts,
+                  SrcLoc loc) {
+  return shmem_get(src, src_pe, std::move(opts), loc);
 }
 
 Tensor nop(const std::vector<Tensor> &tokens, SrcLoc loc) {

@@ -2,11 +2,12 @@
 #include "pto/ir/program.h"
 
 #include <array>
+#include <stdexcept>
 
 namespace pto::ir {
 
 const OpInfo &op_info(OpKind k) {
-  static const std::array<OpInfo, 26> table{{
+  static const std::array<OpInfo, 91> table{{
       {"neg", OpFamily::Unary},
       {"abs", OpFamily::Unary},
       {"exp", OpFamily::Unary},
@@ -24,6 +25,70 @@ const OpInfo &op_info(OpKind k) {
       {"sum", OpFamily::Reduce},
       {"amax", OpFamily::Reduce},
       {"amin", OpFamily::Reduce},
+      {"exp2", OpFamily::Unary},
+      {"expm1", OpFamily::Unary},
+      {"log2", OpFamily::Unary},
+      {"log10", OpFamily::Unary},
+      {"log1p", OpFamily::Unary},
+      {"sin", OpFamily::Unary},
+      {"cos", OpFamily::Unary},
+      {"tan", OpFamily::Unary},
+      {"asin", OpFamily::Unary},
+      {"acos", OpFamily::Unary},
+      {"atan", OpFamily::Unary},
+      {"sinh", OpFamily::Unary},
+      {"cosh", OpFamily::Unary},
+      {"tanh", OpFamily::Unary},
+      {"asinh", OpFamily::Unary},
+      {"acosh", OpFamily::Unary},
+      {"atanh", OpFamily::Unary},
+      {"erf", OpFamily::Unary},
+      {"erfc", OpFamily::Unary},
+      {"cbrt", OpFamily::Unary},
+      {"sigmoid", OpFamily::Unary},
+      {"softplus", OpFamily::Unary},
+      {"softsign", OpFamily::Unary},
+      {"elu", OpFamily::Unary},
+      {"gelu", OpFamily::Unary},
+      {"gelu_tanh", OpFamily::Unary},
+      {"lrelu", OpFamily::Unary},
+      {"relu", OpFamily::Unary},
+      {"relu6", OpFamily::Unary},
+      {"sign", OpFamily::Unary},
+      {"signbit", OpFamily::Unary},
+      {"ceil", OpFamily::Unary},
+      {"floor", OpFamily::Unary},
+      {"trunc", OpFamily::Unary},
+      {"round", OpFamily::Unary},
+      {"isfinite", OpFamily::Unary},
+      {"isnan", OpFamily::Unary},
+      {"isinf", OpFamily::Unary},
+      {"logical_not", OpFamily::Unary},
+      {"bitwise_not", OpFamily::Unary},
+      {"square", OpFamily::Unary},
+      {"clone", OpFamily::Unary},
+      {"pow", OpFamily::Binary},
+      {"hypot", OpFamily::Binary},
+      {"atan2", OpFamily::Binary},
+      {"copysign", OpFamily::Binary},
+      {"fmod", OpFamily::Binary},
+      {"remainder", OpFamily::Binary},
+      {"floor_div", OpFamily::Binary},
+      {"logical_and", OpFamily::Binary},
+      {"logical_or", OpFamily::Binary},
+      {"logical_xor", OpFamily::Binary},
+      {"bitwise_and", OpFamily::Binary},
+      {"bitwise_or", OpFamily::Binary},
+      {"bitwise_xor", OpFamily::Binary},
+      {"bitwise_left_shift", OpFamily::Binary},
+      {"bitwise_right_shift", OpFamily::Binary},
+      {"eq", OpFamily::Binary},
+      {"ne", OpFamily::Binary},
+      {"lt", OpFamily::Binary},
+      {"le", OpFamily::Binary},
+      {"gt", OpFamily::Binary},
+      {"ge", OpFamily::Binary},
+      {"where", OpFamily::Select},
       {"full", OpFamily::Create},
       {"assemble", OpFamily::Move},
       {"shmem_put", OpFamily::Shmem},
@@ -32,9 +97,12 @@ const OpInfo &op_info(OpKind k) {
       {"shmem_wait_until", OpFamily::Shmem},
       {"shmem_clear_data", OpFamily::Shmem},
       {"nop", OpFamily::Shmem},
+      {"shmem_clear_signal", OpFamily::Shmem},
       {"loop", OpFamily::Control},
   }};
-  static_assert(static_cast<size_t>(OpKind::Loop) == 25, "op_info table out of date");
+  // Every OpKind has a row: Loop is the last kind.
+  if (table.size() != static_cast<size_t>(OpKind::Loop) + 1 || table.back().name == nullptr)
+    throw std::logic_error("op_info table out of date");
   return table.at(static_cast<size_t>(k));
 }
 
@@ -65,6 +133,30 @@ void layout_shmem(Program &p) {
     g.heap_bytes += s.data_bytes;
     s.signal_offset_bytes = g.heap_bytes;
     g.heap_bytes += s.signal_bytes;
+  }
+  // FNV-1a over what every member must agree on, so PEs running different programs that share
+  // a group are caught when their shmem tensors differ.
+  for (size_t gi = 0; gi < p.groups.size(); ++gi) {
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&h](uint64_t v) {
+      for (int b = 0; b < 8; ++b) {
+        h ^= (v >> (8 * b)) & 0xff;
+        h *= 1099511628211ull;
+      }
+    };
+    mix(static_cast<uint64_t>(p.groups[gi].n_pes));
+    for (auto &s : p.shmems) {
+      if (s.group_index != static_cast<int>(gi))
+        continue;
+      mix(static_cast<uint64_t>(s.dtype));
+      mix(s.shape.size());
+      for (auto d : s.shape)
+        mix(static_cast<uint64_t>(d));
+      mix(static_cast<uint64_t>(s.data_offset_bytes));
+      mix(static_cast<uint64_t>(s.signal_offset_bytes));
+      mix(static_cast<uint64_t>(s.signal_bytes));
+    }
+    p.groups[gi].layout_hash = h;
   }
 }
 

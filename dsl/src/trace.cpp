@@ -5,13 +5,17 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+
 namespace pto::ir {
 namespace {
 thread_local Recorder *t_current = nullptr;
+std::atomic<uint64_t> g_next_trace{1};
 } // namespace
 
 Recorder::Recorder(std::string kernel_name) {
   prog_.name = std::move(kernel_name);
+  prog_.trace_id = g_next_trace.fetch_add(1);
   scopes_.push_back(&prog_.body);
   prev_ = t_current;
   t_current = this;
@@ -49,10 +53,11 @@ bool Recorder::region_within(int inner, int outer) const {
 ValueId Recorder::use(const Tensor &t, const char *op, const std::source_location &loc) const {
   if (t.is_empty())
     throw ShapeError(loc, op, "tensor operand is empty (a default-constructed pto::Tensor)");
-  if (t.program() != &prog_)
-    throw Error(loc, op,
-                "tensor '" + std::to_string(t.id()) +
-                    "' belongs to another kernel's trace; tensors cannot cross pto::jit kernels");
+  if (t.trace_id() != prog_.trace_id)
+    throw ShapeError(loc, op,
+                     "tensor %t" + std::to_string(t.id()) +
+                         " belongs to another kernel's trace (kept from an earlier pto::jit "
+                         "call?); tensors cannot cross kernels or traces");
   const Value &v = prog_.value(t.id());
   if (!region_within(regions_.back(), v.region))
     throw ShapeError(loc, op,
@@ -95,7 +100,22 @@ int Recorder::group_index(const std::string &group, int n_pes, const char *op,
                                            group, n_pes, prog_.groups[i].n_pes));
       return static_cast<int>(i);
     }
-  prog_.groups.push_back(Group{group, n_pes, 0});
+  // The PEs that will run the kernel are known while tracing under pto::jit: catch a size
+  // mismatch here, at the user's line, rather than at kernel entry.
+  if (auto it = known_groups.find(group); it != known_groups.end()) {
+    if (it->second != n_pes)
+      throw DistributedError(loc, op,
+                             fmt::format("n_pes mismatch for group '{}': {} here, but the group "
+                                         "was created with {} PEs",
+                                         group, n_pes, it->second));
+  } else if (n_pes != world_n_pes) {
+    throw DistributedError(loc, op,
+                           fmt::format("group '{}' has n_pes {} but the kernel runs on {} PEs; "
+                                       "a group smaller than the world must be created first "
+                                       "with World::create_group",
+                                       group, n_pes, world_n_pes));
+  }
+  prog_.groups.push_back(Group{group, n_pes, 0, 0});
   return static_cast<int>(prog_.groups.size() - 1);
 }
 
@@ -120,7 +140,13 @@ using ir::Recorder;
 static const ir::Value &value_of(const Tensor &t) {
   if (t.is_empty() || !t.program())
     throw ShapeError("<unknown>", "Tensor", "empty tensor handle");
-  return t.program()->value(t.id());
+  // The program a tensor points into lives only while its kernel is traced.
+  auto *r = Recorder::current_or_null();
+  if (!r || r->program().trace_id != t.trace_id())
+    throw ShapeError("<unknown>", "Tensor",
+                     "tensor %t" + std::to_string(t.id()) +
+                         " is used outside the trace of the kernel that created it");
+  return r->program().value(t.id());
 }
 
 const std::vector<SymbolicScalar> &Tensor::shape() const { return value_of(*this).shape; }

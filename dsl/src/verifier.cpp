@@ -32,6 +32,7 @@ void verify_op(const Program &p, const Op &op) {
   switch (family) {
   case OpFamily::Unary: need(1, 1); break;
   case OpFamily::Binary: need(op.scalar ? 1 : 2, 1); break;
+  case OpFamily::Select: need(3, 1); break;
   case OpFamily::Reduce:
     need(1, 1);
     if (op.axis < 0 || op.axis >= static_cast<int>(p.value(op.inputs[0]).shape.size()))
@@ -54,7 +55,8 @@ void verify_op(const Program &p, const Op &op) {
       verify_op(p, b);
     break;
   }
-  if (family == OpFamily::Unary || family == OpFamily::Binary || family == OpFamily::Reduce) {
+  if (family == OpFamily::Unary || family == OpFamily::Binary || family == OpFamily::Select ||
+      family == OpFamily::Reduce) {
     for (auto id : op.inputs) {
       const Value &v = p.value(id);
       if (v.kind == ValueKind::Token || v.shmem >= 0)

@@ -104,6 +104,14 @@ void end_call(pto_ctx *ctx) {
 int my_pe(const pto_ctx *ctx) { return ctx->pe; }
 int n_pes(const pto_ctx *ctx) { return ctx->world->n_pes; }
 
+std::map<std::string, int> group_sizes(const pto_ctx *ctx) {
+  std::map<std::string, int> out;
+  std::lock_guard lock(ctx->world->registry_mu);
+  for (const auto &[name, g] : ctx->world->registry)
+    out[name] = g->n_pes;
+  return out;
+}
+
 } // namespace pto::runtime
 
 using namespace pto::runtime;
@@ -119,8 +127,8 @@ int32_t pto_rt_my_pe(pto_ctx *ctx, int32_t group) {
 }
 
 int32_t pto_rt_n_pes(pto_ctx *ctx, int32_t group) {
-  if (group >= 0 && size_t(group) < ctx->world->groups.size())
-    return ctx->world->groups[size_t(group)].n_pes;
+  if (group >= 0 && size_t(group) < ctx->groups.size())
+    return ctx->groups[size_t(group)]->n_pes;
   return ctx->world->n_pes;
 }
 

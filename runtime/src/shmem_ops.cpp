@@ -122,18 +122,18 @@ void move_block(const pto_block &b, int32_t op, const std::byte *src, int32_t sr
 
 // Resolves the group index; an undeclared group is a code generation bug.
 bool check_group(pto_ctx *ctx, int32_t group, int32_t site, const char *op) {
-  if (group >= 0 && size_t(group) < ctx->world->groups.size())
+  if (group >= 0 && size_t(group) < ctx->groups.size())
     return true;
   fail<pto::InternalError>(ctx, site, op,
                            fmt::format("group index {} was not declared by kernel_enter ({} "
                                        "groups); rerun with PTO_DUMP=ir",
-                                       group, ctx->world->groups.size()));
+                                       group, ctx->groups.size()));
   return false;
 }
 
 bool check_pe(pto_ctx *ctx, int32_t group, int32_t pe, const char *what, int32_t site,
               const char *op) {
-  const int n = ctx->world->groups[size_t(group)].n_pes;
+  const int n = ctx->groups[size_t(group)]->n_pes;
   if (pe >= 0 && pe < n)
     return true;
   fail<pto::DistributedError>(ctx, site, op,
@@ -178,7 +178,7 @@ bool check_heap_block(pto_ctx *ctx, int32_t group, int pe, const pto_block *b,
     (span < 0 ? lo : hi) += span;
   }
   hi += esize - 1;
-  const int64_t heap_size = ctx->world->groups[size_t(group)].heap.size_bytes();
+  const int64_t heap_size = ctx->groups[size_t(group)]->heap.size_bytes();
   if (lo < 0 || hi >= limit || hi >= heap_size)
     return fail<pto::DistributedError>(
                ctx, site, op,
@@ -191,13 +191,12 @@ bool check_heap_block(pto_ctx *ctx, int32_t group, int pe, const pto_block *b,
 }
 
 std::byte *heap_at(pto_ctx *ctx, int32_t group, int pe, int64_t offset) {
-  const GroupState &g = ctx->world->groups[size_t(group)];
-  return g.heap.base(g.world_pe[size_t(pe)]) + offset;
+  return ctx->groups[size_t(group)]->heap.base(pe) + offset;
 }
 
 // Checks a signal slot: a whole, aligned int32 inside the heap.
 bool check_slot(pto_ctx *ctx, int32_t group, int64_t offset, int32_t site, const char *op) {
-  const int64_t heap_size = ctx->world->groups[size_t(group)].heap.size_bytes();
+  const int64_t heap_size = ctx->groups[size_t(group)]->heap.size_bytes();
   if (offset >= 0 && offset % 4 == 0 && offset <= heap_size - 4)
     return true;
   fail<pto::DistributedError>(ctx, site, op,
@@ -212,8 +211,8 @@ bool check_slot(pto_ctx *ctx, int32_t group, int64_t offset, int32_t site, const
 extern "C" {
 
 void *pto_rt_heap_base(pto_ctx *ctx, int32_t group, int32_t pe) {
-  const auto &groups = ctx->world->groups;
-  if (group < 0 || size_t(group) >= groups.size() || pe < 0 || pe >= groups[size_t(group)].n_pes)
+  const auto &groups = ctx->groups;
+  if (group < 0 || size_t(group) >= groups.size() || pe < 0 || pe >= groups[size_t(group)]->n_pes)
     return nullptr;
   return heap_at(ctx, group, pe, 0);
 }
@@ -297,7 +296,7 @@ int32_t pto_rt_signal(pto_ctx *ctx, int32_t group, int32_t target_pe, int64_t sl
     return PTO_ERR;
   if (op != PTO_ATOMIC_SET && op != PTO_ATOMIC_ADD)
     return fail<pto::InternalError>(ctx, site, kOp, fmt::format("unknown signal op {}", op));
-  const int n = ctx->world->groups[size_t(group)].n_pes;
+  const int n = ctx->groups[size_t(group)]->n_pes;
   if (target_pe < -1 || target_pe >= n)
     return fail<pto::DistributedError>(ctx, site, kOp,
                                        fmt::format("target_pe {} is out of range [0, {}) for "

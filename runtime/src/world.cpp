@@ -6,6 +6,7 @@
 
 #include "world_state.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -29,8 +30,11 @@ WorldState::WorldState(int n, int64_t timeout_ms)
 void WorldState::reset_for_run() {
   aborted.store(false);
   first_failed_pe.store(-1);
-  barrier.reset(n_pes);
-  enter_error.clear();
+  {
+    std::lock_guard lock(registry_mu);
+    for (auto &[name, g] : registry)
+      g->barrier.reset(g->n_pes);
+  }
   for (int pe = 0; pe < n_pes; ++pe) {
     pto_ctx &c = ctxs[size_t(pe)];
     c.status = PTO_OK;
@@ -46,10 +50,42 @@ void WorldState::mark_failed(int pe) {
   first_failed_pe.compare_exchange_strong(expected, pe, std::memory_order_acq_rel);
   if (aborted.exchange(true, std::memory_order_acq_rel))
     return; // already aborted: the blocked PEs were woken then
-  barrier.wake_all();
+  wake_barriers();
   for (int p = 0; p < n_pes; ++p)
     if (int32_t *word = ctxs[size_t(p)].waiting_on.load(std::memory_order_acquire))
       futex_wake_all(word); // a waiter that registers later sees `aborted` within a wait slice
+}
+void WorldState::wake_barriers() {
+  std::lock_guard lock(registry_mu);
+  for (auto &[name, g] : registry)
+    g->barrier.wake_all();
+}
+
+GroupState &WorldState::group(const std::string &name, int n) {
+  std::lock_guard lock(registry_mu);
+  auto it = registry.find(name);
+  if (it == registry.end()) {
+    if (n != n_pes)
+      throw DistributedError(
+          "<runtime>", "create_shmem_tensor",
+          fmt::format("unknown group '{}' with n_pes {} in a world of {} PEs; a group that is not "
+                      "the whole world must be created first with World::create_group",
+                      name, n, n_pes));
+    auto g = std::make_unique<GroupState>();
+    g->name = name;
+    g->n_pes = n;
+    for (int pe = 0; pe < n; ++pe)
+      g->world_pe.push_back(pe);
+    g->barrier.reset(n);
+    it = registry.emplace(name, std::move(g)).first;
+  }
+  GroupState &g = *it->second;
+  if (g.n_pes != n)
+    throw DistributedError("<runtime>", "create_shmem_tensor",
+                           fmt::format("n_pes mismatch for group '{}': the kernel says {}, the "
+                                       "group has {} PEs",
+                                       name, n, g.n_pes));
+  return g;
 }
 } // namespace detail
 
@@ -96,6 +132,38 @@ int64_t World::deadlock_timeout_ms() const { return state_->deadlock_timeout_ms;
 const char *World::backend_name() const { return backend_->name(); }
 pto_ctx *World::context(int pe) { return &state_->ctxs[size_t(pe)]; }
 
+void World::create_group(const std::string &name, const std::vector<int> &pes) {
+  auto bad = [&](const std::string &what) {
+    throw DistributedError("<runtime>", "World::create_group", what);
+  };
+  if (name.empty() || name.size() > 127)
+    bad(fmt::format("group name must be 1-127 bytes, got {} bytes", name.size()));
+  if (pes.empty())
+    bad("group '" + name + "' has no PEs");
+  std::vector<char> seen(size_t(state_->n_pes), 0);
+  for (int pe : pes) {
+    if (pe < 0 || pe >= state_->n_pes)
+      bad(fmt::format("PE {} of group '{}' is out of range [0, {})", pe, name, state_->n_pes));
+    if (seen[size_t(pe)]++)
+      bad(fmt::format("PE {} appears twice in group '{}'", pe, name));
+  }
+  if (running_.load())
+    bad("cannot create group '" + name + "' while the world is running");
+  std::lock_guard lock(state_->registry_mu);
+  auto it = state_->registry.find(name);
+  if (it != state_->registry.end()) {
+    if (it->second->world_pe != pes)
+      bad("group '" + name + "' already exists with other PEs");
+    return;
+  }
+  auto g = std::make_unique<detail::GroupState>();
+  g->name = name;
+  g->n_pes = int(pes.size());
+  g->world_pe = pes;
+  g->barrier.reset(g->n_pes);
+  state_->registry.emplace(name, std::move(g));
+}
+
 void World::run(const std::function<void(int pe)> &fn) {
   if (detail::tls_ctx)
     throw DistributedError("<runtime>", "World::run",
@@ -134,7 +202,7 @@ void World::run(const std::function<void(int pe)> &fn) {
     ctx->error = nullptr; // drop the reference before the exception crosses threads
     detail::tls_ctx = nullptr;
     ctx->finished.store(true, std::memory_order_release);
-    w.barrier.wake_all(); // PEs waiting for this one at a barrier now know it will not come
+    w.wake_barriers(); // PEs waiting for this one at a barrier now know it will not come
   };
   backend_->run(w.n_pes, body, [&] { w.mark_failed(-1); });
 
@@ -159,15 +227,23 @@ using pto::runtime::detail::fail;
 namespace {
 constexpr const char *kEnterOp = "kernel_enter";
 
-// Waits at the world's collective barrier; on anything but Passed records the error and returns
-// PTO_ERR. `what` names the collective in messages ("kernel entry", "kernel exit").
-int32_t collective_wait(pto_ctx *ctx, const char *op, const char *what,
-                        const std::function<void()> &completion) {
+// Waits at group `g`'s barrier; on anything but Passed records the error and returns PTO_ERR.
+// `what` names the collective in messages ("kernel entry", "kernel exit").
+int32_t group_wait(pto_ctx *ctx, detail::GroupState &g, int local_pe, const char *op,
+                   const char *what, const std::function<void()> &completion) {
   detail::WorldState &w = *ctx->world;
-  const auto r = w.barrier.arrive_and_wait(
-      ctx->pe, w.collective_deadline(), [&] { return w.aborted.load(std::memory_order_acquire); },
-      [&](int pe) { return w.ctxs[size_t(pe)].finished.load(std::memory_order_acquire); },
+  const auto r = g.barrier.arrive_and_wait(
+      local_pe, w.collective_deadline(), [&] { return w.aborted.load(std::memory_order_acquire); },
+      [&](int p) {
+        return w.ctxs[size_t(g.world_pe[size_t(p)])].finished.load(std::memory_order_acquire);
+      },
       completion);
+  auto world_pes = [&](const std::vector<int> &local) {
+    std::vector<int> v;
+    for (int p : local)
+      v.push_back(g.world_pe[size_t(p)]);
+    return v;
+  };
   switch (r.outcome) {
   case CollectiveBarrier::Outcome::Passed:
     return PTO_OK;
@@ -176,120 +252,131 @@ int32_t collective_wait(pto_ctx *ctx, const char *op, const char *what,
   case CollectiveBarrier::Outcome::PeerGone:
     return fail<pto::DistributedError>(
         ctx, -1, op,
-        fmt::format("PE {} returned from its function without reaching the {}; every PE must "
-                    "launch the same kernels in the same order",
-                    r.missing.front(), what));
+        fmt::format("PE {} returned from its function without reaching the {} of group '{}'; "
+                    "every PE of a group must launch the same kernels in the same order",
+                    world_pes(r.missing).front(), what, g.name));
   case CollectiveBarrier::Outcome::TimedOut:
     return fail<pto::DeadlockError>(
         ctx, -1, op,
-        fmt::format("PE {} timed out after {} ms at the {}: {} of {} PEs arrived, missing PEs "
-                    "[{}]; raise PTO_DEADLOCK_TIMEOUT_MS if a PE is legitimately slow",
-                    ctx->pe, 2 * w.deadlock_timeout_ms, what, r.arrived, w.n_pes,
-                    fmt::join(r.missing, ", ")));
+        fmt::format("PE {} timed out after {} ms at the {} of group '{}': {} of {} PEs arrived, "
+                    "missing PEs [{}]; raise PTO_DEADLOCK_TIMEOUT_MS if a PE is legitimately slow",
+                    ctx->pe, 2 * w.deadlock_timeout_ms, what, g.name, r.arrived, g.n_pes,
+                    fmt::join(world_pes(r.missing), ", ")));
   }
   return PTO_ERR;
 }
 
-// Runs in the last PE to arrive at kernel entry, under the barrier lock: checks that every PE
-// proposed the same kernel and heap sizes, then sizes the heaps. Errors go to w.enter_error.
-void enter_completion(detail::WorldState &w, const std::vector<std::string> &names,
-                      const std::vector<int32_t> &group_n_pes) {
-  w.enter_error.clear();
-  const pto_ctx &c0 = w.ctxs[0];
-  for (int pe = 1; pe < w.n_pes; ++pe) {
-    const pto_ctx &c = w.ctxs[size_t(pe)];
-    if (c.enter_hash != c0.enter_hash) {
-      w.enter_error = fmt::format("PEs launched different kernels: PE 0 runs kernel {:#018x}, "
-                                  "PE {} runs {:#018x}; every PE must call the same kernel",
-                                  c0.enter_hash, pe, c.enter_hash);
-      return;
-    }
-    if (c.enter_heap_bytes != c0.enter_heap_bytes) {
-      size_t g = 0;
-      while (g < c.enter_heap_bytes.size() && g < c0.enter_heap_bytes.size() &&
-             c.enter_heap_bytes[g] == c0.enter_heap_bytes[g])
-        ++g;
-      if (g >= c.enter_heap_bytes.size() || g >= c0.enter_heap_bytes.size()) {
-        w.enter_error = fmt::format("PEs declared different numbers of groups: PE 0 has {}, "
-                                    "PE {} has {}",
-                                    c0.enter_heap_bytes.size(), pe, c.enter_heap_bytes.size());
-      } else {
-        w.enter_error = fmt::format("PEs asked for different symmetric heap sizes for group "
-                                    "'{}': PE 0 {} bytes, PE {} {} bytes; shmem tensor shapes "
-                                    "must be the same on every PE",
-                                    g < names.size() ? names[g] : std::string("?"),
-                                    c0.enter_heap_bytes[g], pe, c.enter_heap_bytes[g]);
-      }
+// Runs in the last member to arrive at kernel entry, under the barrier lock: checks that every
+// member proposed the same shmem layout for the group, then sizes its heap.
+void enter_completion(detail::GroupState &g) {
+  g.enter_error.clear();
+  for (int p = 1; p < g.n_pes; ++p) {
+    if (g.proposed_hash[size_t(p)] != g.proposed_hash[0] ||
+        g.proposed_bytes[size_t(p)] != g.proposed_bytes[0]) {
+      g.enter_error = fmt::format(
+          "PEs {} and {} of group '{}' declared different shmem tensors ({} and {} heap bytes, "
+          "layouts {:#018x} and {:#018x}); every PE of a group must create the same shmem "
+          "tensors (same shapes and dtypes) in the same order",
+          g.world_pe[0], g.world_pe[size_t(p)], g.name, g.proposed_bytes[0],
+          g.proposed_bytes[size_t(p)], g.proposed_hash[0], g.proposed_hash[size_t(p)]);
       return;
     }
   }
-  const size_t n_groups = c0.enter_heap_bytes.size();
-  w.groups.resize(n_groups);
-  for (size_t g = 0; g < n_groups; ++g) {
-    detail::GroupState &group = w.groups[g];
-    group.name = names[g];
-    group.n_pes = group_n_pes[g];
-    group.world_pe.resize(size_t(w.n_pes));
-    for (int pe = 0; pe < w.n_pes; ++pe)
-      group.world_pe[size_t(pe)] = pe;
-    try {
-      group.heap.resize(w.n_pes, c0.enter_heap_bytes[g]);
-    } catch (const std::bad_alloc &) {
-      w.enter_error = fmt::format("cannot allocate a symmetric heap of {} bytes on each of {} "
-                                  "PEs for group '{}'",
-                                  c0.enter_heap_bytes[g], w.n_pes, group.name);
-      return;
-    }
+  try {
+    g.heap.resize(g.n_pes, g.proposed_bytes[0]);
+  } catch (const std::bad_alloc &) {
+    g.enter_error = fmt::format("cannot allocate a symmetric heap of {} bytes on each of {} PEs "
+                                "for group '{}'",
+                                g.proposed_bytes[0], g.n_pes, g.name);
   }
+}
+
+// The kernel's groups in name order: every PE takes group barriers in one global order, so PEs
+// that share several groups cannot wait on each other in a cycle.
+std::vector<int32_t> barrier_order(const pto_ctx *ctx) {
+  std::vector<int32_t> order;
+  for (size_t g = 0; g < ctx->groups.size(); ++g) {
+    bool dup = false;
+    for (size_t h = 0; h < g; ++h)
+      dup = dup || ctx->groups[h] == ctx->groups[g];
+    if (!dup)
+      order.push_back(int32_t(g));
+  }
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return ctx->groups[size_t(a)]->name < ctx->groups[size_t(b)]->name;
+  });
+  return order;
 }
 } // namespace
 
 extern "C" {
 
-int32_t pto_rt_kernel_enter(pto_ctx *ctx, uint64_t kernel_hash, int32_t n_groups,
+int32_t pto_rt_kernel_enter(pto_ctx *ctx, const uint64_t *group_hash, int32_t n_groups,
                             const int64_t *heap_bytes, const int32_t *group_n_pes,
                             const char *const *group_names) {
   detail::WorldState &w = *ctx->world;
-  if (n_groups < 0 || (n_groups > 0 && (!heap_bytes || !group_n_pes)))
+  if (n_groups < 0 || (n_groups > 0 && (!heap_bytes || !group_n_pes || !group_hash)))
     return fail<pto::InternalError>(ctx, -1, kEnterOp,
                                     fmt::format("bad group table: n_groups {}", n_groups));
-  std::vector<std::string> names(static_cast<size_t>(n_groups));
-  for (int32_t g = 0; g < n_groups; ++g)
-    names[size_t(g)] =
-        group_names && group_names[g] ? std::string(group_names[g]) : fmt::format("group {}", g);
-  // Local checks first: a PE with a bad group table fails at once and releases the others.
+  // Resolve the groups (local checks first: a PE with a bad table fails at once and releases
+  // the others).
+  ctx->groups.clear();
+  ctx->group_pe.clear();
   for (int32_t g = 0; g < n_groups; ++g) {
-    if (group_n_pes[g] != w.n_pes)
-      return fail<pto::DistributedError>(
-          ctx, -1, "create_shmem_tensor",
-          fmt::format("group '{}' was created with n_pes {} but the world has {} PEs; groups "
-                      "must span the whole world",
-                      names[size_t(g)], group_n_pes[g], w.n_pes));
+    std::string name =
+        group_names && group_names[g] ? std::string(group_names[g]) : fmt::format("group {}", g);
     if (heap_bytes[g] < 0)
       return fail<pto::InternalError>(
-          ctx, -1, kEnterOp,
-          fmt::format("negative heap size {} for group '{}'", heap_bytes[g], names[size_t(g)]));
+          ctx, -1, kEnterOp, fmt::format("negative heap size {} for group '{}'", heap_bytes[g], name));
+    detail::GroupState *gs = nullptr;
+    try {
+      gs = &w.group(name, group_n_pes[g]);
+    } catch (const pto::DistributedError &e) {
+      return fail<pto::DistributedError>(ctx, -1, "create_shmem_tensor", e.detail());
+    }
+    auto it = std::find(gs->world_pe.begin(), gs->world_pe.end(), ctx->pe);
+    if (it == gs->world_pe.end())
+      return fail<pto::DistributedError>(
+          ctx, -1, "create_shmem_tensor",
+          fmt::format("PE {} is not a member of group '{}' (PEs [{}]); each PE may only use "
+                      "groups it belongs to",
+                      ctx->pe, name, fmt::join(gs->world_pe, ", ")));
+    ctx->groups.push_back(gs);
+    ctx->group_pe.push_back(int(it - gs->world_pe.begin()));
   }
-  ctx->enter_hash = kernel_hash;
-  ctx->enter_heap_bytes.assign(heap_bytes, heap_bytes + n_groups);
-  std::vector<int32_t> n_pes_of(group_n_pes, group_n_pes + n_groups);
-
-  if (collective_wait(ctx, kEnterOp, "kernel entry barrier",
-                      [&] { enter_completion(w, names, n_pes_of); }) != PTO_OK)
-    return PTO_ERR;
-  // Every PE reads the verdict written by the last arriver (ordered by the barrier's lock).
-  if (!w.enter_error.empty())
-    return fail<pto::DistributedError>(ctx, -1, kEnterOp, w.enter_error);
-  // Each PE zeroes its own heaps (in parallel, and first-touched by the PE that uses them);
-  // a second barrier keeps everyone from writing a peer's heap before the peer has zeroed it.
-  ctx->group_pe.assign(size_t(n_groups), ctx->pe);
-  for (auto &group : w.groups)
-    group.heap.zero(ctx->pe);
-  return collective_wait(ctx, kEnterOp, "kernel entry barrier", [] {});
+  for (int32_t g : barrier_order(ctx)) {
+    detail::GroupState &gs = *ctx->groups[size_t(g)];
+    const int me = ctx->group_pe[size_t(g)];
+    {
+      // Proposals are written before arriving and read by the last arriver under the lock.
+      std::lock_guard lock(w.registry_mu);
+      gs.proposed_hash.resize(size_t(gs.n_pes));
+      gs.proposed_bytes.resize(size_t(gs.n_pes));
+      gs.proposed_hash[size_t(me)] = group_hash[g];
+      gs.proposed_bytes[size_t(me)] = heap_bytes[g];
+    }
+    if (group_wait(ctx, gs, me, kEnterOp, "kernel entry barrier", [&] { enter_completion(gs); }) !=
+        PTO_OK)
+      return PTO_ERR;
+    if (!gs.enter_error.empty())
+      return fail<pto::DistributedError>(ctx, -1, kEnterOp, gs.enter_error);
+    // Each PE zeroes its own heap (in parallel, first-touched by its user); the second barrier
+    // keeps everyone from writing a peer's heap before the peer has zeroed it.
+    gs.heap.zero(me);
+    if (group_wait(ctx, gs, me, kEnterOp, "kernel entry barrier", [] {}) != PTO_OK)
+      return PTO_ERR;
+  }
+  return PTO_OK;
 }
 
 int32_t pto_rt_kernel_exit(pto_ctx *ctx) {
-  return collective_wait(ctx, "kernel_exit", "kernel exit barrier", [] {});
+  for (int32_t g : barrier_order(ctx)) {
+    detail::GroupState &gs = *ctx->groups[size_t(g)];
+    if (group_wait(ctx, gs, ctx->group_pe[size_t(g)], "kernel_exit", "kernel exit barrier",
+                   [] {}) != PTO_OK)
+      return PTO_ERR;
+  }
+  return PTO_OK;
 }
 
 } // extern "C"

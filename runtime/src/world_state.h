@@ -13,12 +13,15 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 namespace pto::runtime::detail {
 struct WorldState;
+struct GroupState;
 } // namespace pto::runtime::detail
 
 /// The context of one PE. Touched only by its own PE thread, except the atomics (read by the
@@ -32,25 +35,30 @@ struct pto_ctx {
   bool error_released = false; ///< `error` is a secondary "released because PE k failed"
   std::vector<void *> scratch; ///< pto_rt_alloc blocks, freed by end_call
   const std::vector<std::string> *sites = nullptr; ///< the running kernel's call-site table
-  /// Group-local PE number per group index (-1 = not a member); equal to `pe` while every group
-  /// spans the world. Set by kernel entry.
+  /// The running kernel's groups, by the kernel's group index, and this PE's group-local number
+  /// in each. Set by kernel entry.
+  std::vector<pto::runtime::detail::GroupState *> groups;
   std::vector<int> group_pe;
-  // Kernel-entry proposal, compared across PEs by the last to arrive.
-  uint64_t enter_hash = 0;
-  std::vector<int64_t> enter_heap_bytes;
   std::atomic<int32_t *> waiting_on{nullptr}; ///< signal word this PE blocks on, for abort
   std::atomic<bool> finished{false};          ///< its run() function returned
 };
 
 namespace pto::runtime::detail {
 
-/// One communication group: its name, size and symmetric heap. Member i of the group is world
-/// PE world_pe[i] (the identity while every group spans the world).
+/// One communication group: its name, members and symmetric heap. Member i (group-local PE i)
+/// is world PE world_pe[i]; heap buffer i belongs to member i. Registered once (World::
+/// create_group, or on first use for a group spanning the whole world) and kept across runs.
 struct GroupState {
   std::string name;
   int n_pes = 0;
   std::vector<int> world_pe;
   SymmetricHeap heap;
+  /// Kernel entry and exit of the members (group-local PE numbers).
+  CollectiveBarrier barrier;
+  /// Each member's kernel-entry proposal: layout hash of the group's shmem tensors and heap size.
+  std::vector<uint64_t> proposed_hash;
+  std::vector<int64_t> proposed_bytes;
+  std::string enter_error; ///< set by the entry completion when the proposals disagree
 };
 
 /// State shared by the PEs of one World.
@@ -60,9 +68,9 @@ struct WorldState {
   int n_pes;
   int64_t deadlock_timeout_ms;
   std::unique_ptr<pto_ctx[]> ctxs;
-  std::vector<GroupState> groups; ///< written only inside the kernel-entry barrier
-  CollectiveBarrier barrier;
-  std::string enter_error; ///< set by the kernel-entry completion when the proposals disagree
+  /// Groups by name. Entries are never removed, so GroupState pointers stay valid.
+  std::map<std::string, std::unique_ptr<GroupState>> registry;
+  std::mutex registry_mu;
   std::atomic<bool> aborted{false};
   std::atomic<int> first_failed_pe{-1};
   std::atomic<int> futex_waiters{0}; ///< PEs inside futex_wait, so signal can skip the wake
@@ -71,6 +79,11 @@ struct WorldState {
   void reset_for_run();
   /// PE `pe` failed (primary error): abort the world and release every blocked PE.
   void mark_failed(int pe);
+  /// Wakes every group barrier's waiters to re-check abort and finished PEs.
+  void wake_barriers();
+  /// The group named `name`; a group spanning the whole world is created on first use. Throws
+  /// DistributedError for an unknown sub-group or an n_pes that differs from its members.
+  GroupState &group(const std::string &name, int n_pes);
   /// The deadline of a wait starting now.
   std::chrono::steady_clock::time_point deadline() const {
     return std::chrono::steady_clock::now() + std::chrono::milliseconds(deadlock_timeout_ms);
@@ -106,7 +119,7 @@ int32_t fail_released(pto_ctx *ctx, int32_t site, const char *default_op);
 
 /// The name of group `g` for messages.
 inline const std::string &group_name(const pto_ctx *ctx, int32_t g) {
-  return ctx->world->groups[size_t(g)].name;
+  return ctx->groups[size_t(g)]->name;
 }
 
 } // namespace pto::runtime::detail

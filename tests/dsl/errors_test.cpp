@@ -263,19 +263,19 @@ TEST_CASE("an op outside a kernel is a pto::Error") {
 
 TEST_CASE("shmem_put: dst_pe out of range and offsets out of bounds are DistributedErrors") {
   auto pe = [](pto::Tensor x) {
-    auto s = dist::create_shmem_tensor("g", 4, pto::DT_FP32, {4, 8});
+    auto s = dist::create_shmem_tensor("g", 1, pto::DT_FP32, {4, 8});
     pto::set_vec_tile_shapes(4, 8);
-    dist::shmem_put(x, {0, 0}, s, 4);
+    dist::shmem_put(x, {0, 0}, s, 1);
   };
   CHECK_THROWS_WITH_AS(run1(pe, t(kF32, {4, 8})),
-                       Contains("dst_pe 4 is out of range [0, 4) for group 'g'"),
+                       Contains("dst_pe 1 is out of range [0, 1) for group 'g'"),
                        pto::DistributedError);
   CHECK_THROWS_WITH_AS(run1(pe, t(kF32, {4, 8})), Contains("errors_test.cpp:"),
                        pto::DistributedError);
   auto offs = [](pto::Tensor x) {
-    auto s = dist::create_shmem_tensor("g", 4, pto::DT_FP32, {4, 8});
+    auto s = dist::create_shmem_tensor("g", 1, pto::DT_FP32, {4, 8});
     pto::set_vec_tile_shapes(2, 8);
-    dist::shmem_put(x, {3, 0}, s, 1);
+    dist::shmem_put(x, {3, 0}, s, 0);
   };
   CHECK_THROWS_WITH_AS(run1(offs, t(kF32, {2, 8})), Contains("offsets out of bounds"),
                        pto::DistributedError);
@@ -290,9 +290,15 @@ TEST_CASE("group names must be 1-127 bytes, and a group keeps one n_pes") {
     dist::create_shmem_tensor(std::string(127, 'g'), 1, pto::DT_FP32, {4, 8});
   };
   auto mismatch = [](pto::Tensor) {
-    dist::create_shmem_tensor("g", 4, pto::DT_FP32, {4, 8});
+    dist::create_shmem_tensor("g", 1, pto::DT_FP32, {4, 8});
     dist::create_shmem_tensor("g", 2, pto::DT_FP32, {4, 8});
   };
+  auto bigger_than_world = [](pto::Tensor) {
+    dist::create_shmem_tensor("g", 4, pto::DT_FP32, {4, 8});
+  };
+  CHECK_THROWS_WITH_AS(run1(bigger_than_world, t(kF32, {1, 1})),
+                       Contains("has n_pes 4 but the kernel runs on 1 PEs"),
+                       pto::DistributedError);
   CHECK_THROWS_WITH_AS(run1(empty, t(kF32, {1, 1})), Contains("group name must be 1-127 bytes"),
                        pto::DistributedError);
   CHECK_THROWS_WITH_AS(run1(long_name, t(kF32, {1, 1})), Contains("got 128 bytes"),
@@ -326,10 +332,13 @@ TEST_CASE("shmem dtype and rank rules") {
                        pto::ShapeError);
   auto bool_data = [](pto::Tensor) { dist::create_shmem_tensor("g", 1, pto::DT_BOOL, {8, 8}); };
   CHECK_THROWS_AS(run1(bool_data, t(kF32, {1, 1})), pto::DTypeError);
-  auto wait_ne = [](pto::Tensor) {
-    auto s = dist::create_shmem_signal("g", 1);
-    dist::shmem_wait_until(s, 0, 1, {.cmp = dist::OpType::NE, .clear_signal = false, .pred = {}});
+  auto incongruent = [](pto::Tensor) {
+    auto d = dist::create_shmem_tensor("g", 1, pto::DT_FP32, {4, 8});
+    pto::set_vec_tile_shapes(4, 8);
+    dist::shmem_signal(d, 0, 1, 0);
+    pto::set_vec_tile_shapes(2, 8); // the wait would address other slots
+    dist::shmem_wait_until(d, 0, 1);
   };
-  CHECK_THROWS_WITH_AS(run1(wait_ne, t(kF32, {1, 1})), Contains("only OpType::EQ"),
+  CHECK_THROWS_WITH_AS(run1(incongruent, t(kF32, {1, 1})), Contains("is not congruent"),
                        pto::DistributedError);
 }

@@ -121,31 +121,55 @@ TEST_CASE("World: a PE that never arrives at kernel entry is a DeadlockError nam
       throw;
     }
   }),
-                       doctest::Contains("timed out after 200 ms at the kernel entry barrier: 1 "
-                                         "of 2 PEs arrived, missing PEs [1]"),
+                       // Entry barriers wait twice the deadlock timeout (see world_state.h).
+                       doctest::Contains("timed out after 400 ms at the kernel entry barrier of "
+                                         "group 'g': 1 of 2 PEs arrived, missing PEs [1]"),
                        pto::DeadlockError);
 }
 
-TEST_CASE("kernel_enter: a group whose n_pes differs from the world is a DistributedError") {
+TEST_CASE("kernel_enter: an unknown sub-group (n_pes below the world's) is a DistributedError") {
   World world(8);
   CHECK_THROWS_WITH_AS(
       world.run([&](int) {
         rt_kernel({{"g", 4, 64}}, [](pto_ctx *) -> int32_t { return PTO_OK; });
       }),
-      "<runtime>: create_shmem_tensor: group 'g' was created with n_pes 4 but the world has 8 "
-      "PEs; groups must span the whole world",
+      doctest::Contains("unknown group 'g' with n_pes 4 in a world of 8 PEs"),
       pto::DistributedError);
 }
 
-TEST_CASE("kernel_enter: PEs that launch different kernels get a DistributedError") {
+TEST_CASE("kernel_enter: n_pes that differs from a created group is a DistributedError") {
+  World world(4);
+  world.create_group("pair", {0, 1});
+  CHECK_THROWS_WITH_AS(world.run([&](int pe) {
+    if (pe < 2)
+      rt_kernel({{"pair", 4, 64}}, [](pto_ctx *) -> int32_t { return PTO_OK; });
+  }),
+                       doctest::Contains("n_pes mismatch for group 'pair': the kernel says 4, "
+                                         "the group has 2 PEs"),
+                       pto::DistributedError);
+}
+
+TEST_CASE("kernel_enter: a PE outside a group cannot use it") {
+  World world(4);
+  world.create_group("even", {0, 2});
+  CHECK_THROWS_WITH_AS(world.run([&](int pe) {
+    if (pe < 2)
+      rt_kernel({{"even", 2, 64}}, [](pto_ctx *) -> int32_t { return PTO_OK; });
+  }),
+                       doctest::Contains("PE 1 is not a member of group 'even' (PEs [0, 2])"),
+                       pto::DistributedError);
+}
+
+TEST_CASE("kernel_enter: PEs that declare different shmem layouts for a group get a "
+          "DistributedError") {
   World world(4);
   CHECK_THROWS_WITH_AS(world.run([&](int pe) {
     rt_kernel(
         {{"g", 4, 64}}, [](pto_ctx *) -> int32_t { return PTO_OK; },
-        /*kernel_hash=*/pe == 3 ? 0xbad : 0x600d);
+        /*layout_hash=*/pe == 3 ? 0xbad : 0x600d);
   }),
-                       doctest::Contains("PEs launched different kernels: PE 0 runs kernel "
-                                         "0x000000000000600d, PE 3 runs 0x0000000000000bad"),
+                       doctest::Contains("PEs 0 and 3 of group 'g' declared different shmem "
+                                         "tensors"),
                        pto::DistributedError);
 }
 
@@ -154,8 +178,60 @@ TEST_CASE("kernel_enter: different heap sizes for one group are a DistributedErr
   CHECK_THROWS_WITH_AS(world.run([&](int pe) {
     rt_kernel({{"ep", 2, pe == 0 ? 64 : 128}}, [](pto_ctx *) -> int32_t { return PTO_OK; });
   }),
-                       doctest::Contains("different symmetric heap sizes for group 'ep': PE 0 "
-                                         "64 bytes, PE 1 128 bytes"),
+                       doctest::Contains("(64 and 128 heap bytes"), pto::DistributedError);
+}
+
+TEST_CASE("sub-groups: group-local PE numbers, separate heaps, overlapping groups") {
+  // 4 PEs; "even" = {0, 2}, "odd" = {1, 3}, "low" = {0, 1}, "high" = {2, 3}. Each PE puts its
+  // world number into slot 0 of every member of both its groups and reads them back.
+  World world(4);
+  world.create_group("even", {0, 2});
+  world.create_group("odd", {1, 3});
+  world.create_group("low", {0, 1});
+  world.create_group("high", {2, 3});
+  std::vector<std::vector<int32_t>> seen(4);
+  world.run([&](int pe) {
+    std::string a = pe % 2 == 0 ? "even" : "odd", b = pe < 2 ? "low" : "high";
+    rt_kernel({{a, 2, 64}, {b, 2, 64}}, [&](pto_ctx *ctx) -> int32_t {
+      for (int32_t g = 0; g < 2; ++g) {
+        int32_t me = pto_rt_my_pe(ctx, g);
+        int32_t v = pe;
+        pto_block blk = support::rt_block_1d(1);
+        for (int32_t dst = 0; dst < 2; ++dst)
+          if (int32_t st = pto_rt_put(ctx, g, dst, PTO_ATOMIC_SET, &v, 3, 4 * me, 64, 3, &blk, -1))
+            return st;
+        for (int32_t dst = 0; dst < 2; ++dst)
+          if (int32_t st = pto_rt_signal(ctx, g, dst, 32, PTO_ATOMIC_ADD, 1, -1))
+            return st;
+        if (int32_t st = pto_rt_wait_until(ctx, g, 32, PTO_CMP_EQ, 2, 1, 8, -1))
+          return st;
+        for (int32_t src = 0; src < 2; ++src) {
+          int32_t got = -1;
+          if (int32_t st = pto_rt_get(ctx, g, me, 4 * src, 64, 3, &got, 3, &blk, -1))
+            return st;
+          seen[size_t(pe)].push_back(got);
+        }
+      }
+      return PTO_OK;
+    });
+  });
+  // Group-local member i of each group is the i-th world PE listed at creation.
+  CHECK(seen[0] == std::vector<int32_t>{0, 2, 0, 1});
+  CHECK(seen[1] == std::vector<int32_t>{1, 3, 0, 1});
+  CHECK(seen[2] == std::vector<int32_t>{0, 2, 2, 3});
+  CHECK(seen[3] == std::vector<int32_t>{1, 3, 2, 3});
+}
+
+TEST_CASE("World::create_group: bad input is a DistributedError") {
+  World world(4);
+  CHECK_THROWS_AS(world.create_group("", {0}), pto::DistributedError);
+  CHECK_THROWS_AS(world.create_group(std::string(128, 'g'), {0}), pto::DistributedError);
+  CHECK_THROWS_AS(world.create_group("g", {}), pto::DistributedError);
+  CHECK_THROWS_AS(world.create_group("g", {0, 4}), pto::DistributedError);
+  CHECK_THROWS_AS(world.create_group("g", {1, 1}), pto::DistributedError);
+  world.create_group("g", {0, 1});
+  world.create_group("g", {0, 1}); // the same again is fine
+  CHECK_THROWS_WITH_AS(world.create_group("g", {0, 2}), doctest::Contains("already exists"),
                        pto::DistributedError);
 }
 

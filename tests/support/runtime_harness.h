@@ -23,19 +23,21 @@ struct RtGroup {
 /// Runs `body(ctx)` as one kernel call on the calling PE, as generated code does: the kernel
 /// returns early on the first non-zero status, and end_call throws the recorded typed error.
 inline void rt_kernel(const std::vector<RtGroup> &groups,
-                      const std::function<int32_t(pto_ctx *)> &body, uint64_t kernel_hash = 42,
+                      const std::function<int32_t(pto_ctx *)> &body, uint64_t layout_hash = 42,
                       const std::vector<std::string> *sites = nullptr) {
   pto_ctx *ctx = pto::runtime::current_ctx();
   pto::runtime::begin_call(ctx, sites);
   std::vector<int64_t> heap;
   std::vector<int32_t> n_pes;
   std::vector<const char *> names;
+  std::vector<uint64_t> hashes;
   for (const auto &g : groups) {
+    hashes.push_back(layout_hash);
     heap.push_back(g.heap_bytes);
     n_pes.push_back(g.n_pes);
     names.push_back(g.name.c_str());
   }
-  int32_t st = pto_rt_kernel_enter(ctx, kernel_hash, int32_t(groups.size()), heap.data(),
+  int32_t st = pto_rt_kernel_enter(ctx, hashes.data(), int32_t(groups.size()), heap.data(),
                                    n_pes.data(), names.data());
   if (st == PTO_OK)
     st = body(ctx);

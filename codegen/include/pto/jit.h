@@ -73,6 +73,17 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
+/// The first argument of a kernel call (always a tensor); remembers the caller's line so that
+/// argument errors point at the call.
+struct FirstTensor {
+  FirstTensor(HostTensor &t, std::source_location l = std::source_location::current())
+      : tensor(t), loc(l) {}
+  FirstTensor(const HostTensor &t, std::source_location l = std::source_location::current())
+      : tensor(const_cast<HostTensor &>(t)), loc(l) {}
+  HostTensor &tensor;
+  std::source_location loc;
+};
+
 template <class T>
 inline constexpr bool is_host_tensor_v = std::is_same_v<std::remove_cvref_t<T>, HostTensor>;
 
@@ -104,8 +115,14 @@ public:
   /// Runs the kernel. Throws ArgumentError for arguments that do not match the traced signature
   /// (dtype, rank, a fixed dim), any pto::Error the trace raises, RuntimeError/DistributedError/
   /// DeadlockError raised while running, CompileError if LLVM fails.
-  template <class... Args> void operator()(Args &&...args) {
-    static_assert(sizeof...(Args) > 0, "pto::jit: a kernel takes at least one tensor");
+  template <class... Args> void operator()(detail::FirstTensor first, Args &&...rest) {
+    call(first.loc, first.tensor, rest...);
+  }
+  KernelStats stats() const { return core_->stats(); }
+  std::string last_ir() const { return core_->last_ir(); }
+
+private:
+  template <class... Args> void call(std::source_location loc, Args &...args) {
     std::vector<HostTensor *> tensors;
     std::vector<std::string> constants;
     (collect(args, tensors, constants), ...);
@@ -114,12 +131,8 @@ public:
         [&](const std::vector<Tensor> &params) {
           invoke(std::index_sequence_for<Args...>{}, params, args...);
         },
-        std::source_location::current());
+        loc);
   }
-  KernelStats stats() const { return core_->stats(); }
-  std::string last_ir() const { return core_->last_ir(); }
-
-private:
   template <class A>
   static void collect(A &a, std::vector<HostTensor *> &ts, std::vector<std::string> &cs) {
     if constexpr (detail::is_host_tensor_v<A>)

@@ -1,6 +1,7 @@
 // pto.h - The umbrella header: everything a ptojit user writes kernels with.
 #pragma once
 
+#include "pto/collectives.h"
 #include "pto/control.h"
 #include "pto/distributed.h"
 #include "pto/dtype.h"

@@ -101,12 +101,15 @@ Tensor shmem_signal_all(const ShmemTensor &src, const SymbolicScalar &src_pe, in
                         SignalOptions opts = {}, SrcLoc loc = SrcLoc::current());
 
 struct WaitOptions {
-  OpType cmp = OpType::EQ;   ///< only EQ, as PyPTO (DistributedError otherwise)
+  OpType cmp = OpType::EQ;   ///< PyPTO allows only EQ; ptojit also NE, LT, LE, GT, GE
   bool clear_signal = false; ///< reset each slot to 0 once satisfied
   std::vector<Tensor> pred = {};
 };
 /// Blocks until, for every vec tile of `src`'s window, this PE's own slot (row `src_pe`, tile)
-/// equals `cmp_value`, as PyPTO `shmem_wait_until`. Does not burn a core. A wait that cannot
+/// compares `cmp` (default EQ) to `cmp_value`, as PyPTO `shmem_wait_until`. With clear_signal
+/// the slot is decreased by the value it was seen with (0 afterwards unless a newer ADD landed,
+/// which is then kept). Every signal and wait on one shmem tensor must use the same view shape
+/// and vec tile (DistributedError at trace time otherwise). Does not burn a core. A wait that cannot
 /// complete throws DeadlockError after the world's timeout (default 30 s), naming PE, slot,
 /// expected and current value.
 Tensor shmem_wait_until(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t cmp_value,
@@ -127,6 +130,20 @@ struct ClearOptions {
 /// Zeroes this PE's data in `src`'s window, as PyPTO `shmem_clear_data`. Returns a [1,1] token.
 Tensor shmem_clear_data(const ShmemTensor &src, ClearOptions opts = {},
                         SrcLoc loc = SrcLoc::current());
+
+/// Zeroes this PE's whole signal array of `src` (every slot row), as PyPTO
+/// `shmem_clear_signal`. Returns a [1,1] token. Part of the reuse protocol (reference §7.6).
+Tensor shmem_clear_signal(const ShmemTensor &src, ClearOptions opts = {},
+                          SrcLoc loc = SrcLoc::current());
+
+/// As shmem_put, for a just-computed tile (PyPTO `experimental.shmem_store`). On this CPU there
+/// is no separate on-chip buffer, so the data path is the same as shmem_put's.
+Tensor shmem_store(const Tensor &src, const std::vector<SymbolicScalar> &offsets,
+                   const ShmemTensor &dst, const SymbolicScalar &dst_pe, PutOptions opts = {},
+                   SrcLoc loc = SrcLoc::current());
+/// As shmem_get, feeding the next compute op (PyPTO `experimental.shmem_load`).
+Tensor shmem_load(const ShmemTensor &src, const SymbolicScalar &src_pe, GetOptions opts = {},
+                  SrcLoc loc = SrcLoc::current());
 
 /// Joins tokens into one, as PyPTO `experimental.nop`.
 Tensor nop(const std::vector<Tensor> &tokens, SrcLoc loc = SrcLoc::current());

@@ -55,6 +55,131 @@ Tensor reciprocal(const Tensor &x, SrcLoc loc = SrcLoc::current());
 /// int -> narrower int wraps (two's complement). Any supported dtype pair.
 Tensor cast(const Tensor &x, DataType dtype, SrcLoc loc = SrcLoc::current());
 
+// ---- Elementwise math of the op catalogue (reference §5) ----------------------------------
+// Unless noted: floating dtypes only (fp16, bf16, fp32, fp64; DTypeError otherwise, "cast
+// first"); semantics and edge values (NaN, +-inf, +-0) as C99 Annex F / PyTorch; fp16/bf16 are
+// computed in fp32 and rounded once. Generated code uses SLEEF's vector functions: fp32 error
+// <= 1 ULP (u10; erfc 1.5 ULP, hypot 0.5 ULP). Composite activations (sigmoid ... gelu_tanh)
+// are one op each, computed in fp32 and rounded once (a few ULP).
+
+Tensor exp2(const Tensor &x, SrcLoc loc = SrcLoc::current());  ///< 2^x
+Tensor expm1(const Tensor &x, SrcLoc loc = SrcLoc::current()); ///< e^x - 1, exact near 0
+Tensor log2(const Tensor &x, SrcLoc loc = SrcLoc::current());  ///< log base 2
+Tensor log10(const Tensor &x, SrcLoc loc = SrcLoc::current()); ///< log base 10
+Tensor log1p(const Tensor &x, SrcLoc loc = SrcLoc::current()); ///< ln(1 + x), exact near 0
+Tensor sin(const Tensor &x, SrcLoc loc = SrcLoc::current());
+Tensor cos(const Tensor &x, SrcLoc loc = SrcLoc::current());
+Tensor tan(const Tensor &x, SrcLoc loc = SrcLoc::current());
+Tensor asin(const Tensor &x, SrcLoc loc = SrcLoc::current()); ///< NaN outside [-1, 1]
+Tensor acos(const Tensor &x, SrcLoc loc = SrcLoc::current()); ///< NaN outside [-1, 1]
+Tensor atan(const Tensor &x, SrcLoc loc = SrcLoc::current());
+Tensor sinh(const Tensor &x, SrcLoc loc = SrcLoc::current());
+Tensor cosh(const Tensor &x, SrcLoc loc = SrcLoc::current());
+Tensor tanh(const Tensor &x, SrcLoc loc = SrcLoc::current());
+Tensor asinh(const Tensor &x, SrcLoc loc = SrcLoc::current());
+Tensor acosh(const Tensor &x, SrcLoc loc = SrcLoc::current()); ///< NaN below 1
+Tensor atanh(const Tensor &x, SrcLoc loc = SrcLoc::current()); ///< +-inf at +-1, NaN beyond
+Tensor erf(const Tensor &x, SrcLoc loc = SrcLoc::current());
+Tensor erfc(const Tensor &x, SrcLoc loc = SrcLoc::current()); ///< 1 - erf(x), exact in the tail
+Tensor cbrt(const Tensor &x, SrcLoc loc = SrcLoc::current()); ///< real cube root (negative x ok)
+/// 1 / (1 + e^-x), as PyTorch `sigmoid`; 0 and 1 at -inf and +inf.
+Tensor sigmoid(const Tensor &x, SrcLoc loc = SrcLoc::current());
+/// log(1 + e^x), and x itself for x > 20: PyTorch `softplus` with beta = 1, threshold = 20.
+Tensor softplus(const Tensor &x, SrcLoc loc = SrcLoc::current());
+/// x / (1 + |x|), as PyTorch `softsign`.
+Tensor softsign(const Tensor &x, SrcLoc loc = SrcLoc::current());
+/// x for x > 0, alpha * (e^x - 1) otherwise, as PyTorch `elu`.
+Tensor elu(const Tensor &x, double alpha = 1.0, SrcLoc loc = SrcLoc::current());
+/// Exact GELU, x/2 * (1 + erf(x / sqrt 2)), as PyTorch `gelu(approximate='none')`. Computed as
+/// x/2 * erfc(-x / sqrt 2), which stays accurate where 1 + erf cancels (x << 0).
+Tensor gelu(const Tensor &x, SrcLoc loc = SrcLoc::current());
+/// Tanh GELU, x/2 * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as PyTorch
+/// `gelu(approximate='tanh')`; computed as x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)).
+Tensor gelu_tanh(const Tensor &x, SrcLoc loc = SrcLoc::current());
+/// Leaky ReLU: x for x >= 0, negative_slope * x otherwise (PyPTO `lrelu`). ArgumentError when
+/// the slope is negative or not finite (as PyPTO).
+Tensor lrelu(const Tensor &x, double negative_slope = 0.01, SrcLoc loc = SrcLoc::current());
+
+// The ops below also take integer dtypes where noted (never DT_BOOL unless noted).
+/// max(x, 0); NaN propagates, -0 gives +0. Floats and ints.
+Tensor relu(const Tensor &x, SrcLoc loc = SrcLoc::current());
+/// min(max(x, 0), 6); NaN propagates. Floats and ints.
+Tensor relu6(const Tensor &x, SrcLoc loc = SrcLoc::current());
+/// 1 for x > 0, -1 for x < 0, x itself for +-0 and NaN (NaN propagates, as NumPy). Floats, ints.
+Tensor sign(const Tensor &x, SrcLoc loc = SrcLoc::current());
+/// DT_BOOL: the sign bit of x (true for -0.0 and negative NaN; x < 0 for ints). Floats, ints.
+Tensor signbit(const Tensor &x, SrcLoc loc = SrcLoc::current());
+/// Rounding to an integral value in the same dtype; integers pass through unchanged.
+Tensor ceil(const Tensor &x, SrcLoc loc = SrcLoc::current());
+Tensor floor(const Tensor &x, SrcLoc loc = SrcLoc::current());
+Tensor trunc(const Tensor &x, SrcLoc loc = SrcLoc::current());
+/// Round to nearest, ties to even (2.5 -> 2, -0.5 -> -0), as PyTorch `round` (decimals = 0).
+Tensor round(const Tensor &x, SrcLoc loc = SrcLoc::current());
+/// DT_BOOL results. Floats and ints (ints are always finite, never NaN or inf, as PyTorch).
+Tensor isfinite(const Tensor &x, SrcLoc loc = SrcLoc::current());
+Tensor isnan(const Tensor &x, SrcLoc loc = SrcLoc::current());
+Tensor isinf(const Tensor &x, SrcLoc loc = SrcLoc::current()); ///< +inf or -inf
+/// DT_BOOL: x == 0 (NaN is true, so its negation is false). Every dtype, DT_BOOL included.
+Tensor logical_not(const Tensor &x, SrcLoc loc = SrcLoc::current());
+/// ~x for ints; logical not for DT_BOOL (as PyTorch). DTypeError for floats.
+Tensor bitwise_not(const Tensor &x, SrcLoc loc = SrcLoc::current());
+/// x * x (ints wrap). Floats and ints.
+Tensor square(const Tensor &x, SrcLoc loc = SrcLoc::current());
+/// A copy of x (valid region), as PyPTO `clone`. Every dtype.
+Tensor clone(const Tensor &x, SrcLoc loc = SrcLoc::current());
+
+// Binary, with add's broadcasting and scalar rules. Floats only unless noted.
+/// a^b, as C `pow` (pow(x, 0) = 1 even for NaN, pow(-8, 1/3) = NaN).
+Tensor pow(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+/// sqrt(a^2 + b^2) without overflow; inf if either is inf (even with NaN).
+Tensor hypot(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+/// atan2(y, x) in [-pi, pi], quadrant from both signs (also of zeros).
+Tensor atan2(const Operand &y, const Operand &x, SrcLoc loc = SrcLoc::current());
+/// |a| with the sign bit of b.
+Tensor copysign(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+/// a - b * trunc(a / b), exact: the result has the sign of a (C `fmod`, PyTorch `fmod`). Floats:
+/// NaN for b = 0 or a = +-inf. Ints too: a zero divisor fails the call with RuntimeError.
+Tensor fmod(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+/// a - b * floor(a / b): the result has the sign of b (Python `%`, PyTorch `remainder`, PyPTO
+/// floor_mod). Floats: fmod(a, b), plus b when the signs differ. Ints as fmod.
+Tensor remainder(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+/// floor(a / b), as PyTorch `floor_divide` (rounding_mode='floor'). Floats: PyTorch's exact
+/// algorithm from fmod (a / b when b = 0; NaN when a is infinite). Ints: floored, INT_MIN / -1
+/// wraps, a zero divisor fails the call with RuntimeError (a literal zero scalar at trace time).
+Tensor floor_div(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+/// DT_BOOL results; an operand is true when != 0 (NaN is true). Every dtype, DT_BOOL included.
+Tensor logical_and(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+Tensor logical_or(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+Tensor logical_xor(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+/// Bitwise ops on ints and DT_BOOL (DTypeError for floats).
+Tensor bitwise_and(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+Tensor bitwise_or(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+Tensor bitwise_xor(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+/// a << b on ints (wraps); 0 when b < 0 or b >= the bit width (no UB).
+Tensor bitwise_left_shift(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+/// a >> b on ints: arithmetic for signed, logical for uint8; for b < 0 or b >= the bit width,
+/// -1 for negative a and 0 otherwise.
+Tensor bitwise_right_shift(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+/// Comparisons -> DT_BOOL of the broadcast shape. Every dtype (ints compare exactly, uint8 and
+/// bool unsigned). IEEE: a comparison with NaN is false, except ne, which is true. Not spelled
+/// as C++ operators (`==` on a Tensor stays unavailable).
+Tensor eq(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+Tensor ne(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+Tensor lt(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+Tensor le(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+Tensor gt(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+Tensor ge(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+/// cond ? a : b elementwise, as PyTorch/PyPTO `where`; cond, a and b broadcast together. cond
+/// must be a DT_BOOL tensor (DTypeError otherwise; compare with ne(x, 0) first). a and b are
+/// tensors of one dtype or scalars (taking the tensor's dtype; two scalars give DT_INT32 or
+/// DT_FP32 as `full`). Every dtype.
+Tensor where(const Tensor &cond, const Operand &a, const Operand &b,
+             SrcLoc loc = SrcLoc::current());
+/// min(max(x, min), max), as PyTorch `clamp`: NaN in x propagates; min > max gives max.
+/// Bounds are tensors (x's dtype, broadcasting) or scalars. Floats and ints.
+Tensor clip(const Tensor &x, const Operand &min, const Operand &max,
+            SrcLoc loc = SrcLoc::current());
+
 struct ReduceOptions {
   bool keepdim = false; ///< keep the reduced axis with size 1 (as PyPTO `keepdim`)
 };

@@ -19,7 +19,8 @@ class Tensor {
 public:
   /// An empty handle (`is_empty()`); using it in an op throws ShapeError.
   Tensor() = default;
-  Tensor(const ir::Program *prog, ir::ValueId id) : prog_(prog), id_(id) {}
+  Tensor(const ir::Program *prog, ir::ValueId id)
+      : prog_(prog), id_(id), trace_(prog ? prog->trace_id : 0) {}
 
   /// Shape; dims of dynamic kernel parameters are run-time SymbolicScalars.
   const std::vector<SymbolicScalar> &shape() const;
@@ -33,10 +34,13 @@ public:
   bool is_empty() const { return id_ == ir::kNoValue; }
   ir::ValueId id() const { return id_; }
   const ir::Program *program() const { return prog_; }
+  /// The trace this tensor belongs to (unique per trace in the process).
+  uint64_t trace_id() const { return trace_; }
 
 private:
   const ir::Program *prog_ = nullptr;
   ir::ValueId id_ = ir::kNoValue;
+  uint64_t trace_ = 0;
 };
 
 /// A scalar operand with an optional explicit dtype, as PyPTO `Element`. An integer scalar takes

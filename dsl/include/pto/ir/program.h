@@ -69,6 +69,40 @@ enum class OpKind : uint8_t {
   Sum,
   Amax, ///< NaN propagates
   Amin, ///< NaN propagates
+  // Elementwise unary of the op catalogue (ops.h documents dtypes and edge values). Floating
+  // math runs in fp32 for fp16/bf16 (SLEEF u10 vector functions in generated code).
+  Exp2, Expm1, Log2, Log10, Log1p, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh, Asinh,
+  Acosh, Atanh, Erf, Erfc, Cbrt,
+  Sigmoid,    ///< 1 / (1 + e^-x)
+  Softplus,   ///< log1p(e^x), x for x > 20 (PyTorch beta = 1, threshold = 20)
+  Softsign,   ///< x / (1 + |x|)
+  Elu,        ///< x > 0 ? x : scalar * expm1(x)
+  Gelu,       ///< x/2 * erfc(-x/sqrt 2) (= x/2 * (1 + erf(x/sqrt 2)))
+  GeluTanh,   ///< x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3) (= PyTorch tanh form)
+  Lrelu,      ///< x >= 0 ? x : scalar * x
+  Relu,       ///< max(x, 0); NaN propagates
+  Relu6,      ///< min(max(x, 0), 6); NaN propagates
+  Sign,       ///< 1, -1, or x itself for +-0 and NaN
+  Signbit,    ///< -> DT_BOOL: the sign bit (true for -0)
+  Ceil, Floor, Trunc,
+  Round,      ///< to nearest integer, ties to even
+  IsFinite, IsNan, IsInf, ///< -> DT_BOOL
+  LogicalNot, ///< -> DT_BOOL: x == 0
+  BitwiseNot, ///< ~x (bool: !x)
+  Square,     ///< x * x
+  Clone,      ///< copy
+  // Elementwise binary of the op catalogue, numpy broadcasting, scalar forms.
+  Pow, Hypot, Atan2, Copysign,
+  Fmod,      ///< remainder with the sign of the dividend (C fmod)
+  Remainder, ///< remainder with the sign of the divisor (Python %, PyTorch remainder)
+  FloorDiv,  ///< floor(a / b) (PyTorch floor_divide); ints: a zero divisor fails the call
+  LogicalAnd, LogicalOr, LogicalXor, ///< -> DT_BOOL, operands are true when != 0
+  BitwiseAnd, BitwiseOr, BitwiseXor,
+  ShiftLeft,  ///< a << b; 0 when b < 0 or b >= bits
+  ShiftRight, ///< arithmetic (logical for unsigned); sign fill when b < 0 or b >= bits
+  Eq, Ne, Lt, Le, Gt, Ge, ///< -> DT_BOOL; IEEE: any comparison with NaN is false but ne
+  // Selection: inputs (cond DT_BOOL, a, b), all broadcast.
+  Where, ///< cond ? a : b
   // Creation and movement.
   Full,     ///< every element of the output = `scalar` (cast to the output dtype)
   Assemble, ///< writes inputs[0] into outputs[0]'s window (a View value) — PyPTO `assemble`
@@ -79,12 +113,13 @@ enum class OpKind : uint8_t {
   ShmemWaitUntil, ///< per tile of the view: block until own slot (row `pe`) `cmp` `signal`
   ShmemClearData, ///< zero a view of the local data window
   Nop,            ///< joins preds into one token, as PyPTO `experimental.nop`
+  ShmemClearSignal, ///< zero this PE's whole signal array of a shmem tensor
   // Structured control flow.
   Loop, ///< for (idx = start; idx < stop; idx += step) body — traced once, not unrolled
 };
 
 /// Families used by codegen and the verifier.
-enum class OpFamily : uint8_t { Unary, Binary, Reduce, Create, Move, Shmem, Control };
+enum class OpFamily : uint8_t { Unary, Binary, Select, Reduce, Create, Move, Shmem, Control };
 
 struct OpInfo {
   const char *name; ///< as the user spells it (`add`, `shmem_put`)
@@ -157,13 +192,19 @@ struct ShmemInfo {
   int64_t data_bytes = 0;          ///< rounded up to 512 B, as PyPTO
   int64_t signal_offset_bytes = 0; ///< in the group's heap
   int64_t max_tile_num = 1;        ///< the largest total_tile_num of its signal ops
+  /// The slot geometry every signal/wait on this tensor must share (reference §6.3: a signal and
+  /// its wait address the same slot only with the same view shape and tile).
+  std::vector<int64_t> slot_view, slot_tile;
+  std::string slot_where; ///< "file:line" of the first signal/wait, for messages
   int64_t signal_bytes = 0;        ///< n_pes * 8 * max_tile_num int32, rounded up to 512 B
 };
 
 struct Group {
   std::string name;
   int n_pes = 0;
-  int64_t heap_bytes = 0; ///< set by layout_shmem
+  int64_t heap_bytes = 0;   ///< set by layout_shmem
+  uint64_t layout_hash = 0; ///< set by layout_shmem: the group's shmem tensors (dtype, shape,
+                            ///< offsets); every PE of the group must present the same one
 };
 
 /// A kernel parameter that is a compile-time constant (printed, part of the cache key).
@@ -173,6 +214,7 @@ struct ConstParam {
 
 struct Program {
   std::string name;
+  uint64_t trace_id = 0; ///< unique per trace in the process (tensors remember it)
   std::vector<Value> values;
   std::vector<Op> body;
   std::vector<ValueId> params;       ///< tensor parameters, in order

@@ -6,7 +6,9 @@
 #include "pto/ir/program.h"
 #include "pto/tensor.h"
 
+#include <map>
 #include <source_location>
+#include <string>
 #include <vector>
 
 namespace pto::ir {
@@ -37,6 +39,10 @@ public:
   int current_region() const { return regions_.back(); }
 
   TileShape vec_tile;
+  /// Set by pto::jit before tracing: the number of PEs running the kernel and the sizes of the
+  /// groups the runtime knows, so that collectives can unroll their PE loops at trace time.
+  int world_n_pes = 1;
+  std::map<std::string, int> known_groups;
   /// Group table: index of `group`, registering it (checks name length and n_pes).
   int group_index(const std::string &group, int n_pes, const char *op,
                   const std::source_location &loc);

@@ -49,18 +49,19 @@ int32_t pto_rt_my_pe(pto_ctx *ctx, int32_t group);
 /// Number of PEs in `group`.
 int32_t pto_rt_n_pes(pto_ctx *ctx, int32_t group);
 
-/// Collective entry of a kernel that uses shmem tensors. Every PE of the world calls it with the
-/// same `kernel_hash`; the runtime (re)allocates and zeroes every group's symmetric heap to
-/// `heap_bytes[g]` bytes (data and signals), then releases all PEs together. `group_n_pes[g]` is
-/// the n_pes the group was created with; `group_names[g]` its name for messages (may be NULL,
-/// then groups are called "group 0", "group 1", ...). Every group must span the whole world for
-/// now. Errors (DistributedError): a group whose n_pes differs from the world's, PEs that launched
-/// different kernels or asked for different heap sizes, a heap that cannot be allocated, a PE
-/// that returned without entering; DeadlockError if a PE never arrives within the timeout.
-int32_t pto_rt_kernel_enter(pto_ctx *ctx, uint64_t kernel_hash, int32_t n_groups,
+/// Collective entry of a kernel that uses shmem tensors. `group_names[g]` names the kernel's
+/// group g (a group made by World::create_group, or one spanning the whole world), whose size
+/// must be `group_n_pes[g]` and whose members include this PE. For each group, in name order,
+/// its members meet: they must propose the same `group_hash[g]` (the layout of the group's shmem
+/// tensors) and heap size; the group's symmetric heap is (re)allocated to `heap_bytes[g]` bytes
+/// (data and signals) and zeroed, then the members are released together. Errors: unknown
+/// group, n_pes mismatch, a PE outside the group, different layouts (DistributedError); a member
+/// that never arrives (DeadlockError after twice the deadlock timeout).
+int32_t pto_rt_kernel_enter(pto_ctx *ctx, const uint64_t *group_hash, int32_t n_groups,
                             const int64_t *heap_bytes, const int32_t *group_n_pes,
                             const char *const *group_names);
-/// Collective exit: no PE leaves until every PE has finished with the heaps. Errors as the
+/// Collective exit: for each group (in name order) no member leaves until every member has
+/// finished with the group's heap. Errors as the
 /// entry barrier (another PE failed, a PE returned early, DeadlockError after the timeout).
 int32_t pto_rt_kernel_exit(pto_ctx *ctx);
 

@@ -4,6 +4,7 @@
 
 #include "pto/runtime/abi.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,5 +29,7 @@ void end_call(pto_ctx *ctx);
 int my_pe(const pto_ctx *ctx);
 /// Number of PEs in the world of `ctx`.
 int n_pes(const pto_ctx *ctx);
+/// The groups created in the world of `ctx` (World::create_group), as name -> number of PEs.
+std::map<std::string, int> group_sizes(const pto_ctx *ctx);
 
 } // namespace pto::runtime

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace pto::runtime {
 
@@ -49,6 +51,14 @@ public:
   const char *backend_name() const;
   /// The context of PE `pe` in [0, n_pes()) (tests and backends; kernels use current_ctx()).
   pto_ctx *context(int pe);
+
+  /// Declares communication group `name` whose group-local PE i is world PE `pes[i]` (as an
+  /// HCCL communicator). Kernels name groups in create_shmem_tensor; a name that was never
+  /// created here stands for the whole world (its n_pes must then equal n_pes()). Any number of
+  /// groups; a PE may belong to several. Creating an existing group again with the same PEs is
+  /// a no-op. Throws pto::DistributedError for a name outside 1-127 bytes, no PEs, a PE out of
+  /// range or repeated, a different member list for an existing name, or a running world.
+  void create_group(const std::string &name, const std::vector<int> &pes);
 
   /// Runs `fn(pe)` on every PE concurrently (SPMD) and returns when all have returned. Inside
   /// `fn`, current_ctx() is that PE's context, so kernels called there run as that PE.

@@ -1,0 +1,409 @@
+// collectives.cpp - Collectives written with the shmem primitives (see collectives.h). Each one
+// reads like its PyPTO original (reference §7): puts into symmetric tensors, signals, waits,
+// gets. Loops over PEs are C++ loops, unrolled at trace time.
+#include "pto/collectives.h"
+
+#include "pto/ir/recorder.h"
+#include "pto/ops.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+
+namespace pto::distributed {
+
+namespace {
+
+using SrcLoc = std::source_location;
+
+/// Collectives move whole blocks: they trace with a vec tile covering the block (one runtime
+/// call per put, one signal slot per block) and restore the caller's tile afterwards.
+class WholeTile {
+public:
+  WholeTile(const std::vector<int64_t> &shape, const SrcLoc &loc)
+      : r_(ir::Recorder::current("collective", loc)), saved_(r_.vec_tile) {
+    r_.vec_tile.vec = shape;
+  }
+  ~WholeTile() { r_.vec_tile = saved_; }
+
+private:
+  ir::Recorder &r_;
+  ir::TileShape saved_;
+};
+
+/// x's static shape; collectives need concrete dims (rank 2-4).
+std::vector<int64_t> static_shape(const Tensor &x, const char *op, const SrcLoc &loc) {
+  if (x.is_empty())
+    throw ShapeError(loc, op, "input tensor is empty");
+  if (x.dim() < 2 || x.dim() > 4)
+    throw ShapeError(loc, op, fmt::format("input rank must be 2 to 4, got {}", x.dim()));
+  std::vector<int64_t> s;
+  for (auto &d : x.shape()) {
+    if (!d.is_concrete())
+      throw ShapeError(loc, op,
+                       "input dims must be static, got " + str(x.shape()) +
+                           "; view a static block with a valid_shape first");
+    s.push_back(d.concrete());
+  }
+  return s;
+}
+
+std::vector<SymbolicScalar> zeros_at(size_t rank) {
+  return std::vector<SymbolicScalar>(rank, SymbolicScalar(0));
+}
+/// Offsets of row `row` (dim 0), zero elsewhere.
+std::vector<SymbolicScalar> at_row(const SymbolicScalar &row, size_t rank) {
+  auto o = zeros_at(rank);
+  o[0] = row;
+  return o;
+}
+std::vector<int64_t> with_rows(std::vector<int64_t> shape, int64_t rows) {
+  shape[0] = rows;
+  return shape;
+}
+std::vector<SymbolicScalar> sym(const std::vector<int64_t> &v) {
+  return {v.begin(), v.end()};
+}
+
+/// `v[me]` for a run-time `me`, as a chain of selects (v is known at trace time).
+SymbolicScalar pick(const std::vector<int64_t> &v, const SymbolicScalar &me) {
+  SymbolicScalar out(v.back());
+  for (size_t i = v.size() - 1; i-- > 0;)
+    out = ternary(me == static_cast<int64_t>(i), v[i], out);
+  return out;
+}
+
+Tensor combine(Reduction op, const Tensor &a, const Tensor &b, const SrcLoc &loc) {
+  switch (op) {
+  case Reduction::SUM: return add(a, b, loc);
+  case Reduction::MAX: return maximum(a, b, loc);
+  case Reduction::MIN: return minimum(a, b, loc);
+  case Reduction::PROD: return mul(a, b, loc);
+  }
+  return a;
+}
+
+/// Start-of-collective barrier (see collectives.h): every PE has finished reading the previous
+/// use of this call's buffers before anyone writes them again.
+Tensor entry_barrier(const std::string &group, int n, std::vector<Tensor> pred,
+                     const SrcLoc &loc) {
+  auto sig = create_shmem_signal(group, n, loc);
+  return shmem_barrier_all(sig, {.pred = std::move(pred)}, loc);
+}
+
+/// Gathers every PE's `x` into a [n*R, ...] buffer on every PE and returns one local tensor per
+/// source PE (the blocks, in PE order). `rows_of(p)`/`at_of(p)` pick which rows of x go to PE p
+/// (all of x by default).
+struct Gathered {
+  ShmemTensor buf;
+  std::vector<Tensor> blocks;
+  Tensor done; ///< joins the waits
+};
+Gathered gather_blocks(const Tensor &x, const std::vector<int64_t> &shape,
+                       const std::string &group, int n, const Tensor &start,
+                       const std::function<Tensor(int p)> &send_block, const SrcLoc &loc) {
+  size_t rank = shape.size();
+  int64_t rows = shape[0];
+  Gathered g;
+  g.buf = create_shmem_tensor(group, n, x.dtype(), with_rows(shape, n * rows), loc);
+  auto me = my_symbolic_pe(group, loc);
+  for (int p = 0; p < n; ++p) {
+    auto put = shmem_put(send_block(p), at_row(me * rows, rank), g.buf, p, {.pred = {start}}, loc);
+    auto mine = shmem_view(g.buf, shape, at_row(me * rows, rank), {}, loc);
+    shmem_signal(mine, p, 1, p, {.pred = {put}}, loc);
+  }
+  std::vector<Tensor> waits;
+  for (int q = 0; q < n; ++q) {
+    auto theirs = shmem_view(g.buf, shape, at_row(q * rows, rank), {}, loc);
+    auto w = shmem_wait_until(theirs, me, 1, {.clear_signal = true, .pred = {start}}, loc);
+    waits.push_back(w);
+    g.blocks.push_back(shmem_get(theirs, me, {.pred = {w}}, loc));
+  }
+  g.done = nop(waits, loc);
+  return g;
+}
+
+Tensor reduce_blocks(Reduction op, const std::vector<Tensor> &blocks, const SrcLoc &loc) {
+  Tensor acc = blocks[0];
+  for (size_t p = 1; p < blocks.size(); ++p) // PE order: the same result on every PE
+    acc = combine(op, acc, blocks[p], loc);
+  return acc;
+}
+
+/// Accumulation dtype of ADD-based sums: fp16/bf16 ADD into fp32 data (no double rounding).
+DataType sum_dtype(DataType dt) { return dt == DT_FP16 || dt == DT_BF16 ? DT_FP32 : dt; }
+
+/// One-shot sum: ADD-put x into every PE, count arrivals in one slot (reference §7.4).
+Tensor one_shot_sum(const Tensor &x, const std::vector<int64_t> &shape, const std::string &group,
+                    int n, const Tensor &start_pred, const SrcLoc &loc) {
+  size_t rank = shape.size();
+  auto acc = create_shmem_tensor(group, n, sum_dtype(x.dtype()), shape, loc);
+  auto me = my_symbolic_pe(group, loc);
+  auto cleared = shmem_clear_data(acc, {.pred = {start_pred}}, loc);
+  auto start = entry_barrier(group, n, {cleared}, loc);
+  for (int p = 0; p < n; ++p) {
+    auto put = shmem_put(x, zeros_at(rank), acc, p,
+                         {.put_op = AtomicType::ADD, .pred = {start}}, loc);
+    shmem_signal(acc, p, 1, p, {.sig_op = AtomicType::ADD, .pred = {put}}, loc);
+  }
+  auto ready = shmem_wait_until(acc, me, n, {.clear_signal = true, .pred = {start}}, loc);
+  auto view = shmem_view(acc, shape, zeros_at(rank), {.valid_shape = x.valid_shape()}, loc);
+  return shmem_get(view, me, {.pred = {ready}, .dtype = x.dtype()}, loc);
+}
+
+/// Reduce-scatter by row blocks of B = ceil(R/n): PE p ends with the reduction of rows
+/// [p*B, min((p+1)*B, R)) as a [B, ...] tensor with that many valid rows.
+Tensor scatter_reduce(const Tensor &x, Reduction op, const std::vector<int64_t> &shape,
+                      const std::string &group, int n, const Tensor &start_pred,
+                      const SrcLoc &loc) {
+  size_t rank = shape.size();
+  int64_t R = shape[0], B = (R + n - 1) / n;
+  auto block_shape = with_rows(shape, B);
+  auto me = my_symbolic_pe(group, loc);
+  auto my_rows = min(max(SymbolicScalar(R) - me * B, 0), B);
+  std::vector<SymbolicScalar> my_valid = sym(block_shape);
+  my_valid[0] = my_rows;
+  // The rows of x that go to PE p (a view with a static shape; an empty block sends nothing).
+  auto rows_for = [&](int p) { return std::max<int64_t>(0, std::min(B, R - p * B)); };
+  if (op == Reduction::SUM) {
+    auto acc = create_shmem_tensor(group, n, sum_dtype(x.dtype()), block_shape, loc);
+    auto cleared = shmem_clear_data(acc, {.pred = {start_pred}}, loc);
+    auto start = entry_barrier(group, n, {cleared}, loc);
+    for (int p = 0; p < n; ++p) {
+      Tensor tok = start;
+      if (int64_t rows = rows_for(p); rows > 0) {
+        auto part = view(x, with_rows(shape, rows), at_row(p * B, rank), {}, loc);
+        tok = shmem_put(part, zeros_at(rank), acc, p, {.put_op = AtomicType::ADD, .pred = {start}},
+                        loc);
+      }
+      shmem_signal(acc, p, 1, p, {.sig_op = AtomicType::ADD, .pred = {tok}}, loc);
+    }
+    auto ready = shmem_wait_until(acc, me, n, {.clear_signal = true, .pred = {start}}, loc);
+    auto mine = shmem_view(acc, block_shape, zeros_at(rank), {.valid_shape = my_valid}, loc);
+    return shmem_get(mine, me, {.pred = {ready}, .dtype = x.dtype()}, loc);
+  }
+  // max / min / prod: gather block p of every PE on PE p, then reduce locally.
+  auto start = entry_barrier(group, n, {start_pred}, loc);
+  auto g = gather_blocks(
+      x, block_shape, group, n, start,
+      [&](int p) {
+        int64_t rows = std::max<int64_t>(1, rows_for(p));
+        // A PE past the end sends a 1-row block whose valid rows are 0 (nothing is copied).
+        std::vector<SymbolicScalar> valid = sym(with_rows(shape, rows));
+        valid[0] = rows_for(p);
+        int64_t off = std::min(p * B, R - rows);
+        return view(x, with_rows(shape, rows), at_row(off, rank), {.valid_shape = valid}, loc);
+      },
+      loc);
+  Tensor r = reduce_blocks(op, g.blocks, loc);
+  return view(r, block_shape, zeros_at(rank), {.valid_shape = my_valid}, loc);
+}
+
+/// Allgather of [B, ...] blocks (one per PE, `valid` rows each) into [n*B, ...], then the first
+/// `rows` rows of it.
+Tensor gather_rows(const Tensor &block, const std::vector<int64_t> &block_shape, int64_t rows,
+                   const std::string &group, int n, std::vector<Tensor> pred, const SrcLoc &loc) {
+  size_t rank = block_shape.size();
+  pred.push_back(block);
+  auto start = entry_barrier(group, n, pred, loc);
+  auto g = gather_blocks(block, block_shape, group, n, start, [&](int) { return block; }, loc);
+  auto me = my_symbolic_pe(group, loc);
+  auto all = shmem_view(g.buf, with_rows(block_shape, rows), zeros_at(rank), {}, loc);
+  return shmem_get(all, me, {.pred = {g.done}}, loc);
+}
+
+} // namespace
+
+Reduction parse_reduction(const std::string &s) {
+  if (s == "sum")
+    return Reduction::SUM;
+  if (s == "max")
+    return Reduction::MAX;
+  if (s == "min")
+    return Reduction::MIN;
+  if (s == "prod")
+    return Reduction::PROD;
+  throw Error("<args>", "reduction", "expected sum, max, min or prod, got '" + s + "'");
+}
+
+const char *name(Reduction r) {
+  switch (r) {
+  case Reduction::SUM: return "sum";
+  case Reduction::MAX: return "max";
+  case Reduction::MIN: return "min";
+  case Reduction::PROD: return "prod";
+  }
+  return "?";
+}
+
+int n_pes(const std::string &group, SrcLoc loc) {
+  auto &r = ir::Recorder::current("n_pes", loc);
+  if (auto it = r.known_groups.find(group); it != r.known_groups.end())
+    return it->second;
+  return r.world_n_pes;
+}
+
+Tensor allreduce(const Tensor &x, Reduction op, AllreduceOptions opts, SrcLoc loc) {
+  auto shape = static_shape(x, "allreduce", loc);
+  if (opts.fusion < 0 || opts.fusion > 2)
+    throw Error(loc, "allreduce", fmt::format("fusion must be 0, 1 or 2, got {}", opts.fusion));
+  int n = n_pes(opts.group, loc);
+  WholeTile tile(shape, loc);
+  Tensor start = opts.pred.empty() ? x : nop(opts.pred, loc);
+  int64_t bytes = bytes_of(x.dtype());
+  for (auto d : shape)
+    bytes *= d;
+  AllreduceAlgorithm algo = opts.algorithm;
+  if (algo == AllreduceAlgorithm::AUTO)
+    algo = bytes <= 64 * 1024 || shape[0] < n ? AllreduceAlgorithm::ONE_SHOT
+                                              : AllreduceAlgorithm::TWO_SHOT;
+  if (algo == AllreduceAlgorithm::ONE_SHOT) {
+    if (op == Reduction::SUM)
+      return one_shot_sum(x, shape, opts.group, n, start, loc);
+    auto begin = entry_barrier(opts.group, n, {start}, loc);
+    auto g = gather_blocks(x, shape, opts.group, n, begin, [&](int) { return x; }, loc);
+    return view(reduce_blocks(op, g.blocks, loc), shape, zeros_at(shape.size()),
+                {.valid_shape = x.valid_shape()}, loc);
+  }
+  // Two-shot: reduce-scatter, then allgather of the reduced blocks (reference §7.4).
+  int64_t B = (shape[0] + n - 1) / n;
+  Tensor mine = scatter_reduce(x, op, shape, opts.group, n, start, loc);
+  return gather_rows(mine, with_rows(shape, B), shape[0], opts.group, n, {}, loc);
+}
+
+Tensor allgather(const Tensor &x, CollectiveOptions opts, SrcLoc loc) {
+  auto shape = static_shape(x, "allgather", loc);
+  int n = n_pes(opts.group, loc);
+  WholeTile tile(shape, loc);
+  return gather_rows(x, shape, n * shape[0], opts.group, n, opts.pred, loc);
+}
+
+Tensor reduce_scatter(const Tensor &x, Reduction op, CollectiveOptions opts, SrcLoc loc) {
+  auto shape = static_shape(x, "reduce_scatter", loc);
+  int n = n_pes(opts.group, loc);
+  WholeTile tile(shape, loc);
+  Tensor start = opts.pred.empty() ? x : nop(opts.pred, loc);
+  return scatter_reduce(x, op, shape, opts.group, n, start, loc);
+}
+
+Tensor broadcast(const Tensor &x, int root, CollectiveOptions opts, SrcLoc loc) {
+  auto shape = static_shape(x, "broadcast", loc);
+  int n = n_pes(opts.group, loc);
+  if (root < 0 || root >= n)
+    throw DistributedError(loc, "broadcast",
+                           fmt::format("root {} is out of range [0, {}) for group '{}'", root, n,
+                                       opts.group));
+  WholeTile tile(shape, loc);
+  size_t rank = shape.size();
+  // Pull-based: every PE publishes its x in its own window; after a barrier all read root's.
+  auto buf = create_shmem_tensor(opts.group, n, x.dtype(), shape, loc);
+  auto me = my_symbolic_pe(opts.group, loc);
+  std::vector<Tensor> pred = opts.pred;
+  pred.push_back(x);
+  auto start = entry_barrier(opts.group, n, pred, loc);
+  auto put = shmem_put(x, zeros_at(rank), buf, me, {.pred = {start}}, loc);
+  auto ready = entry_barrier(opts.group, n, {put}, loc);
+  auto view = shmem_view(buf, shape, zeros_at(rank), {.valid_shape = x.valid_shape()}, loc);
+  return shmem_get(view, root, {.pred = {ready}}, loc);
+}
+
+Tensor all_to_all(const Tensor &x, const std::vector<std::vector<int64_t>> &counts,
+                  CollectiveOptions opts, SrcLoc loc) {
+  auto shape = static_shape(x, "all_to_all", loc);
+  int n = n_pes(opts.group, loc);
+  size_t rank = shape.size();
+  if (counts.size() != static_cast<size_t>(n))
+    throw ShapeError(loc, "all_to_all",
+                     fmt::format("counts must be {} x {} (n_pes x n_pes), got {} rows", n, n,
+                                 counts.size()));
+  std::vector<int64_t> sent(static_cast<size_t>(n), 0), recv(static_cast<size_t>(n), 0);
+  int64_t max_block = 1;
+  for (int i = 0; i < n; ++i) {
+    if (counts[static_cast<size_t>(i)].size() != static_cast<size_t>(n))
+      throw ShapeError(loc, "all_to_all",
+                       fmt::format("counts row {} has {} entries, expected {}", i,
+                                   counts[static_cast<size_t>(i)].size(), n));
+    for (int j = 0; j < n; ++j) {
+      int64_t c = counts[static_cast<size_t>(i)][static_cast<size_t>(j)];
+      if (c < 0)
+        throw ShapeError(loc, "all_to_all", fmt::format("counts[{}][{}] = {} is negative", i, j, c));
+      sent[static_cast<size_t>(i)] += c;
+      recv[static_cast<size_t>(j)] += c;
+      max_block = std::max(max_block, c);
+    }
+  }
+  for (int i = 0; i < n; ++i)
+    if (sent[static_cast<size_t>(i)] > shape[0])
+      throw ShapeError(loc, "all_to_all",
+                       fmt::format("PE {} sends {} rows but x has {}", i, sent[static_cast<size_t>(i)],
+                                   shape[0]));
+  int64_t out_rows = std::max<int64_t>(1, *std::max_element(recv.begin(), recv.end()));
+  // The buffer has a block of slack so a max-size window at any receive offset stays inside it
+  // (only the valid rows are copied).
+  auto out_shape = with_rows(shape, out_rows + max_block);
+  WholeTile tile(with_rows(shape, max_block), loc);
+  auto buf = create_shmem_tensor(opts.group, n, x.dtype(), out_shape, loc);
+  auto me = my_symbolic_pe(opts.group, loc);
+  std::vector<Tensor> pred = opts.pred;
+  pred.push_back(x);
+  auto start = entry_barrier(opts.group, n, pred, loc);
+  auto block = with_rows(shape, max_block);
+  for (int p = 0; p < n; ++p) {
+    // What I send to p: counts[me][p] rows at sum_{k<p} counts[me][k] of x; they land on p at
+    // sum_{k<me} counts[k][p].
+    std::vector<int64_t> cnt(static_cast<size_t>(n)), send_off(static_cast<size_t>(n)),
+        recv_off(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      cnt[static_cast<size_t>(i)] = counts[static_cast<size_t>(i)][static_cast<size_t>(p)];
+      int64_t so = 0, ro = 0;
+      for (int k = 0; k < p; ++k)
+        so += counts[static_cast<size_t>(i)][static_cast<size_t>(k)];
+      for (int k = 0; k < i; ++k)
+        ro += counts[static_cast<size_t>(k)][static_cast<size_t>(p)];
+      send_off[static_cast<size_t>(i)] = so;
+      recv_off[static_cast<size_t>(i)] = ro;
+    }
+    auto valid = sym(block);
+    valid[0] = pick(cnt, me);
+    auto exact = view(x, block, at_row(pick(send_off, me), rank), {.valid_shape = valid}, loc);
+    auto put = shmem_put(exact, at_row(pick(recv_off, me), rank), buf, p, {.pred = {start}}, loc);
+    shmem_signal(buf, p, 1, p, {.sig_op = AtomicType::ADD, .pred = {put}}, loc);
+  }
+  auto ready = shmem_wait_until(buf, me, n, {.clear_signal = true, .pred = {start}}, loc);
+  auto valid = sym(with_rows(shape, out_rows));
+  valid[0] = pick(recv, me);
+  auto all = shmem_view(buf, with_rows(shape, out_rows), zeros_at(rank), {.valid_shape = valid},
+                        loc);
+  return shmem_get(all, me, {.pred = {ready}}, loc);
+}
+
+Tensor all_to_all(const Tensor &x, CollectiveOptions opts, SrcLoc loc) {
+  auto shape = static_shape(x, "all_to_all", loc);
+  int n = n_pes(opts.group, loc);
+  if (shape[0] % n != 0)
+    throw ShapeError(loc, "all_to_all",
+                     fmt::format("x has {} rows, not a multiple of n_pes {}; pass counts for "
+                                 "unequal blocks",
+                                 shape[0], n));
+  int64_t B = shape[0] / n;
+  std::vector<std::vector<int64_t>> counts(static_cast<size_t>(n),
+                                           std::vector<int64_t>(static_cast<size_t>(n), B));
+  return all_to_all(x, counts, std::move(opts), loc);
+}
+
+Tensor barrier(CollectiveOptions opts, SrcLoc loc) {
+  int n = n_pes(opts.group, loc);
+  return entry_barrier(opts.group, n, opts.pred, loc);
+}
+
+Tensor shmem_reset(const ShmemTensor &t, const ShmemTensor &signal, std::vector<Tensor> pred,
+                   SrcLoc loc) {
+  auto b1 = shmem_barrier_all(signal, {.pred = std::move(pred)}, loc);
+  auto data = shmem_clear_data(t, {.pred = {b1}}, loc);
+  auto sig = shmem_clear_signal(t, {.pred = {b1}}, loc);
+  auto joined = nop({data, sig}, loc);
+  return shmem_barrier_all(signal, {.pred = {joined}}, loc);
+}
+
+} // namespace pto::distributed
