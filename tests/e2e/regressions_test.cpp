@@ -1,0 +1,132 @@
+// regressions_test.cpp - Cases a reviewer found wrong once; each compares with plain arithmetic
+// (or expects the exact error type) in both run modes.
+#include "pto/pto.h"
+#include "pto/runtime/world.h"
+#include "support/support.h"
+
+#include <doctest/doctest.h>
+
+namespace dist = pto::distributed;
+using doctest::Contains;
+
+TEST_CASE("a full() of [1, C] broadcast over rows adds to every column") {
+  for (auto mode : support::run_modes()) {
+    CAPTURE(support::mode_name(mode));
+    auto k = pto::jit(
+        "full_bcast",
+        [](pto::Tensor x, pto::Tensor y) {
+          pto::set_vec_tile_shapes(4, 8);
+          pto::assemble(x + pto::full({1, 13}, 0.1, pto::DT_FP32), {0, 0}, y);
+        },
+        support::opts(mode));
+    pto::HostTensor x(pto::DT_FP32, {5, 13}), y(pto::DT_FP32, {5, 13});
+    for (int64_t i = 0; i < x.numel(); ++i)
+      x.set(i, 0.01 * static_cast<double>(i));
+    k(x, y);
+    for (int64_t i = 0; i < x.numel(); ++i)
+      REQUIRE(y.get(i) == static_cast<double>(static_cast<float>(0.01 * static_cast<double>(i)) +
+                                              0.1f));
+  }
+}
+
+TEST_CASE("a put whose run-time offset leaves the shmem tensor is a DistributedError") {
+  for (auto mode : support::run_modes()) {
+    CAPTURE(support::mode_name(mode));
+    auto k = pto::jit(
+        "put_oob",
+        [](pto::Tensor x) {
+          pto::set_vec_tile_shapes(4, 8);
+          auto s = dist::create_shmem_tensor("g", 1, pto::DT_FP32, {4, 8});
+          for (auto i : pto::loop(0, 4))
+            dist::shmem_put(x, {i, 0}, s, 0); // rows i..i+3: out of bounds from i = 1
+        },
+        support::opts(mode));
+    pto::HostTensor x(pto::DT_FP32, {4, 8});
+    CHECK_THROWS_WITH_AS(k(x), Contains("out of bounds"), pto::DistributedError);
+  }
+}
+
+TEST_CASE("a DYNAMIC input assembles into a DYNAMIC output of the same size") {
+  for (auto mode : support::run_modes()) {
+    CAPTURE(support::mode_name(mode));
+    auto k = pto::jit(
+        "dyn_assemble",
+        [](pto::Tensor x, pto::Tensor y) {
+          pto::set_vec_tile_shapes(4, 8);
+          pto::assemble(x + 1.0, {0, 0}, y);
+        },
+        support::opts(mode, {{{pto::DYNAMIC, 8}}, {{pto::DYNAMIC, 8}}}));
+    for (int64_t rows : {4, 11}) {
+      pto::HostTensor x(pto::DT_FP32, {rows, 8}), y(pto::DT_FP32, {rows, 8});
+      x.fill(2.0);
+      k(x, y);
+      for (int64_t i = 0; i < y.numel(); ++i)
+        REQUIRE(y.get(i) == 3.0);
+    }
+    CHECK(k.stats().traces == 1);
+    // An output shorter than the input is caught at run time, before any write.
+    pto::HostTensor x(pto::DT_FP32, {6, 8}), y(pto::DT_FP32, {5, 8});
+    CHECK_THROWS_AS(k(x, y), pto::ShapeError);
+  }
+}
+
+TEST_CASE("a tensor kept from another kernel's trace is a ShapeError, not a crash") {
+  pto::Tensor keep;
+  auto k2 = pto::jit("keeps", [&](pto::Tensor x, pto::Tensor y) {
+    pto::set_vec_tile_shapes(4, 8);
+    keep = x * 100.0;
+    pto::assemble(x, {0, 0}, y);
+  });
+  auto k3 = pto::jit("uses", [&](pto::Tensor x, pto::Tensor y) {
+    pto::set_vec_tile_shapes(4, 8);
+    pto::assemble(keep + x, {0, 0}, y);
+  });
+  pto::HostTensor a(pto::DT_FP32, {4, 8}), b(pto::DT_FP32, {4, 8});
+  k2(a, b);
+  CHECK_THROWS_WITH_AS(k3(a, b), Contains("another kernel's trace"), pto::ShapeError);
+  CHECK_THROWS_AS((void)keep.dtype(), pto::ShapeError); // outside any trace
+}
+
+TEST_CASE("argument errors name the caller's line") {
+  auto k = pto::jit(
+      "typed",
+      [](pto::Tensor x, pto::Tensor y) {
+        pto::set_vec_tile_shapes(4, 8);
+        pto::assemble(x, {0, 0}, y);
+      },
+      {.specs = {{{4, 8}, pto::DT_FP32}}});
+  pto::HostTensor i(pto::DT_INT32, {4, 8}), f(pto::DT_FP32, {4, 8}), wide(pto::DT_FP32, {4, 9});
+  CHECK_THROWS_WITH_AS(k(i, i), Contains("regressions_test.cpp:"), pto::ArgumentError);
+  CHECK_THROWS_WITH_AS(k(wide, f), Contains("regressions_test.cpp:"), pto::ArgumentError);
+}
+
+TEST_CASE("fp16 tensor plus a float scalar: the scalar is rounded to fp16 once, in both modes") {
+  // fp16(0.35) + fp16(0.3) = 0.650146484375 exactly, a tie between two fp16 values;
+  // round-to-nearest-even picks 0.65039062 (mantissa even).
+  std::vector<double> got;
+  for (auto mode : support::run_modes()) {
+    auto k = pto::jit(
+        "half_scalar",
+        [](pto::Tensor x, pto::Tensor y) {
+          pto::set_vec_tile_shapes(1, 16);
+          pto::assemble(x + 0.3, {0, 0}, y);
+        },
+        support::opts(mode));
+    pto::HostTensor x(pto::DT_FP16, {1, 16}), y(pto::DT_FP16, {1, 16});
+    x.fill(0.35);
+    k(x, y);
+    got.push_back(y.get(0));
+  }
+  for (double g : got)
+    CHECK(g == 0.650390625);
+}
+
+TEST_CASE("a group's n_pes is checked against the running PEs at trace time") {
+  auto k = pto::jit("grp", [](pto::Tensor x) {
+    pto::set_vec_tile_shapes(2, 8);
+    auto s = dist::create_shmem_tensor("g", 2, pto::DT_FP32, {2, 8});
+    dist::shmem_put(x, {0, 0}, s, 0);
+  });
+  pto::HostTensor x(pto::DT_FP32, {2, 8});
+  CHECK_THROWS_WITH_AS(k(x), Contains("regressions_test.cpp:"), pto::DistributedError);
+}
