@@ -101,39 +101,6 @@ template <class S, class D> inline D convert(S s) {
     return from_int64<D>(to_int64(s));
 }
 
-/// Atomically adds `s` (converted) to `*p`, losing no concurrent update. Integers wrap;
-/// floats use a compare-exchange loop on the bit pattern; fp16/bf16 add in fp32 and round to
-/// nearest even. Not for Bool8 (callers reject ADD into bool). Relaxed: the signal that follows
-/// a put carries the ordering.
-template <class S, class D> inline void atomic_add(D *p, S s) {
-  if constexpr (std::is_same_v<D, F16> || std::is_same_v<D, BF16>) {
-    const float v = convert<S, float>(s);
-    std::atomic_ref<uint16_t> a(p->bits);
-    uint16_t old = a.load(std::memory_order_relaxed);
-    for (;;) {
-      uint16_t next;
-      if constexpr (std::is_same_v<D, F16>)
-        next = fp32_to_fp16(fp16_to_fp32(old) + v);
-      else
-        next = fp32_to_bf16(bf16_to_fp32(old) + v);
-      if (a.compare_exchange_weak(old, next, std::memory_order_relaxed))
-        return;
-    }
-  } else if constexpr (std::is_floating_point_v<D>) {
-    using Bits = std::conditional_t<sizeof(D) == 4, uint32_t, uint64_t>;
-    const D v = convert<S, D>(s);
-    std::atomic_ref<Bits> a(*reinterpret_cast<Bits *>(p));
-    Bits old = a.load(std::memory_order_relaxed);
-    for (;;) {
-      const Bits next = std::bit_cast<Bits>(D(std::bit_cast<D>(old) + v));
-      if (a.compare_exchange_weak(old, next, std::memory_order_relaxed))
-        return;
-    }
-  } else {
-    static_assert(std::is_integral_v<D>, "ADD into this dtype is not supported");
-    std::atomic_ref<D>(*p).fetch_add(convert<S, D>(s), std::memory_order_relaxed);
-  }
-}
 
 /// Calls `f(T{})` with T the element type of PyPTO dtype ordinal `dt`; false if unsupported.
 template <class F> inline bool with_element_type(int32_t dt, F &&f) {
