@@ -159,11 +159,22 @@ void finish_group(const ir::Program &p, FusedGroup &g,
   }
 }
 
-void collect_users(const std::vector<Op> &ops, std::map<ValueId, std::vector<const Op *>> &users) {
+/// Who reads each value. An op that reads or writes through a view uses the viewed value too
+/// (so a value read only through views is still stored).
+void collect_users(const ir::Program &p, const std::vector<Op> &ops,
+                   std::map<ValueId, std::vector<const Op *>> &users) {
   for (const Op &op : ops) {
-    for (ValueId v : op.inputs)
+    auto note = [&](ValueId v) {
       users[v].push_back(&op);
-    collect_users(op.body, users);
+      if (p.value(v).kind == ir::ValueKind::View)
+        users[p.value(v).base].push_back(&op);
+    };
+    for (ValueId v : op.inputs)
+      note(v);
+    for (ValueId v : op.outputs)
+      if (p.value(v).kind == ir::ValueKind::View) // assemble writes into a view's base
+        users[p.value(v).base].push_back(&op);
+    collect_users(p, op.body, users);
   }
 }
 
@@ -195,7 +206,7 @@ void plan_region(const ir::Program &p, const std::vector<Op> &ops, FusionPlan &p
 FusionPlan plan_fusion(const ir::Program &p) {
   FusionPlan plan;
   std::map<ValueId, std::vector<const Op *>> users;
-  collect_users(p.body, users);
+  collect_users(p, p.body, users);
   plan_region(p, p.body, plan, users);
   for (auto &g : plan.groups) {
     finish_group(p, g, users);

@@ -66,6 +66,12 @@ std::vector<SymbolicScalar> sym(const std::vector<int64_t> &v) {
   return {v.begin(), v.end()};
 }
 
+/// This PE's number in `group` (registering the group with its size first).
+SymbolicScalar me_in(const std::string &group, int n, const SrcLoc &loc) {
+  ir::Recorder::current("collective", loc).group_index(group, n, "collective", loc);
+  return my_symbolic_pe(group, loc);
+}
+
 /// `v[me]` for a run-time `me`, as a chain of selects (v is known at trace time).
 SymbolicScalar pick(const std::vector<int64_t> &v, const SymbolicScalar &me) {
   SymbolicScalar out(v.back());
@@ -107,7 +113,7 @@ Gathered gather_blocks(const Tensor &x, const std::vector<int64_t> &shape,
   int64_t rows = shape[0];
   Gathered g;
   g.buf = create_shmem_tensor(group, n, x.dtype(), with_rows(shape, n * rows), loc);
-  auto me = my_symbolic_pe(group, loc);
+  auto me = me_in(group, n, loc);
   for (int p = 0; p < n; ++p) {
     auto put = shmem_put(send_block(p), at_row(me * rows, rank), g.buf, p, {.pred = {start}}, loc);
     auto mine = shmem_view(g.buf, shape, at_row(me * rows, rank), {}, loc);
@@ -139,7 +145,7 @@ Tensor one_shot_sum(const Tensor &x, const std::vector<int64_t> &shape, const st
                     int n, const Tensor &start_pred, const SrcLoc &loc) {
   size_t rank = shape.size();
   auto acc = create_shmem_tensor(group, n, sum_dtype(x.dtype()), shape, loc);
-  auto me = my_symbolic_pe(group, loc);
+  auto me = me_in(group, n, loc);
   auto cleared = shmem_clear_data(acc, {.pred = {start_pred}}, loc);
   auto start = entry_barrier(group, n, {cleared}, loc);
   for (int p = 0; p < n; ++p) {
@@ -160,7 +166,7 @@ Tensor scatter_reduce(const Tensor &x, Reduction op, const std::vector<int64_t> 
   size_t rank = shape.size();
   int64_t R = shape[0], B = (R + n - 1) / n;
   auto block_shape = with_rows(shape, B);
-  auto me = my_symbolic_pe(group, loc);
+  auto me = me_in(group, n, loc);
   auto my_rows = min(max(SymbolicScalar(R) - me * B, 0), B);
   std::vector<SymbolicScalar> my_valid = sym(block_shape);
   my_valid[0] = my_rows;
@@ -208,7 +214,7 @@ Tensor gather_rows(const Tensor &block, const std::vector<int64_t> &block_shape,
   pred.push_back(block);
   auto start = entry_barrier(group, n, pred, loc);
   auto g = gather_blocks(block, block_shape, group, n, start, [&](int) { return block; }, loc);
-  auto me = my_symbolic_pe(group, loc);
+  auto me = me_in(group, n, loc);
   auto all = shmem_view(g.buf, with_rows(block_shape, rows), zeros_at(rank), {}, loc);
   return shmem_get(all, me, {.pred = {g.done}}, loc);
 }
@@ -298,7 +304,7 @@ Tensor broadcast(const Tensor &x, int root, CollectiveOptions opts, SrcLoc loc) 
   size_t rank = shape.size();
   // Pull-based: every PE publishes its x in its own window; after a barrier all read root's.
   auto buf = create_shmem_tensor(opts.group, n, x.dtype(), shape, loc);
-  auto me = my_symbolic_pe(opts.group, loc);
+  auto me = me_in(opts.group, n, loc);
   std::vector<Tensor> pred = opts.pred;
   pred.push_back(x);
   auto start = entry_barrier(opts.group, n, pred, loc);
@@ -344,7 +350,7 @@ Tensor all_to_all(const Tensor &x, const std::vector<std::vector<int64_t>> &coun
   auto out_shape = with_rows(shape, out_rows + max_block);
   WholeTile tile(with_rows(shape, max_block), loc);
   auto buf = create_shmem_tensor(opts.group, n, x.dtype(), out_shape, loc);
-  auto me = my_symbolic_pe(opts.group, loc);
+  auto me = me_in(opts.group, n, loc);
   std::vector<Tensor> pred = opts.pred;
   pred.push_back(x);
   auto start = entry_barrier(opts.group, n, pred, loc);
