@@ -69,11 +69,8 @@ int main(int argc, char **argv) {
   sample::add_common_flags(app, f, {"fp32", "fp16", "bf16"});
   app.add_option("--rows", rows, "rows of each PE's input")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
   app.add_option("--cols", cols, "columns of each PE's input")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &e) {
-    return app.exit(e) == 0 ? 0 : 2; // --help exits 0; bad flags exit 2
-  }
+  if (int rc = sample::parse(app, argc, argv); rc >= 0)
+    return rc;
 
   try {
     pto::DataType dt = pto::parse_dtype(f.dtype);
@@ -87,6 +84,7 @@ int main(int argc, char **argv) {
     auto kernel = pto::jit("allreduce_softmax", allreduce_softmax,
                            {.run_mode = f.interpret ? pto::RunMode::Interpret : pto::RunMode::Jit});
     pto::runtime::World world(f.pes);
+    world.enable_trace(!f.trace.empty());
     auto t0 = std::chrono::steady_clock::now();
     world.run([&](int pe) { kernel(xs[static_cast<size_t>(pe)], ys[static_cast<size_t>(pe)], f.pes); });
     auto t1 = std::chrono::steady_clock::now();
@@ -98,6 +96,7 @@ int main(int argc, char **argv) {
     double run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t2).count();
     fmt::print("  compile {:.1f} ms (trace + {})   first call {:.1f} ms   run {:.2f} ms\n",
                compile_ms, f.interpret ? "interpreter setup" : "LLVM O3 + ORC", first_ms, run_ms);
+    sample::write_trace(world, f);
     if (!f.check)
       return 0;
     auto want = reference(xs, rows, cols);

@@ -196,7 +196,7 @@ void KernelCore::call(const std::vector<HostTensor *> &tensors,
     for (auto d : t->shape())
       dims.push_back(d);
   }
-  runtime::begin_call(ctx, &entry->exe->sites());
+  runtime::begin_call(ctx, &entry->exe->sites(), k.name.c_str());
   try {
     entry->exe->run(ctx, ptrs.data(), dims.data());
   } catch (...) {

@@ -175,8 +175,17 @@ LV *lower_unary_ext(VecMath &vm, const ir::Op &op, LV *x, DataType in_dt) {
     case OpKind::Sinh: return s10("sinh");
     case OpKind::Cosh: return s10("cosh");
     case OpKind::Tanh: return s10("tanh");
-    case OpKind::Asinh: return s10("asinh");
-    case OpKind::Acosh: return s10("acosh");
+    case OpKind::Asinh:
+    case OpKind::Acosh: {
+      // SLEEF's asinh/acosh overflow to inf above sqrt(FLT_MAX); there asinh |x| = acosh |x| =
+      // log|x| + ln 2 (the next term, 1 / 4x^2, is far below one ULP).
+      LV *ax = intrinsic1(vm, I::fabs, x);
+      LV *big = B.CreateFCmpOGT(op.kind == OpKind::Asinh ? ax : x, cf(x, 1e10)); // acosh(<1) NaN
+      LV *tail = B.CreateFAdd(sleef_call(vm, "log", "u10", {ax}), cf(x, 0.69314718055994530942));
+      if (op.kind == OpKind::Asinh)
+        tail = B.CreateBinaryIntrinsic(I::copysign, tail, x);
+      return B.CreateSelect(big, tail, s10(op.kind == OpKind::Asinh ? "asinh" : "acosh"));
+    }
     case OpKind::Atanh: return s10("atanh");
     case OpKind::Erf: return s10("erf");
     case OpKind::Erfc: return sleef_call(vm, "erfc", "u15", {x});

@@ -78,7 +78,11 @@ void free_scratch(pto_ctx *ctx) {
 
 pto_ctx *current_ctx() { return detail::tls_ctx ? detail::tls_ctx : default_ctx(); }
 
-void begin_call(pto_ctx *ctx, const std::vector<std::string> *sites) {
+void begin_call(pto_ctx *ctx, const std::vector<std::string> *sites, const char *kernel_name) {
+  if (ctx->world->tracing.load(std::memory_order_relaxed)) {
+    ctx->call_start_ns = ctx->world->trace_now_ns();
+    ctx->call_name = kernel_name ? kernel_name : "kernel";
+  }
   ctx->status = PTO_OK;
   ctx->error = nullptr;
   ctx->error_released = false;
@@ -86,6 +90,16 @@ void begin_call(pto_ctx *ctx, const std::vector<std::string> *sites) {
 }
 
 void end_call(pto_ctx *ctx) {
+  if (ctx->world->tracing.load(std::memory_order_relaxed) && !ctx->call_name.empty()) {
+    detail::TraceEvent e;
+    e.name = "kernel";
+    e.cat = "kernel";
+    e.label = std::move(ctx->call_name);
+    e.ts_ns = ctx->call_start_ns;
+    e.dur_ns = ctx->world->trace_now_ns() - ctx->call_start_ns;
+    ctx->trace.push_back(std::move(e));
+    ctx->call_name.clear();
+  }
   free_scratch(ctx);
   ctx->sites = nullptr;
   if (ctx->status == PTO_OK)

@@ -266,6 +266,15 @@ int32_t pto_rt_put(pto_ctx *ctx, int32_t group, int32_t dst_pe, int32_t op, cons
                    pto_dtype src_dt, int64_t dst_offset_bytes, int64_t dst_limit_bytes,
                    pto_dtype dst_dt, const pto_block *block, int32_t site) {
   constexpr const char *kOp = "shmem_put";
+  TraceScope trace(ctx, kOp, "put");
+  if (auto *e = trace.event()) {
+    e->peer = dst_pe;
+    e->bytes = block ? block->extent[0] * block->extent[1] * block->extent[2] * block->extent[3] *
+                           element_size(dst_dt)
+                     : 0;
+    e->name = op == PTO_ATOMIC_ADD ? "shmem_put ADD" : "shmem_put";
+  }
+
   if (!check_group(ctx, group, site, kOp) || !check_dtype(ctx, src_dt, site, kOp) ||
       !check_dtype(ctx, dst_dt, site, kOp))
     return PTO_ERR;
@@ -292,6 +301,14 @@ int32_t pto_rt_get(pto_ctx *ctx, int32_t group, int32_t src_pe, int64_t src_offs
                    int64_t src_limit_bytes, pto_dtype src_dt, void *dst, pto_dtype dst_dt,
                    const pto_block *block, int32_t site) {
   constexpr const char *kOp = "shmem_get";
+  TraceScope trace(ctx, kOp, "get");
+  if (auto *e = trace.event()) {
+    e->peer = src_pe;
+    e->bytes = block ? block->extent[0] * block->extent[1] * block->extent[2] * block->extent[3] *
+                           element_size(src_dt)
+                     : 0;
+  }
+
   if (!check_group(ctx, group, site, kOp) || !check_dtype(ctx, src_dt, site, kOp) ||
       !check_dtype(ctx, dst_dt, site, kOp) || !check_pe(ctx, group, src_pe, "src_pe", site, kOp))
     return PTO_ERR;
@@ -311,6 +328,12 @@ int32_t pto_rt_get(pto_ctx *ctx, int32_t group, int32_t src_pe, int64_t src_offs
 int32_t pto_rt_clear(pto_ctx *ctx, int32_t group, int64_t offset_bytes, int64_t limit_bytes,
                      pto_dtype dt, const pto_block *block, int32_t site) {
   constexpr const char *kOp = "shmem_clear_data";
+  TraceScope trace(ctx, kOp, "clear");
+  if (auto *e = trace.event())
+    e->bytes = block ? block->extent[0] * block->extent[1] * block->extent[2] * block->extent[3] *
+                           element_size(dt)
+                     : 0;
+
   if (!check_group(ctx, group, site, kOp) || !check_dtype(ctx, dt, site, kOp))
     return PTO_ERR;
   const int me = pto_rt_my_pe(ctx, group);
@@ -337,6 +360,13 @@ int32_t pto_rt_clear(pto_ctx *ctx, int32_t group, int64_t offset_bytes, int64_t 
 int32_t pto_rt_signal(pto_ctx *ctx, int32_t group, int32_t target_pe, int64_t slot_offset_bytes,
                       int32_t op, int32_t value, int32_t site) {
   const char *kOp = target_pe == -1 ? "shmem_signal_all" : "shmem_signal";
+  TraceScope trace(ctx, kOp, "signal");
+  if (auto *e = trace.event()) {
+    e->peer = target_pe;
+    e->slot = slot_offset_bytes / 32;
+    e->value = value;
+  }
+
   if (!check_group(ctx, group, site, kOp))
     return PTO_ERR;
   if (op != PTO_ATOMIC_SET && op != PTO_ATOMIC_ADD)
@@ -369,6 +399,12 @@ int32_t pto_rt_signal(pto_ctx *ctx, int32_t group, int32_t target_pe, int64_t sl
 int32_t pto_rt_wait_until(pto_ctx *ctx, int32_t group, int64_t slot_offset_bytes, int32_t cmp,
                           int32_t value, int32_t clear, int64_t slot_number, int32_t site) {
   constexpr const char *kOp = "shmem_wait_until";
+  TraceScope trace(ctx, kOp, "wait");
+  if (auto *e = trace.event()) {
+    e->slot = slot_number;
+    e->value = value;
+  }
+
   if (!check_group(ctx, group, site, kOp) || !check_slot(ctx, group, slot_offset_bytes, site, kOp))
     return PTO_ERR;
   if (cmp < PTO_CMP_EQ || cmp > PTO_CMP_GE)

@@ -315,6 +315,7 @@ int32_t pto_rt_kernel_enter(pto_ctx *ctx, const uint64_t *group_hash, int32_t n_
                             const int64_t *heap_bytes, const int32_t *group_n_pes,
                             const char *const *group_names) {
   detail::WorldState &w = *ctx->world;
+  detail::TraceScope trace(ctx, "kernel entry barrier", "barrier");
   if (n_groups < 0 || (n_groups > 0 && (!heap_bytes || !group_n_pes || !group_hash)))
     return fail<pto::InternalError>(ctx, -1, kEnterOp,
                                     fmt::format("bad group table: n_groups {}", n_groups));
@@ -370,6 +371,7 @@ int32_t pto_rt_kernel_enter(pto_ctx *ctx, const uint64_t *group_hash, int32_t n_
 }
 
 int32_t pto_rt_kernel_exit(pto_ctx *ctx) {
+  detail::TraceScope trace(ctx, "kernel exit barrier", "barrier");
   for (int32_t g : barrier_order(ctx)) {
     detail::GroupState &gs = *ctx->groups[size_t(g)];
     if (group_wait(ctx, gs, ctx->group_pe[size_t(g)], "kernel_exit", "kernel exit barrier",

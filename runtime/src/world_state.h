@@ -24,6 +24,20 @@ struct WorldState;
 struct GroupState;
 } // namespace pto::runtime::detail
 
+namespace pto::runtime::detail {
+/// One event of the timeline (Chrome trace "X" event), recorded by the PE that did it.
+struct TraceEvent {
+  const char *name = "";
+  const char *cat = "";
+  int64_t ts_ns = 0, dur_ns = 0; ///< since the world's trace start
+  int64_t bytes = -1;            ///< moved bytes (puts, gets, clears)
+  int32_t peer = -1;             ///< dst/src/target PE (group-local), -1 for all
+  int64_t slot = -1;             ///< signal slot (signals, waits)
+  int32_t value = 0;             ///< signal value / awaited value
+  std::string label;             ///< kernel name for kernel spans
+};
+} // namespace pto::runtime::detail
+
 /// The context of one PE. Touched only by its own PE thread, except the atomics (read by the
 /// PE that aborts the world) and the kernel-entry proposal (read by the last PE to arrive, under
 /// the barrier's lock).
@@ -41,6 +55,9 @@ struct pto_ctx {
   std::vector<int> group_pe;
   std::atomic<int32_t *> waiting_on{nullptr}; ///< signal word this PE blocks on, for abort
   std::atomic<bool> finished{false};          ///< its run() function returned
+  std::vector<pto::runtime::detail::TraceEvent> trace; ///< this PE's timeline (when tracing)
+  int64_t call_start_ns = 0;
+  std::string call_name;
 };
 
 namespace pto::runtime::detail {
@@ -74,6 +91,13 @@ struct WorldState {
   std::atomic<bool> aborted{false};
   std::atomic<int> first_failed_pe{-1};
   std::atomic<int> futex_waiters{0}; ///< PEs inside futex_wait, so signal can skip the wake
+  std::atomic<bool> tracing{false};
+  std::chrono::steady_clock::time_point trace_t0 = std::chrono::steady_clock::now();
+  int64_t trace_now_ns() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                trace_t0)
+        .count();
+  }
 
   /// Clears abort state, statuses and barriers before a run.
   void reset_for_run();
@@ -116,6 +140,30 @@ int32_t fail(pto_ctx *ctx, int32_t site, const char *default_op, const std::stri
 /// Records the secondary DistributedError of a PE released from a wait because another PE
 /// failed, and returns PTO_ERR.
 int32_t fail_released(pto_ctx *ctx, int32_t site, const char *default_op);
+
+/// Records one timeline event for the lifetime of the scope, when the world is tracing.
+class TraceScope {
+public:
+  TraceScope(pto_ctx *ctx, const char *name, const char *cat)
+      : ctx_(ctx->world->tracing.load(std::memory_order_relaxed) ? ctx : nullptr) {
+    if (ctx_) {
+      ev_.name = name;
+      ev_.cat = cat;
+      ev_.ts_ns = ctx_->world->trace_now_ns();
+    }
+  }
+  ~TraceScope() {
+    if (ctx_) {
+      ev_.dur_ns = ctx_->world->trace_now_ns() - ev_.ts_ns;
+      ctx_->trace.push_back(std::move(ev_));
+    }
+  }
+  TraceEvent *event() { return ctx_ ? &ev_ : nullptr; }
+
+private:
+  pto_ctx *ctx_;
+  TraceEvent ev_;
+};
 
 /// The name of group `g` for messages.
 inline const std::string &group_name(const pto_ctx *ctx, int32_t g) {

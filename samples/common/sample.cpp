@@ -1,6 +1,8 @@
 // sample.cpp - See sample.h.
 #include "sample.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <random>
 
@@ -19,6 +21,27 @@ void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::stri
                "`check: PASS` or `check: FAIL` (exit 1)");
   app.add_flag("--interpret", f.interpret,
                "run the kernel in the reference interpreter instead of JIT-compiled code");
+  app.add_option("--trace", f.trace,
+                 "write a Chrome trace JSON of the run (one lane per PE; open in Perfetto)");
+  app.add_option("--backend", f.backend, "PE backend (threads: one process, one thread per PE)")
+      ->check(CLI::IsMember({"threads"}))
+      ->capture_default_str();
+}
+
+int parse(CLI::App &app, int argc, char **argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e) == 0 ? 0 : 2; // --help exits 0; bad flags exit 2
+  }
+  return -1;
+}
+
+void write_trace(const pto::runtime::World &world, const CommonFlags &f) {
+  if (f.trace.empty())
+    return;
+  world.write_trace(f.trace);
+  fmt::print("  trace  {} ({} events; open in Perfetto)\n", f.trace, world.trace_events());
 }
 
 pto::HostTensor random_tensor(pto::DataType dtype, const std::vector<int64_t> &shape, uint64_t seed) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "pto/host_tensor.h"
+#include "pto/runtime/world.h"
 
 #include <CLI/CLI.hpp>
 
@@ -17,10 +18,19 @@ struct CommonFlags {
   bool check = false;
   bool interpret = false;
   std::string dtype = "fp32";
+  std::string trace;             ///< --trace FILE: Chrome trace JSON of the run
+  std::string backend = "threads";
 };
 
-/// Adds --pes, --seed, --check, --interpret and --dtype (restricted to `dtypes`) to `app`.
+/// Adds --pes, --seed, --check, --interpret, --trace, --backend and --dtype (restricted to
+/// `dtypes`) to `app`.
 void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::string> &dtypes);
+
+/// Parses argv; returns -1 to go on, else the exit code (0 for --help, 2 for bad flags).
+int parse(CLI::App &app, int argc, char **argv);
+
+/// Writes the world's timeline to f.trace when it was asked for (and says where).
+void write_trace(const pto::runtime::World &world, const CommonFlags &f);
 
 /// A tensor of `dtype` filled from a seeded normal(0, 1) stream (ints: uniform in [-10, 10]).
 pto::HostTensor random_tensor(pto::DataType dtype, const std::vector<int64_t> &shape, uint64_t seed);

@@ -32,7 +32,8 @@ const pto::DataType kIntTypes[] = {pto::DT_INT8, pto::DT_INT16, pto::DT_INT32, p
                                    pto::DT_UINT8};
 
 /// Float edge inputs, written into the first elements of each slice.
-const double kSpecials[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e-40, 2.5, -2.5, 0.5, -0.5, 1e30};
+const double kSpecials[] = {NAN,  INFINITY, -INFINITY, 0.0,  -0.0, 1e-40,
+                            2.5,  -2.5,     0.5,       -0.5, 1e30, -1e30};
 
 /// y[i] = fs[i](x[i]) for every slice i, in one kernel.
 pto::HostTensor run_stacked(pto::RunMode m, const pto::HostTensor &x, pto::DataType out_dt,

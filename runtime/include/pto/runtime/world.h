@@ -60,6 +60,17 @@ public:
   /// range or repeated, a different member list for an existing name, or a running world.
   void create_group(const std::string &name, const std::vector<int> &pes);
 
+  /// Starts (or stops) recording a timeline: kernel calls, puts and gets (with byte counts),
+  /// signals, waits and kernel entry/exit barriers, per PE. Recording costs a clock read and a
+  /// vector append per runtime call; off by default.
+  void enable_trace(bool on = true);
+  /// Writes the recorded timeline as Chrome trace JSON (open it in Perfetto or chrome://tracing):
+  /// one lane per PE, times in microseconds since the World was created. Throws pto::Error when
+  /// the file cannot be written.
+  void write_trace(const std::string &path) const;
+  /// Number of events recorded so far (all PEs).
+  size_t trace_events() const;
+
   /// Runs `fn(pe)` on every PE concurrently (SPMD) and returns when all have returned. Inside
   /// `fn`, current_ctx() is that PE's context, so kernels called there run as that PE.
   /// If any PE threw, rethrows the root cause: the error of the PE that failed first, preferring

@@ -1,0 +1,58 @@
+// trace.cpp - The World's timeline as Chrome trace JSON (Perfetto opens it): a lane per PE.
+#include "pto/runtime/world.h"
+
+#include "world_state.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+namespace pto::runtime {
+
+void World::enable_trace(bool on) { state_->tracing.store(on); }
+
+size_t World::trace_events() const {
+  size_t n = 0;
+  for (int pe = 0; pe < state_->n_pes; ++pe)
+    n += state_->ctxs[size_t(pe)].trace.size();
+  return n;
+}
+
+void World::write_trace(const std::string &path) const {
+  using nlohmann::json;
+  json events = json::array();
+  for (int pe = 0; pe < state_->n_pes; ++pe) {
+    events.push_back({{"ph", "M"},
+                      {"name", "thread_name"},
+                      {"pid", 0},
+                      {"tid", pe},
+                      {"args", {{"name", "PE " + std::to_string(pe)}}}});
+    for (const auto &e : state_->ctxs[size_t(pe)].trace) {
+      json args = json::object();
+      if (e.bytes >= 0)
+        args["bytes"] = e.bytes;
+      if (e.peer >= 0)
+        args["pe"] = e.peer;
+      else if (std::string(e.cat) == "signal")
+        args["pe"] = "all";
+      if (e.slot >= 0) {
+        args["slot"] = e.slot;
+        args["value"] = e.value;
+      }
+      events.push_back({{"ph", "X"},
+                        {"name", e.label.empty() ? std::string(e.name) : e.label},
+                        {"cat", e.cat},
+                        {"pid", 0},
+                        {"tid", pe},
+                        {"ts", double(e.ts_ns) / 1000.0},
+                        {"dur", double(e.dur_ns) / 1000.0},
+                        {"args", args}});
+    }
+  }
+  std::ofstream f(path);
+  f << json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump() << "\n";
+  if (!f)
+    throw Error("<runtime>", "World::write_trace", "cannot write trace file '" + path + "'");
+}
+
+} // namespace pto::runtime
