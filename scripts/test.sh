@@ -7,6 +7,14 @@ scripts/bootstrap.sh
 scripts/build.sh -DPTO_WERROR=ON
 ctest --test-dir build --output-on-failure
 scripts/check_collectives.sh
+for pes in 2 4 8; do
+  for dt in fp32 bf16 int32; do
+    build/samples/allreduce_add_allreduce --pes "$pes" --dtype "$dt" --check
+  done
+  for dt in fp32 bf16; do
+    build/samples/multi_comm_groups --pes "$pes" --dtype "$dt" --check
+  done
+done
 for dt in fp32 fp16 bf16; do
   build/samples/allreduce_softmax --pes 8 --dtype "$dt" --check
   build/samples/allreduce_softmax --pes 8 --dtype "$dt" --check --interpret

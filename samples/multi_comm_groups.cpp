@@ -1,0 +1,117 @@
+// multi_comm_groups.cpp - PyPTO's multi-communication-group test (reference §7.9): every PE is in
+// two groups at once, A (PEs of the same parity) and B (the same half of the world). Each block
+// of 8 rows is all-reduced in fp32 within A, cast to bf16, then all-reduced within B. Group PE
+// numbers are group-local; the two groups' shmem tensors live in separate symmetric heaps.
+//
+//   multi_comm_groups --pes 4 --batch 13 --hidden 256 --check
+#include "common/sample.h"
+#include "pto/pto.h"
+#include "pto/runtime/world.h"
+
+#include <fmt/format.h>
+
+namespace dist = pto::distributed;
+
+namespace {
+
+void kernel(pto::Tensor x, pto::Tensor y, std::string group_a, std::string group_b) {
+  int64_t batch = x.shape(0).concrete(), hidden = x.shape(1).concrete();
+  const int64_t block = 8;
+  pto::set_vec_tile_shapes(block, hidden);
+  for (auto i : pto::loop(0, (batch + block - 1) / block)) {
+    auto rows = pto::min(pto::SymbolicScalar(batch) - i * block, block); // 8, then 5
+    auto xb = pto::view(x, {block, hidden}, {i * block, 0}, {.valid_shape = {{rows, hidden}}});
+    auto a = dist::allreduce(pto::cast(xb, pto::DT_FP32), dist::Reduction::SUM, {.group = group_a});
+    auto mid = x.dtype() == pto::DT_FP32 ? a : pto::cast(a, x.dtype());
+    auto b = dist::allreduce(mid, dist::Reduction::SUM, {.group = group_b});
+    pto::assemble(b, {i * block, 0}, y);
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"multi_comm_groups: all-reduce within parity groups, then within halves (PyPTO "
+               "§7.9)"};
+  sample::CommonFlags f;
+  f.pes = 4;
+  f.dtype = "bf16";
+  int64_t batch = 13, hidden = 256;
+  sample::add_common_flags(app, f, {"bf16", "fp32"});
+  app.add_option("--batch", batch, "rows per PE")->check(CLI::Range(1, 1 << 16))->capture_default_str();
+  app.add_option("--hidden", hidden, "columns")->check(CLI::Range(1, 1 << 16))->capture_default_str();
+  if (int rc = sample::parse(app, argc, argv); rc >= 0)
+    return rc;
+  try {
+    const int n = f.pes;
+    const pto::DataType dt = pto::parse_dtype(f.dtype);
+    if (n % 2 != 0)
+      throw pto::DistributedError("<args>", "multi_comm_groups",
+                                  fmt::format("--pes must be even (parity groups and halves), got {}",
+                                              n));
+    fmt::print("multi_comm_groups {} batch={} hidden={} pes={} mode={}\n", f.dtype, batch, hidden,
+               n, f.interpret ? "interpret" : "jit");
+    pto::runtime::World world(n);
+    std::vector<int> even, odd, low, high;
+    for (int p = 0; p < n; ++p) {
+      (p % 2 ? odd : even).push_back(p);
+      (p < n / 2 ? low : high).push_back(p);
+    }
+    world.create_group("A_even", even);
+    world.create_group("A_odd", odd);
+    world.create_group("B_low", low);
+    world.create_group("B_high", high);
+    world.enable_trace(!f.trace.empty());
+    std::vector<pto::HostTensor> xs, ys;
+    for (int p = 0; p < n; ++p) {
+      xs.push_back(sample::random_tensor(dt, {batch, hidden}, f.seed + uint64_t(p)));
+      ys.emplace_back(dt, std::vector<int64_t>{batch, hidden});
+    }
+    auto k = pto::jit("multi_comm_groups", kernel,
+                      {.run_mode = f.interpret ? pto::RunMode::Interpret : pto::RunMode::Jit});
+    world.run([&](int pe) {
+      k(xs[size_t(pe)], ys[size_t(pe)], std::string(pe % 2 ? "A_odd" : "A_even"),
+        std::string(pe < n / 2 ? "B_low" : "B_high"));
+    });
+    sample::write_trace(world, f);
+    if (!f.check)
+      return 0;
+    // Golden, stage by stage: a_p = bf16(sum over p's parity group in fp32); then
+    // bf16(sum of a_q over p's half, in fp32). With fp32 data the roundings are to fp32.
+    pto::HostTensor r(dt, {1});
+    auto bf16 = [&](double v) {
+      r.set(0, v);
+      return r.get(0);
+    };
+    int64_t bad = 0;
+    double worst = 0;
+    for (int p = 0; p < n; ++p)
+      for (int64_t i = 0; i < batch * hidden; ++i) {
+        auto stage_a = [&](int q) {
+          float s = 0;
+          for (int m = q % 2; m < n; m += 2)
+            s += static_cast<float>(xs[size_t(m)].get(i));
+          return bf16(s);
+        };
+        float s = 0;
+        int lo = p < n / 2 ? 0 : n / 2;
+        for (int q = lo; q < lo + n / 2; ++q)
+          s += static_cast<float>(stage_a(q));
+        double want = bf16(s), got = ys[size_t(p)].get(i);
+        double d = std::fabs(got - want);
+        worst = std::max(worst, d);
+        if (d > 8e-3 * (1 + std::fabs(want))) // the Python test's rtol = atol = 8e-3
+          ++bad;
+      }
+    fmt::print("  max abs error {:.3g} (rtol = atol = 8e-3, as the PyPTO test)\n", worst);
+    if (bad == 0) {
+      fmt::print("check: PASS ({} PEs x {} elements)\n", n, batch * hidden);
+      return 0;
+    }
+    fmt::print("check: FAIL ({} elements outside tolerance)\n", bad);
+    return 1;
+  } catch (const pto::Error &e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+}
