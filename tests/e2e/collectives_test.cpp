@@ -241,3 +241,20 @@ TEST_CASE("collectives: bad input") {
   CHECK_THROWS_AS(rank1(v), pto::ShapeError);
   CHECK_THROWS_AS(dist::parse_reduction("avg"), pto::Error);
 }
+
+TEST_CASE("a collective over tensors of different shapes on different PEs is detected") {
+  auto k = pto::jit("ragged", [](pto::Tensor x, pto::Tensor y) {
+    pto::set_vec_tile_shapes(2, 8);
+    pto::assemble(dist::allreduce(x, Reduction::SUM), {0, 0}, y);
+  });
+  std::vector<pto::HostTensor> xs, ys;
+  for (int p = 0; p < 3; ++p) {
+    int64_t rows = p == 1 ? 3 : 2; // PE 1 disagrees
+    xs.emplace_back(pto::DT_FP32, std::vector<int64_t>{rows, 8});
+    ys.emplace_back(pto::DT_FP32, std::vector<int64_t>{rows, 8});
+  }
+  pto::runtime::World world(3, {.deadlock_timeout_ms = 5000});
+  CHECK_THROWS_WITH_AS(world.run([&](int pe) { k(xs[size_t(pe)], ys[size_t(pe)]); }),
+                       doctest::Contains("declared different shmem tensors"),
+                       pto::DistributedError);
+}
