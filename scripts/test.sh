@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # test.sh - The README's second command (and CI's): install what is missing, build with
-# warnings as errors, run every test suite with CTest, then the flagship sample's checks.
+# warnings as errors, run every test suite with CTest, the runtime tests again under
+# ThreadSanitizer, then every sample's --check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
 scripts/build.sh -DPTO_WERROR=ON
 ctest --test-dir build --output-on-failure
+scripts/tsan_runtime.sh
 scripts/check_collectives.sh
 for pes in 2 4 8; do
   for dt in fp32 bf16 int32; do

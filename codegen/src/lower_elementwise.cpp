@@ -53,8 +53,8 @@ LV *floor_div_fp(VecMath &vm, LV *a, LV *b) {
                         B.CreateXor(B.CreateFCmpOLT(b, zero), B.CreateFCmpOLT(mod, zero)));
   div = B.CreateSelect(adj, B.CreateFSub(div, cf(a, 1)), div);
   LV *fl = intrinsic1(vm, llvm::Intrinsic::floor, div);
-  fl = B.CreateSelect(B.CreateFCmpOGT(B.CreateFSub(div, fl), cf(a, 0.5)), B.CreateFAdd(fl, cf(a, 1)),
-                      fl);
+  fl = B.CreateSelect(B.CreateFCmpOGT(B.CreateFSub(div, fl), cf(a, 0.5)),
+                      B.CreateFAdd(fl, cf(a, 1)), fl);
   LV *q = B.CreateFDiv(a, b);
   LV *signed_zero = B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, zero, q);
   LV *res = B.CreateSelect(B.CreateFCmpOEQ(div, zero), signed_zero, fl);
@@ -78,8 +78,10 @@ LV *int_division(VecMath &vm, OpKind k, LV *a, LV *b, DataType dt, LV *mask) {
     LV *q = B.CreateSelect(m1, B.CreateNeg(a), B.CreateSDiv(a, safe));
     return B.CreateSelect(adj, B.CreateSub(q, ci(q, 1)), q);
   }
-  case OpKind::Remainder: return B.CreateSelect(adj, B.CreateAdd(r, bs), r);
-  default: return r; // Fmod
+  case OpKind::Remainder:
+    return B.CreateSelect(adj, B.CreateAdd(r, bs), r);
+  default:
+    return r; // Fmod
   }
 }
 
@@ -102,13 +104,26 @@ LV *compare(VecMath &vm, OpKind k, LV *a, LV *b, bool fp, bool uns) {
   using P = llvm::CmpInst::Predicate;
   P p = P::ICMP_EQ;
   switch (k) {
-  case OpKind::Eq: p = fp ? P::FCMP_OEQ : P::ICMP_EQ; break;
-  case OpKind::Ne: p = fp ? P::FCMP_UNE : P::ICMP_NE; break;
-  case OpKind::Lt: p = fp ? P::FCMP_OLT : uns ? P::ICMP_ULT : P::ICMP_SLT; break;
-  case OpKind::Le: p = fp ? P::FCMP_OLE : uns ? P::ICMP_ULE : P::ICMP_SLE; break;
-  case OpKind::Gt: p = fp ? P::FCMP_OGT : uns ? P::ICMP_UGT : P::ICMP_SGT; break;
-  case OpKind::Ge: p = fp ? P::FCMP_OGE : uns ? P::ICMP_UGE : P::ICMP_SGE; break;
-  default: break;
+  case OpKind::Eq:
+    p = fp ? P::FCMP_OEQ : P::ICMP_EQ;
+    break;
+  case OpKind::Ne:
+    p = fp ? P::FCMP_UNE : P::ICMP_NE;
+    break;
+  case OpKind::Lt:
+    p = fp ? P::FCMP_OLT : uns ? P::ICMP_ULT : P::ICMP_SLT;
+    break;
+  case OpKind::Le:
+    p = fp ? P::FCMP_OLE : uns ? P::ICMP_ULE : P::ICMP_SLE;
+    break;
+  case OpKind::Gt:
+    p = fp ? P::FCMP_OGT : uns ? P::ICMP_UGT : P::ICMP_SGT;
+    break;
+  case OpKind::Ge:
+    p = fp ? P::FCMP_OGE : uns ? P::ICMP_UGE : P::ICMP_SGE;
+    break;
+  default:
+    break;
   }
   return to_bool(vm, fp ? B.CreateFCmp(p, a, b) : B.CreateICmp(p, a, b));
 }
@@ -120,8 +135,8 @@ LV *sleef_call(VecMath &vm, const char *fn, const char *acc, const std::vector<L
   auto *vt = llvm::cast<llvm::FixedVectorType>(args[0]->getType());
   bool dbl = vt->getElementType()->isDoubleTy();
   unsigned native = vm.avx512 ? (dbl ? 8u : 16u) : (dbl ? 4u : 8u);
-  std::string name = std::string("Sleef_") + fn + (dbl ? "d" : "f") + std::to_string(native) +
-                     "_" + acc + (vm.avx512 ? "avx512f" : "avx2");
+  std::string name = std::string("Sleef_") + fn + (dbl ? "d" : "f") + std::to_string(native) + "_" +
+                     acc + (vm.avx512 ? "avx512f" : "avx2");
   auto *nt = llvm::FixedVectorType::get(vt->getElementType(), native);
   std::vector<llvm::Type *> params(args.size(), nt);
   auto callee = vm.M.getOrInsertFunction(name, llvm::FunctionType::get(nt, params, false));
@@ -161,20 +176,34 @@ LV *lower_unary_ext(VecMath &vm, const ir::Op &op, LV *x, DataType in_dt) {
   const double attr = op.scalar ? op.scalar->f : 0.0;
   if (fp) {
     switch (op.kind) {
-    case OpKind::Exp2: return s10("exp2");
-    case OpKind::Expm1: return s10("expm1");
-    case OpKind::Log2: return s10("log2");
-    case OpKind::Log10: return s10("log10");
-    case OpKind::Log1p: return s10("log1p");
-    case OpKind::Sin: return s10("sin");
-    case OpKind::Cos: return s10("cos");
-    case OpKind::Tan: return s10("tan");
-    case OpKind::Asin: return s10("asin");
-    case OpKind::Acos: return s10("acos");
-    case OpKind::Atan: return s10("atan");
-    case OpKind::Sinh: return s10("sinh");
-    case OpKind::Cosh: return s10("cosh");
-    case OpKind::Tanh: return s10("tanh");
+    case OpKind::Exp2:
+      return s10("exp2");
+    case OpKind::Expm1:
+      return s10("expm1");
+    case OpKind::Log2:
+      return s10("log2");
+    case OpKind::Log10:
+      return s10("log10");
+    case OpKind::Log1p:
+      return s10("log1p");
+    case OpKind::Sin:
+      return s10("sin");
+    case OpKind::Cos:
+      return s10("cos");
+    case OpKind::Tan:
+      return s10("tan");
+    case OpKind::Asin:
+      return s10("asin");
+    case OpKind::Acos:
+      return s10("acos");
+    case OpKind::Atan:
+      return s10("atan");
+    case OpKind::Sinh:
+      return s10("sinh");
+    case OpKind::Cosh:
+      return s10("cosh");
+    case OpKind::Tanh:
+      return s10("tanh");
     case OpKind::Asinh:
     case OpKind::Acosh: {
       // SLEEF's asinh/acosh overflow to inf above sqrt(FLT_MAX); there asinh |x| = acosh |x| =
@@ -186,10 +215,14 @@ LV *lower_unary_ext(VecMath &vm, const ir::Op &op, LV *x, DataType in_dt) {
         tail = B.CreateBinaryIntrinsic(I::copysign, tail, x);
       return B.CreateSelect(big, tail, s10(op.kind == OpKind::Asinh ? "asinh" : "acosh"));
     }
-    case OpKind::Atanh: return s10("atanh");
-    case OpKind::Erf: return s10("erf");
-    case OpKind::Erfc: return sleef_call(vm, "erfc", "u15", {x});
-    case OpKind::Cbrt: return s10("cbrt");
+    case OpKind::Atanh:
+      return s10("atanh");
+    case OpKind::Erf:
+      return s10("erf");
+    case OpKind::Erfc:
+      return sleef_call(vm, "erfc", "u15", {x});
+    case OpKind::Cbrt:
+      return s10("cbrt");
     case OpKind::Sigmoid: {
       LV *e = sleef_call(vm, "exp", "u10", {B.CreateFNeg(x)});
       return B.CreateFDiv(cf(x, 1), B.CreateFAdd(cf(x, 1), e));
@@ -214,7 +247,8 @@ LV *lower_unary_ext(VecMath &vm, const ir::Op &op, LV *x, DataType in_dt) {
     }
     case OpKind::Lrelu:
       return B.CreateSelect(B.CreateFCmpOGE(x, zero), x, B.CreateFMul(x, cf(x, attr)));
-    case OpKind::Relu: return B.CreateBinaryIntrinsic(I::maximum, x, zero);
+    case OpKind::Relu:
+      return B.CreateBinaryIntrinsic(I::maximum, x, zero);
     case OpKind::Relu6:
       return B.CreateBinaryIntrinsic(I::minimum, B.CreateBinaryIntrinsic(I::maximum, x, zero),
                                      cf(x, 6));
@@ -225,24 +259,34 @@ LV *lower_unary_ext(VecMath &vm, const ir::Op &op, LV *x, DataType in_dt) {
       LV *bits = B.CreateBitCast(x, like(x, B.getIntNTy(x->getType()->getScalarSizeInBits())));
       return to_bool(vm, B.CreateICmpSLT(bits, llvm::Constant::getNullValue(bits->getType())));
     }
-    case OpKind::Ceil: return intrinsic1(vm, I::ceil, x);
-    case OpKind::Floor: return intrinsic1(vm, I::floor, x);
-    case OpKind::Trunc: return intrinsic1(vm, I::trunc, x);
-    case OpKind::Round: return intrinsic1(vm, I::roundeven, x);
+    case OpKind::Ceil:
+      return intrinsic1(vm, I::ceil, x);
+    case OpKind::Floor:
+      return intrinsic1(vm, I::floor, x);
+    case OpKind::Trunc:
+      return intrinsic1(vm, I::trunc, x);
+    case OpKind::Round:
+      return intrinsic1(vm, I::roundeven, x);
     case OpKind::IsFinite:
       return to_bool(vm, B.CreateFCmpOLT(intrinsic1(vm, I::fabs, x), cf(x, INFINITY)));
-    case OpKind::IsNan: return to_bool(vm, B.CreateFCmpUNO(x, x));
+    case OpKind::IsNan:
+      return to_bool(vm, B.CreateFCmpUNO(x, x));
     case OpKind::IsInf:
       return to_bool(vm, B.CreateFCmpOEQ(intrinsic1(vm, I::fabs, x), cf(x, INFINITY)));
-    case OpKind::LogicalNot: return to_bool(vm, B.CreateFCmpOEQ(x, zero));
-    case OpKind::Square: return B.CreateFMul(x, x);
-    case OpKind::Clone: return x;
-    default: break;
+    case OpKind::LogicalNot:
+      return to_bool(vm, B.CreateFCmpOEQ(x, zero));
+    case OpKind::Square:
+      return B.CreateFMul(x, x);
+    case OpKind::Clone:
+      return x;
+    default:
+      break;
     }
   } else {
     LV *i8_0 = llvm::Constant::getNullValue(like(x, B.getInt8Ty()));
     switch (op.kind) {
-    case OpKind::Relu: return uns ? x : B.CreateBinaryIntrinsic(I::smax, x, zero);
+    case OpKind::Relu:
+      return uns ? x : B.CreateBinaryIntrinsic(I::smax, x, zero);
     case OpKind::Relu6:
       return uns ? B.CreateBinaryIntrinsic(I::umin, x, ci(x, 6))
                  : B.CreateBinaryIntrinsic(I::smin, B.CreateBinaryIntrinsic(I::smax, x, zero),
@@ -252,19 +296,27 @@ LV *lower_unary_ext(VecMath &vm, const ir::Op &op, LV *x, DataType in_dt) {
         return B.CreateZExt(B.CreateICmpNE(x, zero), x->getType());
       return B.CreateSelect(B.CreateICmpSGT(x, zero), ci(x, 1),
                             B.CreateSelect(B.CreateICmpSLT(x, zero), ci(x, -1), zero));
-    case OpKind::Signbit: return uns ? i8_0 : to_bool(vm, B.CreateICmpSLT(x, zero));
+    case OpKind::Signbit:
+      return uns ? i8_0 : to_bool(vm, B.CreateICmpSLT(x, zero));
     case OpKind::Ceil:
     case OpKind::Floor:
     case OpKind::Trunc:
     case OpKind::Round:
-    case OpKind::Clone: return x;
-    case OpKind::IsFinite: return llvm::ConstantInt::get(i8_0->getType(), 1);
+    case OpKind::Clone:
+      return x;
+    case OpKind::IsFinite:
+      return llvm::ConstantInt::get(i8_0->getType(), 1);
     case OpKind::IsNan:
-    case OpKind::IsInf: return i8_0;
-    case OpKind::LogicalNot: return to_bool(vm, B.CreateICmpEQ(x, zero));
-    case OpKind::BitwiseNot: return in_dt == DT_BOOL ? B.CreateXor(x, ci(x, 1)) : B.CreateNot(x);
-    case OpKind::Square: return B.CreateMul(x, x);
-    default: break;
+    case OpKind::IsInf:
+      return i8_0;
+    case OpKind::LogicalNot:
+      return to_bool(vm, B.CreateICmpEQ(x, zero));
+    case OpKind::BitwiseNot:
+      return in_dt == DT_BOOL ? B.CreateXor(x, ci(x, 1)) : B.CreateNot(x);
+    case OpKind::Square:
+      return B.CreateMul(x, x);
+    default:
+      break;
     }
   }
   throw InternalError(op.where, ir::op_info(op.kind).name,
@@ -281,7 +333,8 @@ LV *lower_binary_ext(VecMath &vm, const ir::Op &op, LV *a, LV *b, DataType dt, L
   case OpKind::Lt:
   case OpKind::Le:
   case OpKind::Gt:
-  case OpKind::Ge: return compare(vm, k, a, b, fp, uns);
+  case OpKind::Ge:
+    return compare(vm, k, a, b, fp, uns);
   case OpKind::LogicalAnd:
   case OpKind::LogicalOr:
   case OpKind::LogicalXor: {
@@ -293,15 +346,21 @@ LV *lower_binary_ext(VecMath &vm, const ir::Op &op, LV *a, LV *b, DataType dt, L
                                      : B.CreateXor(ta, tb);
     return to_bool(vm, r);
   }
-  default: break;
+  default:
+    break;
   }
   if (fp) {
     switch (k) {
-    case OpKind::Pow: return sleef_call(vm, "pow", "u10", {a, b});
-    case OpKind::Hypot: return sleef_call(vm, "hypot", "u05", {a, b});
-    case OpKind::Atan2: return sleef_call(vm, "atan2", "u10", {a, b});
-    case OpKind::Copysign: return B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, a, b);
-    case OpKind::Fmod: return sleef_call(vm, "fmod", "", {a, b});
+    case OpKind::Pow:
+      return sleef_call(vm, "pow", "u10", {a, b});
+    case OpKind::Hypot:
+      return sleef_call(vm, "hypot", "u05", {a, b});
+    case OpKind::Atan2:
+      return sleef_call(vm, "atan2", "u10", {a, b});
+    case OpKind::Copysign:
+      return B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, a, b);
+    case OpKind::Fmod:
+      return sleef_call(vm, "fmod", "", {a, b});
     case OpKind::Remainder: {
       LV *zero = cf(a, 0);
       LV *mod = sleef_call(vm, "fmod", "", {a, b});
@@ -309,20 +368,28 @@ LV *lower_binary_ext(VecMath &vm, const ir::Op &op, LV *a, LV *b, DataType dt, L
                             B.CreateXor(B.CreateFCmpOLT(b, zero), B.CreateFCmpOLT(mod, zero)));
       return B.CreateSelect(adj, B.CreateFAdd(mod, b), mod);
     }
-    case OpKind::FloorDiv: return floor_div_fp(vm, a, b);
-    default: break;
+    case OpKind::FloorDiv:
+      return floor_div_fp(vm, a, b);
+    default:
+      break;
     }
   } else {
     switch (k) {
     case OpKind::FloorDiv:
     case OpKind::Remainder:
-    case OpKind::Fmod: return int_division(vm, k, a, b, dt, mask);
-    case OpKind::BitwiseAnd: return B.CreateAnd(a, b);
-    case OpKind::BitwiseOr: return B.CreateOr(a, b);
-    case OpKind::BitwiseXor: return B.CreateXor(a, b);
+    case OpKind::Fmod:
+      return int_division(vm, k, a, b, dt, mask);
+    case OpKind::BitwiseAnd:
+      return B.CreateAnd(a, b);
+    case OpKind::BitwiseOr:
+      return B.CreateOr(a, b);
+    case OpKind::BitwiseXor:
+      return B.CreateXor(a, b);
     case OpKind::ShiftLeft:
-    case OpKind::ShiftRight: return shift(vm, k, a, b, dt);
-    default: break;
+    case OpKind::ShiftRight:
+      return shift(vm, k, a, b, dt);
+    default:
+      break;
     }
   }
   throw InternalError(op.where, ir::op_info(k).name,

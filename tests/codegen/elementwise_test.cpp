@@ -5,6 +5,7 @@
 // to slice i of the output. R x C covers tails under the [1, 2, 16] tile, size-1 dims and
 // broadcasting; float inputs include NaN, +-inf, +-0, a subnormal, ties and a huge value.
 #include "pto/pto.h"
+
 #include "support/naive.h"
 #include "support/support.h"
 
@@ -32,8 +33,8 @@ const pto::DataType kIntTypes[] = {pto::DT_INT8, pto::DT_INT16, pto::DT_INT32, p
                                    pto::DT_UINT8};
 
 /// Float edge inputs, written into the first elements of each slice.
-const double kSpecials[] = {NAN,  INFINITY, -INFINITY, 0.0,  -0.0, 1e-40,
-                            2.5,  -2.5,     0.5,       -0.5, 1e30, -1e30};
+const double kSpecials[] = {NAN, INFINITY, -INFINITY, 0.0,  -0.0, 1e-40,
+                            2.5, -2.5,     0.5,       -0.5, 1e30, -1e30};
 
 /// y[i] = fs[i](x[i]) for every slice i, in one kernel.
 pto::HostTensor run_stacked(pto::RunMode m, const pto::HostTensor &x, pto::DataType out_dt,
@@ -142,27 +143,44 @@ TEST_CASE("elementwise unary float math matches naive double, edge values includ
   const double kSqrt1_2 = 0.70710678118654752440, kSqrt2_Pi = 0.79788456080286535588;
   const auto T = OpClass::Transcendental, Bc = OpClass::Basic;
   const std::vector<UOp> ops = {
-      {"exp2", [](auto &x) { return pto::exp2(x); }, [](double v) { return std::exp2(v); }, -10, 10, T},
-      {"expm1", [](auto &x) { return pto::expm1(x); }, [](double v) { return std::expm1(v); }, -5, 5, T},
-      {"log2", [](auto &x) { return pto::log2(x); }, [](double v) { return std::log2(v); }, 0.01, 100, T},
-      {"log10", [](auto &x) { return pto::log10(x); }, [](double v) { return std::log10(v); }, 0.01, 100, T},
-      {"log1p", [](auto &x) { return pto::log1p(x); }, [](double v) { return std::log1p(v); }, -0.9, 10, T},
+      {"exp2", [](auto &x) { return pto::exp2(x); }, [](double v) { return std::exp2(v); }, -10, 10,
+       T},
+      {"expm1", [](auto &x) { return pto::expm1(x); }, [](double v) { return std::expm1(v); }, -5,
+       5, T},
+      {"log2", [](auto &x) { return pto::log2(x); }, [](double v) { return std::log2(v); }, 0.01,
+       100, T},
+      {"log10", [](auto &x) { return pto::log10(x); }, [](double v) { return std::log10(v); }, 0.01,
+       100, T},
+      {"log1p", [](auto &x) { return pto::log1p(x); }, [](double v) { return std::log1p(v); }, -0.9,
+       10, T},
       {"sin", [](auto &x) { return pto::sin(x); }, [](double v) { return std::sin(v); }, -3, 3, T},
       {"cos", [](auto &x) { return pto::cos(x); }, [](double v) { return std::cos(v); }, -3, 3, T},
-      {"tan", [](auto &x) { return pto::tan(x); }, [](double v) { return std::tan(v); }, -1.4, 1.4, T},
-      {"asin", [](auto &x) { return pto::asin(x); }, [](double v) { return std::asin(v); }, -1, 1, T},
-      {"acos", [](auto &x) { return pto::acos(x); }, [](double v) { return std::acos(v); }, -1, 1, T},
-      {"atan", [](auto &x) { return pto::atan(x); }, [](double v) { return std::atan(v); }, -10, 10, T},
-      {"sinh", [](auto &x) { return pto::sinh(x); }, [](double v) { return std::sinh(v); }, -5, 5, T},
-      {"cosh", [](auto &x) { return pto::cosh(x); }, [](double v) { return std::cosh(v); }, -5, 5, T},
-      {"tanh", [](auto &x) { return pto::tanh(x); }, [](double v) { return std::tanh(v); }, -5, 5, T},
-      {"asinh", [](auto &x) { return pto::asinh(x); }, [](double v) { return std::asinh(v); }, -10, 10, T},
-      {"acosh", [](auto &x) { return pto::acosh(x); }, [](double v) { return std::acosh(v); }, 1, 10, T},
-      {"atanh", [](auto &x) { return pto::atanh(x); }, [](double v) { return std::atanh(v); }, -0.95, 0.95, T},
+      {"tan", [](auto &x) { return pto::tan(x); }, [](double v) { return std::tan(v); }, -1.4, 1.4,
+       T},
+      {"asin", [](auto &x) { return pto::asin(x); }, [](double v) { return std::asin(v); }, -1, 1,
+       T},
+      {"acos", [](auto &x) { return pto::acos(x); }, [](double v) { return std::acos(v); }, -1, 1,
+       T},
+      {"atan", [](auto &x) { return pto::atan(x); }, [](double v) { return std::atan(v); }, -10, 10,
+       T},
+      {"sinh", [](auto &x) { return pto::sinh(x); }, [](double v) { return std::sinh(v); }, -5, 5,
+       T},
+      {"cosh", [](auto &x) { return pto::cosh(x); }, [](double v) { return std::cosh(v); }, -5, 5,
+       T},
+      {"tanh", [](auto &x) { return pto::tanh(x); }, [](double v) { return std::tanh(v); }, -5, 5,
+       T},
+      {"asinh", [](auto &x) { return pto::asinh(x); }, [](double v) { return std::asinh(v); }, -10,
+       10, T},
+      {"acosh", [](auto &x) { return pto::acosh(x); }, [](double v) { return std::acosh(v); }, 1,
+       10, T},
+      {"atanh", [](auto &x) { return pto::atanh(x); }, [](double v) { return std::atanh(v); },
+       -0.95, 0.95, T},
       {"erf", [](auto &x) { return pto::erf(x); }, [](double v) { return std::erf(v); }, -3, 3, T},
       // SLEEF erfc is u15 (1.5 ULP): the basic bound.
-      {"erfc", [](auto &x) { return pto::erfc(x); }, [](double v) { return std::erfc(v); }, -3, 3, Bc},
-      {"cbrt", [](auto &x) { return pto::cbrt(x); }, [](double v) { return std::cbrt(v); }, -10, 10, T},
+      {"erfc", [](auto &x) { return pto::erfc(x); }, [](double v) { return std::erfc(v); }, -3, 3,
+       Bc},
+      {"cbrt", [](auto &x) { return pto::cbrt(x); }, [](double v) { return std::cbrt(v); }, -10, 10,
+       T},
       {"sigmoid", [](auto &x) { return pto::sigmoid(x); },
        [](double v) { return 1 / (1 + std::exp(-v)); }, -10, 10, Bc},
       {"softplus", [](auto &x) { return pto::softplus(x); },
@@ -179,14 +197,21 @@ TEST_CASE("elementwise unary float math matches naive double, edge values includ
       {"lrelu", [](auto &x) { return pto::lrelu(x, 0.2); },
        [](double v) { return v >= 0 ? v : 0.2 * v; }, -5, 5, Bc},
       {"relu", [](auto &x) { return pto::relu(x); },
-       [](double v) { return std::isnan(v) ? v : v > 0 ? v : 0.0; }, -5, 5, Bc},
+       [](double v) { return std::isnan(v) ? v
+                             : v > 0       ? v
+                                           : 0.0; }, -5, 5, Bc},
       {"relu6", [](auto &x) { return pto::relu6(x); },
        [](double v) { return std::isnan(v) ? v : std::min(std::max(v, 0.0), 6.0); }, -8, 8, Bc},
       {"sign", [](auto &x) { return pto::sign(x); },
-       [](double v) { return v > 0 ? 1.0 : v < 0 ? -1.0 : v; }, -2, 2, Bc},
-      {"ceil", [](auto &x) { return pto::ceil(x); }, [](double v) { return std::ceil(v); }, -5, 5, Bc},
-      {"floor", [](auto &x) { return pto::floor(x); }, [](double v) { return std::floor(v); }, -5, 5, Bc},
-      {"trunc", [](auto &x) { return pto::trunc(x); }, [](double v) { return std::trunc(v); }, -5, 5, Bc},
+       [](double v) { return v > 0   ? 1.0
+                             : v < 0 ? -1.0
+                                     : v; }, -2, 2, Bc},
+      {"ceil", [](auto &x) { return pto::ceil(x); }, [](double v) { return std::ceil(v); }, -5, 5,
+       Bc},
+      {"floor", [](auto &x) { return pto::floor(x); }, [](double v) { return std::floor(v); }, -5,
+       5, Bc},
+      {"trunc", [](auto &x) { return pto::trunc(x); }, [](double v) { return std::trunc(v); }, -5,
+       5, Bc},
       {"round", [](auto &x) { return pto::round(x); }, round_half_even, -5, 5, Bc},
       {"square", [](auto &x) { return pto::square(x); }, [](double v) { return v * v; }, -5, 5, Bc},
       {"clone", [](auto &x) { return pto::clone(x); }, [](double v) { return v; }, -5, 5, Bc},
@@ -246,11 +271,14 @@ TEST_CASE("bool-valued unary predicates on floats and ints") {
     std::function<double(double)> want;
   };
   const std::vector<P> ops = {
-      {"signbit", [](auto &x) { return pto::signbit(x); }, [](double v) { return b01(std::signbit(v)); }},
-      {"isfinite", [](auto &x) { return pto::isfinite(x); }, [](double v) { return b01(std::isfinite(v)); }},
+      {"signbit", [](auto &x) { return pto::signbit(x); },
+       [](double v) { return b01(std::signbit(v)); }},
+      {"isfinite", [](auto &x) { return pto::isfinite(x); },
+       [](double v) { return b01(std::isfinite(v)); }},
       {"isnan", [](auto &x) { return pto::isnan(x); }, [](double v) { return b01(std::isnan(v)); }},
       {"isinf", [](auto &x) { return pto::isinf(x); }, [](double v) { return b01(std::isinf(v)); }},
-      {"logical_not", [](auto &x) { return pto::logical_not(x); }, [](double v) { return b01(v == 0); }},
+      {"logical_not", [](auto &x) { return pto::logical_not(x); },
+       [](double v) { return b01(v == 0); }},
   };
   std::vector<UnaryFn> fs;
   for (auto &op : ops)
@@ -282,28 +310,61 @@ TEST_CASE("unary ops on integer dtypes: relu, relu6, sign, rounding, square, clo
         const bool uns = dt == pto::DT_UINT8;
         auto w = [dt](int64_t v) { return naive::wrap_int(v, dt); };
         const std::vector<UOp> ops = {
-            {"relu", [](auto &x) { return pto::relu(x); }, [](double v) { return std::max(v, 0.0); }, 0, 0, {}},
-            {"relu6", [](auto &x) { return pto::relu6(x); },
-             [](double v) { return std::min(std::max(v, 0.0), 6.0); }, 0, 0, {}},
-            {"sign", [](auto &x) { return pto::sign(x); }, [](double v) { return v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0; }, 0, 0, {}},
+            {"relu",
+             [](auto &x) { return pto::relu(x); },
+             [](double v) { return std::max(v, 0.0); },
+             0,
+             0,
+             {}},
+            {"relu6",
+             [](auto &x) { return pto::relu6(x); },
+             [](double v) { return std::min(std::max(v, 0.0), 6.0); },
+             0,
+             0,
+             {}},
+            {"sign",
+             [](auto &x) { return pto::sign(x); },
+             [](double v) { return v > 0   ? 1.0
+                                   : v < 0 ? -1.0
+                                           : 0.0; },
+             0,
+             0,
+             {}},
             {"ceil", [](auto &x) { return pto::ceil(x); }, [](double v) { return v; }, 0, 0, {}},
             {"floor", [](auto &x) { return pto::floor(x); }, [](double v) { return v; }, 0, 0, {}},
             {"trunc", [](auto &x) { return pto::trunc(x); }, [](double v) { return v; }, 0, 0, {}},
             {"round", [](auto &x) { return pto::round(x); }, [](double v) { return v; }, 0, 0, {}},
             {"clone", [](auto &x) { return pto::clone(x); }, [](double v) { return v; }, 0, 0, {}},
-            {"square", [](auto &x) { return pto::square(x); },
-             [&](double v) { auto u = static_cast<uint64_t>(static_cast<int64_t>(v)); return w(static_cast<int64_t>(u * u)); }, 0, 0, {}},
-            {"bitwise_not", [](auto &x) { return pto::bitwise_not(x); },
-             [&](double v) { return w(~static_cast<int64_t>(v)); }, 0, 0, {}},
+            {"square",
+             [](auto &x) { return pto::square(x); },
+             [&](double v) {
+               auto u = static_cast<uint64_t>(static_cast<int64_t>(v));
+               return w(static_cast<int64_t>(u * u));
+             },
+             0,
+             0,
+             {}},
+            {"bitwise_not",
+             [](auto &x) { return pto::bitwise_not(x); },
+             [&](double v) { return w(~static_cast<int64_t>(v)); },
+             0,
+             0,
+             {}},
         };
         std::vector<UnaryFn> fs;
         for (auto &op : ops)
           fs.push_back(op.f);
-        double lo = uns ? 0 : dt == pto::DT_INT8 ? -128 : -1000000, hi = uns ? 255 : dt == pto::DT_INT8 ? 127 : 1000000;
+        double lo = uns                  ? 0
+                    : dt == pto::DT_INT8 ? -128
+                                         : -1000000,
+               hi = uns                  ? 255
+                    : dt == pto::DT_INT8 ? 127
+                                         : 1000000;
         if (dt == pto::DT_INT16)
           lo = -32768, hi = 32767;
-        auto x = stacked_input(dt, {5, 37}, std::vector<std::pair<double, double>>(ops.size(), {lo, hi}),
-                               /*seed=*/21, false);
+        auto x =
+            stacked_input(dt, {5, 37}, std::vector<std::pair<double, double>>(ops.size(), {lo, hi}),
+                          /*seed=*/21, false);
         auto y = run_stacked(m, x, dt, fs);
         for (size_t i = 0; i < ops.size(); ++i) {
           CAPTURE(ops[i].name);
@@ -324,20 +385,48 @@ TEST_CASE("binary float ops (pow, hypot, atan2, copysign, fmod, remainder, floor
   };
   const auto T = OpClass::Transcendental, Bc = OpClass::Basic;
   const std::vector<BOp> ops = {
-      {"pow", [](auto &a, auto &b) { return pto::pow(a, b); }, [](double a, double b) { return std::pow(a, b); },
-       {0.1, 4}, {-3, 3}, T},
-      {"hypot", [](auto &a, auto &b) { return pto::hypot(a, b); }, [](double a, double b) { return std::hypot(a, b); },
-       {-5, 5}, {-5, 5}, Bc},
-      {"atan2", [](auto &a, auto &b) { return pto::atan2(a, b); }, [](double a, double b) { return std::atan2(a, b); },
-       {-5, 5}, {-5, 5}, T},
-      {"copysign", [](auto &a, auto &b) { return pto::copysign(a, b); },
-       [](double a, double b) { return std::copysign(a, b); }, {-5, 5}, {-5, 5}, Bc},
-      {"fmod", [](auto &a, auto &b) { return pto::fmod(a, b); },
-       [](double a, double b) { return a - b * std::trunc(a / b); }, {-10, 10}, {-3, 3}, Bc},
-      {"remainder", [](auto &a, auto &b) { return pto::remainder(a, b); },
-       [](double a, double b) { return a - b * std::floor(a / b); }, {-10, 10}, {-3, 3}, Bc},
-      {"floor_div", [](auto &a, auto &b) { return pto::floor_div(a, b); },
-       [](double a, double b) { return std::floor(a / b); }, {-10, 10}, {-3, 3}, Bc},
+      {"pow",
+       [](auto &a, auto &b) { return pto::pow(a, b); },
+       [](double a, double b) { return std::pow(a, b); },
+       {0.1, 4},
+       {-3, 3},
+       T},
+      {"hypot",
+       [](auto &a, auto &b) { return pto::hypot(a, b); },
+       [](double a, double b) { return std::hypot(a, b); },
+       {-5, 5},
+       {-5, 5},
+       Bc},
+      {"atan2",
+       [](auto &a, auto &b) { return pto::atan2(a, b); },
+       [](double a, double b) { return std::atan2(a, b); },
+       {-5, 5},
+       {-5, 5},
+       T},
+      {"copysign",
+       [](auto &a, auto &b) { return pto::copysign(a, b); },
+       [](double a, double b) { return std::copysign(a, b); },
+       {-5, 5},
+       {-5, 5},
+       Bc},
+      {"fmod",
+       [](auto &a, auto &b) { return pto::fmod(a, b); },
+       [](double a, double b) { return a - b * std::trunc(a / b); },
+       {-10, 10},
+       {-3, 3},
+       Bc},
+      {"remainder",
+       [](auto &a, auto &b) { return pto::remainder(a, b); },
+       [](double a, double b) { return a - b * std::floor(a / b); },
+       {-10, 10},
+       {-3, 3},
+       Bc},
+      {"floor_div",
+       [](auto &a, auto &b) { return pto::floor_div(a, b); },
+       [](double a, double b) { return std::floor(a / b); },
+       {-10, 10},
+       {-3, 3},
+       Bc},
   };
   std::vector<BinaryFn> fs;
   std::vector<std::pair<double, double>> ra, rb;
@@ -364,8 +453,9 @@ TEST_CASE("binary float ops (pow, hypot, atan2, copysign, fmod, remainder, floor
           auto y = run_stacked2(m, a, b, dt, fs);
           for (size_t i = 0; i < ops.size(); ++i) {
             CAPTURE(ops[i].name);
-            Array want = naive::zip(naive::from(slice(a, i)), naive::from(slice(b, i)),
-                                    [&](double u, double v) { return naive::round_to(ops[i].want(u, v), dt); });
+            Array want = naive::zip(
+                naive::from(slice(a, i)), naive::from(slice(b, i)),
+                [&](double u, double v) { return naive::round_to(ops[i].want(u, v), dt); });
             CHECK(support::mismatch(slice(y, i), want, support::tolerance(dt, ops[i].cls)) == "");
           }
         }
@@ -378,12 +468,19 @@ TEST_CASE("fmod, remainder and floor_div: signs and IEEE edges, by hand") {
   struct E {
     double a, b, fmod, rem, fdiv;
   };
-  const std::vector<E> cases = {
-      {5, 3, 2, 2, 1},        {-5, 3, -2, 1, -2},       {5, -3, 2, -1, -2},
-      {-5, -3, -2, -2, 1},    {6, 3, 0, 0, 2},          {-6, 3, -0.0, 0, -2},
-      {1, 0, NAN, NAN, INFINITY}, {-1, 0, NAN, NAN, -INFINITY}, {INFINITY, 2, NAN, NAN, NAN},
-      {2, INFINITY, 2, 2, 0}, {-2, INFINITY, -2, INFINITY, -1}, {NAN, 1, NAN, NAN, NAN},
-      {0.0, -3, 0.0, 0.0, -0.0}};
+  const std::vector<E> cases = {{5, 3, 2, 2, 1},
+                                {-5, 3, -2, 1, -2},
+                                {5, -3, 2, -1, -2},
+                                {-5, -3, -2, -2, 1},
+                                {6, 3, 0, 0, 2},
+                                {-6, 3, -0.0, 0, -2},
+                                {1, 0, NAN, NAN, INFINITY},
+                                {-1, 0, NAN, NAN, -INFINITY},
+                                {INFINITY, 2, NAN, NAN, NAN},
+                                {2, INFINITY, 2, 2, 0},
+                                {-2, INFINITY, -2, INFINITY, -1},
+                                {NAN, 1, NAN, NAN, NAN},
+                                {0.0, -3, 0.0, 0.0, -0.0}};
   const int64_t n = static_cast<int64_t>(cases.size());
   pto::HostTensor a(pto::DT_FP32, {3, 1, n}), b(pto::DT_FP32, {3, 1, n});
   for (int64_t s = 0; s < 3; ++s)
@@ -429,32 +526,54 @@ TEST_CASE("binary integer ops: floored division and remainders, bitwise ops, shi
         };
         const double lo = uns ? 0 : -100, hi = 100;
         const std::vector<IOp> ops = {
-            {"floor_div", [](auto &a, auto &b) { return pto::floor_div(a, b); },
-             [&](double a, double b) { return w(floor_div_i(I(a), I(b))); }, {lo, hi}, {uns ? 1.0 : -9.0, 9.0}},
-            {"remainder", [](auto &a, auto &b) { return pto::remainder(a, b); },
-             [&](double a, double b) { return w(I(a) - I(b) * floor_div_i(I(a), I(b))); }, {lo, hi}, {uns ? 1.0 : -9.0, 9.0}},
-            {"fmod", [](auto &a, auto &b) { return pto::fmod(a, b); },
-             [&](double a, double b) { return w(I(a) % I(b)); }, {lo, hi}, {uns ? 1.0 : -9.0, 9.0}},
-            {"bitwise_and", [](auto &a, auto &b) { return pto::bitwise_and(a, b); },
-             [&](double a, double b) { return w(I(a) & I(b)); }, {lo, hi}, {lo, hi}},
-            {"bitwise_or", [](auto &a, auto &b) { return pto::bitwise_or(a, b); },
-             [&](double a, double b) { return w(I(a) | I(b)); }, {lo, hi}, {lo, hi}},
-            {"bitwise_xor", [](auto &a, auto &b) { return pto::bitwise_xor(a, b); },
-             [&](double a, double b) { return w(I(a) ^ I(b)); }, {lo, hi}, {lo, hi}},
-            {"bitwise_left_shift", [](auto &a, auto &b) { return pto::bitwise_left_shift(a, b); },
+            {"floor_div",
+             [](auto &a, auto &b) { return pto::floor_div(a, b); },
+             [&](double a, double b) { return w(floor_div_i(I(a), I(b))); },
+             {lo, hi},
+             {uns ? 1.0 : -9.0, 9.0}},
+            {"remainder",
+             [](auto &a, auto &b) { return pto::remainder(a, b); },
+             [&](double a, double b) { return w(I(a) - I(b) * floor_div_i(I(a), I(b))); },
+             {lo, hi},
+             {uns ? 1.0 : -9.0, 9.0}},
+            {"fmod",
+             [](auto &a, auto &b) { return pto::fmod(a, b); },
+             [&](double a, double b) { return w(I(a) % I(b)); },
+             {lo, hi},
+             {uns ? 1.0 : -9.0, 9.0}},
+            {"bitwise_and",
+             [](auto &a, auto &b) { return pto::bitwise_and(a, b); },
+             [&](double a, double b) { return w(I(a) & I(b)); },
+             {lo, hi},
+             {lo, hi}},
+            {"bitwise_or",
+             [](auto &a, auto &b) { return pto::bitwise_or(a, b); },
+             [&](double a, double b) { return w(I(a) | I(b)); },
+             {lo, hi},
+             {lo, hi}},
+            {"bitwise_xor",
+             [](auto &a, auto &b) { return pto::bitwise_xor(a, b); },
+             [&](double a, double b) { return w(I(a) ^ I(b)); },
+             {lo, hi},
+             {lo, hi}},
+            {"bitwise_left_shift",
+             [](auto &a, auto &b) { return pto::bitwise_left_shift(a, b); },
              [&](double a, double b) {
                if (b < 0 || b >= bits)
                  return 0.0;
                return w(static_cast<int64_t>(static_cast<uint64_t>(I(a)) << I(b)));
              },
-             {lo, hi}, {uns ? 0.0 : -2.0, bits + 2.0}},
-            {"bitwise_right_shift", [](auto &a, auto &b) { return pto::bitwise_right_shift(a, b); },
+             {lo, hi},
+             {uns ? 0.0 : -2.0, bits + 2.0}},
+            {"bitwise_right_shift",
+             [](auto &a, auto &b) { return pto::bitwise_right_shift(a, b); },
              [&](double a, double b) {
                if (b < 0 || b >= bits)
                  return a < 0 ? -1.0 : 0.0;
                return std::floor(a / std::ldexp(1.0, static_cast<int>(b)));
              },
-             {lo, hi}, {uns ? 0.0 : -2.0, bits + 2.0}},
+             {lo, hi},
+             {uns ? 0.0 : -2.0, bits + 2.0}},
         };
         std::vector<BinaryFn> fs;
         std::vector<std::pair<double, double>> ra, rb;
@@ -471,12 +590,15 @@ TEST_CASE("binary integer ops: floored division and remainders, bitwise ops, shi
             if (b.get(j) == 0)
               b.set(j, 7);
           if (!uns && dt != pto::DT_INT64) // INT_MIN floor_div -1 wraps
-            a.set(0, dt == pto::DT_INT8 ? -128 : dt == pto::DT_INT16 ? -32768 : -2147483648.0),
+            a.set(0, dt == pto::DT_INT8    ? -128
+                     : dt == pto::DT_INT16 ? -32768
+                                           : -2147483648.0),
                 b.set(0, -1);
           auto y = run_stacked2(m, a, b, dt, fs);
           for (size_t i = 0; i < ops.size(); ++i) {
             CAPTURE(ops[i].name);
-            Array want = naive::zip(naive::from(slice(a, i)), naive::from(slice(b, i)), ops[i].want);
+            Array want =
+                naive::zip(naive::from(slice(a, i)), naive::from(slice(b, i)), ops[i].want);
             CHECK(support::mismatch(slice(y, i), want, {}) == "");
           }
         }
@@ -492,12 +614,18 @@ TEST_CASE("compares and logical ops give DT_BOOL; NaN compares false except ne")
     std::function<bool(double, double)> want;
   };
   const std::vector<COp> ops = {
-      {"eq", [](auto &a, auto &b) { return pto::eq(a, b); }, [](double a, double b) { return a == b; }},
-      {"ne", [](auto &a, auto &b) { return pto::ne(a, b); }, [](double a, double b) { return a != b; }},
-      {"lt", [](auto &a, auto &b) { return pto::lt(a, b); }, [](double a, double b) { return a < b; }},
-      {"le", [](auto &a, auto &b) { return pto::le(a, b); }, [](double a, double b) { return a <= b; }},
-      {"gt", [](auto &a, auto &b) { return pto::gt(a, b); }, [](double a, double b) { return a > b; }},
-      {"ge", [](auto &a, auto &b) { return pto::ge(a, b); }, [](double a, double b) { return a >= b; }},
+      {"eq", [](auto &a, auto &b) { return pto::eq(a, b); },
+       [](double a, double b) { return a == b; }},
+      {"ne", [](auto &a, auto &b) { return pto::ne(a, b); },
+       [](double a, double b) { return a != b; }},
+      {"lt", [](auto &a, auto &b) { return pto::lt(a, b); },
+       [](double a, double b) { return a < b; }},
+      {"le", [](auto &a, auto &b) { return pto::le(a, b); },
+       [](double a, double b) { return a <= b; }},
+      {"gt", [](auto &a, auto &b) { return pto::gt(a, b); },
+       [](double a, double b) { return a > b; }},
+      {"ge", [](auto &a, auto &b) { return pto::ge(a, b); },
+       [](double a, double b) { return a >= b; }},
       {"logical_and", [](auto &a, auto &b) { return pto::logical_and(a, b); },
        [](double a, double b) { return a != 0 && b != 0; }},
       {"logical_or", [](auto &a, auto &b) { return pto::logical_or(a, b); },
@@ -518,7 +646,8 @@ TEST_CASE("compares and logical ops give DT_BOOL; NaN compares false except ne")
           CAPTURE(pto::name(dt));
           CAPTURE(sb[0]);
           // Few distinct values, so equal pairs are common; floats get the specials too.
-          double lo = dt == pto::DT_BOOL || dt == pto::DT_UINT8 ? 0 : -2, hi = dt == pto::DT_BOOL ? 1 : 2;
+          double lo = dt == pto::DT_BOOL || dt == pto::DT_UINT8 ? 0 : -2,
+                 hi = dt == pto::DT_BOOL ? 1 : 2;
           std::vector<std::pair<double, double>> r(ops.size(), {lo, hi});
           auto a = stacked_input(dt, {5, 37}, r, 71, true);
           auto b = stacked_input(dt, sb, r, 81, false);
@@ -644,17 +773,17 @@ TEST_CASE("elementwise ops reject dtypes they do not define, and bad attributes"
   CHECK_THROWS_AS(run1(tiled([](auto &x) { pto::relu(x); }), pto::DT_BOOL), pto::DTypeError);
   CHECK_THROWS_WITH_AS(run1(tiled([](auto &x) { pto::where(x, x, x); }), pto::DT_FP32),
                        Contains("where: cond has dtype"), pto::DTypeError);
-  CHECK_THROWS_AS(run1(tiled([](auto &x) { pto::where(pto::gt(x, 0), x, pto::cast(x, pto::DT_FP16)); }),
-                       pto::DT_FP32),
-                  pto::DTypeError);
+  CHECK_THROWS_AS(
+      run1(tiled([](auto &x) { pto::where(pto::gt(x, 0), x, pto::cast(x, pto::DT_FP16)); }),
+           pto::DT_FP32),
+      pto::DTypeError);
   CHECK_THROWS_AS(run1(tiled([](auto &x) { pto::where(pto::gt(x, 0), x, 0.5); }), pto::DT_INT32),
                   pto::DTypeError); // a float scalar with an int tensor
   CHECK_THROWS_AS(run1(tiled([](auto &x) { pto::lrelu(x, -0.1); }), pto::DT_FP32),
                   pto::ArgumentError);
   CHECK_THROWS_AS(run1(tiled([](auto &x) { pto::floor_div(x, 0); }), pto::DT_INT32),
                   pto::RuntimeError); // a literal zero divisor fails at trace time
-  CHECK_THROWS_AS(run1(tiled([](auto &x) { pto::clip(x, 0, x); }), pto::DT_INT32),
-                  pto::DTypeError);
+  CHECK_THROWS_AS(run1(tiled([](auto &x) { pto::clip(x, 0, x); }), pto::DT_INT32), pto::DTypeError);
   // Defined on ints (PyTorch): no error.
   CHECK_NOTHROW(run1(tiled([](auto &x) { pto::isnan(x); }), pto::DT_INT32));
   CHECK_NOTHROW(run1(tiled([](auto &x) { pto::logical_not(x); }), pto::DT_BOOL));
