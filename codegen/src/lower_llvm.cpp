@@ -361,13 +361,20 @@ private:
 
   // ---- regions ------------------------------------------------------------------------------
   void emit_region(const std::vector<Op> &ops) {
-    for (auto &item : plan_.regions.at(&ops)) {
+    const auto &items = plan_.regions.at(&ops);
+    for (size_t k = 0; k < items.size(); ++k) {
+      const auto &item = items[k];
       if (item.group >= 0) {
         emit_group(item.group);
         continue;
       }
       const Op &op = *item.op;
       cur_site_ = site_.at(&op);
+      if (k + 1 < items.size() && items[k + 1].op && pipelines(op, *items[k + 1].op)) {
+        emit_pipelined(op, *items[k + 1].op);
+        ++k;
+        continue;
+      }
       switch (op.kind) {
       case OpKind::Loop: {
         LV *start = sym(op.start), *stop = sym(op.stop), *step = sym(op.step);
@@ -1022,7 +1029,55 @@ private:
     return B.CreateAdd(i64(s.data_offset_bytes), B.CreateMul(lin, i64(bytes_of(s.dtype))));
   }
 
-  void emit_put(const Op &op) {
+  using TileBody = std::function<void(const std::vector<LV *> &, const std::vector<LV *> &)>;
+
+  void emit_put(const Op &op) { for_tiles(op.view_shape, op.tile.vec, prepare_put(op)); }
+  void emit_get(const Op &op) { for_tiles(op.view_shape, op.tile.vec, prepare_get(op)); }
+  void emit_signal_wait(const Op &op) {
+    for_tiles(op.slots->view_shape, op.slots->tile, prepare_signal_wait(op));
+  }
+
+  /// Reference §6.4 tile-level pipelining: a signal whose only pred is the put just before it,
+  /// over the same window and tiles, fires per tile right after that tile's put (the receiver
+  /// can start on tile 0 while tile 1 is in flight); likewise a get right after its wait reads
+  /// each tile as soon as that tile's slot is satisfied.
+  bool pipelines(const Op &first, const Op &second) {
+    bool pair = (first.kind == OpKind::ShmemPut && second.kind == OpKind::ShmemSignal) ||
+                (first.kind == OpKind::ShmemWaitUntil && second.kind == OpKind::ShmemGet);
+    if (!pair || first.shmem != second.shmem || second.preds.size() != 1 ||
+        second.preds[0] != first.outputs[0] || first.view_shape != second.view_shape ||
+        first.view_offsets.size() != second.view_offsets.size())
+      return false;
+    for (size_t d = 0; d < first.view_offsets.size(); ++d)
+      if (!first.view_offsets[d].same_as(second.view_offsets[d]))
+        return false;
+    const Op &sw = first.kind == OpKind::ShmemPut ? second : first;
+    const Op &data = first.kind == OpKind::ShmemPut ? first : second;
+    size_t r = data.view_shape.size();
+    return sw.slots && std::equal(sw.slots->tile.begin(), sw.slots->tile.end(),
+                                  data.tile.vec.begin()) &&
+           sw.slots->tile.size() == r;
+  }
+
+  void emit_pipelined(const Op &first, const Op &second) {
+    auto body = [&](const Op &op) {
+      cur_site_ = site_.at(&op);
+      return op.kind == OpKind::ShmemPut   ? prepare_put(op)
+             : op.kind == OpKind::ShmemGet ? prepare_get(op)
+                                           : prepare_signal_wait(op);
+    };
+    TileBody a = body(first), b = body(second);
+    int sa = site_.at(&first), sb = site_.at(&second);
+    for_tiles(first.view_shape, first.kind == OpKind::ShmemPut ? first.tile.vec : second.tile.vec,
+              [&](const std::vector<LV *> &off, const std::vector<LV *> &size) {
+                cur_site_ = sa;
+                a(off, size);
+                cur_site_ = sb;
+                b(off, size);
+              });
+  }
+
+  TileBody prepare_put(const Op &op) {
     const auto &s = p_.shmems[static_cast<size_t>(op.shmem)];
     const ir::Value &src = p_.value(op.inputs[0]);
     Addr as = addr(src.id);
@@ -1034,7 +1089,7 @@ private:
     std::vector<LV *> ds;
     for (auto d : dst)
       ds.push_back(i64(d));
-    for_tiles(op.view_shape, op.tile.vec, [&](const std::vector<LV *> &off, const std::vector<LV *> &size) {
+    return [=, this, &s, &op](const std::vector<LV *> &off, const std::vector<LV *> &size) {
       std::vector<LV *> ext;
       LV *lin = i64(0);
       LV *nonempty = B.getTrue();
@@ -1060,10 +1115,10 @@ private:
       ret_if_error(st);
       B.CreateBr(skip);
       B.SetInsertPoint(skip);
-    });
+    };
   }
 
-  void emit_get(const Op &op) {
+  TileBody prepare_get(const Op &op) {
     const auto &s = p_.shmems[static_cast<size_t>(op.shmem)];
     const ir::Value &out = p_.value(op.outputs[1]);
     Addr ao = addr(out.id);
@@ -1075,7 +1130,7 @@ private:
     std::vector<LV *> ss;
     for (auto d : src)
       ss.push_back(i64(d));
-    for_tiles(op.view_shape, op.tile.vec, [&](const std::vector<LV *> &off, const std::vector<LV *> &size) {
+    return [=, this, &s, &op](const std::vector<LV *> &off, const std::vector<LV *> &size) {
       std::vector<LV *> ext;
       LV *lin = i64(0);
       LV *nonempty = B.getTrue();
@@ -1100,10 +1155,10 @@ private:
       ret_if_error(st);
       B.CreateBr(skip);
       B.SetInsertPoint(skip);
-    });
+    };
   }
 
-  void emit_signal_wait(const Op &op) {
+  TileBody prepare_signal_wait(const Op &op) {
     const auto &s = p_.shmems[static_cast<size_t>(op.shmem)];
     const ir::SlotGeometry &g = *op.slots;
     size_t r = g.data_shape.size();
@@ -1116,7 +1171,10 @@ private:
       vext.push_back(i64(v));
     if (!s.shape.empty())
       check_shmem_window(s, op, zero, vext);
-    for_tiles(g.view_shape, g.tile, [&](const std::vector<LV *> &off, const std::vector<LV *> &) {
+    LV *target = op.kind == OpKind::ShmemSignal && !op.target_all
+                     ? B.CreateTrunc(sym(op.target_pe), B.getInt32Ty())
+                     : B.getInt32(-1);
+    return [=, this, &s, &g, &op](const std::vector<LV *> &off, const std::vector<LV *> &) {
       LV *tile_part = i64(0), *view_part = i64(0);
       int64_t tmul = 1, vmul = 1;
       for (size_t d = 0; d < r; ++d) {
@@ -1132,7 +1190,6 @@ private:
       LV *slot_off = B.CreateAdd(i64(s.signal_offset_bytes), B.CreateMul(slot, i64(32)));
       LV *st;
       if (op.kind == OpKind::ShmemSignal) {
-        LV *target = op.target_all ? B.getInt32(-1) : B.CreateTrunc(sym(op.target_pe), B.getInt32Ty());
         st = call_rt("pto_rt_signal", B.getInt32Ty(),
                      {ctx_, B.getInt32(s.group_index), target, slot_off,
                       B.getInt32(op.atomic == ir::Atomic::Add ? PTO_ATOMIC_ADD : PTO_ATOMIC_SET),
@@ -1144,7 +1201,7 @@ private:
                       B.getInt32(cur_site_)});
       }
       ret_if_error(st);
-    });
+    };
   }
 
   void emit_clear_signal(const Op &op) {
