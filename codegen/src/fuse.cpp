@@ -37,7 +37,9 @@ bool groupable(const ir::Program &p, const Op &op) {
     return op.axis == rank - 1 && (op.keepdim || rank == 1);
   }
   case OpFamily::Shmem:
-  case OpFamily::Control: return false;
+  case OpFamily::Control:
+  case OpFamily::Matmul:
+  case OpFamily::Standalone: return false; // standalone: inputs and output get storage
   }
   return false;
 }

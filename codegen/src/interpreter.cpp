@@ -235,9 +235,26 @@ int32_t Run::exec_op(const Op &op) {
   case OpKind::Where: return select(op);
   case OpKind::Sum:
   case OpKind::Amax:
-  case OpKind::Amin: return reduce(op);
+  case OpKind::Amin:
+  case OpKind::Prod: return reduce(op);
+  case OpKind::Argmax:
+  case OpKind::Argmin:
+  case OpKind::Cumsum:
+  case OpKind::Cumprod:
+  case OpKind::Arange:
+  case OpKind::Uniform:
+  case OpKind::Normal:
+  case OpKind::Reshape:
+  case OpKind::Expand:
+  case OpKind::Permute:
+  case OpKind::Concat:
+  case OpKind::Tile:
+  case OpKind::Pad:
+  case OpKind::Tril:
+  case OpKind::Triu: return standalone(op);
   case OpKind::Full: return full(op);
   case OpKind::Assemble: return assemble(op);
+  case OpKind::Matmul: return matmul(op);
   case OpKind::ShmemPut: return shmem_put(op);
   case OpKind::ShmemGet: return shmem_get(op);
   case OpKind::ShmemSignal:

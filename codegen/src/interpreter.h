@@ -51,6 +51,14 @@ struct Ref {
   }
 };
 
+/// Element conversions (interpreter_compute.cpp): loads widen exactly (floats to double, ints
+/// to int64); store_f rounds floats to nearest even and truncates/saturates for ints; store_i
+/// wraps ints and rounds once for floats.
+double load_f(const uint8_t *p, DataType dt);
+int64_t load_i(const uint8_t *p, DataType dt);
+void store_f(uint8_t *p, DataType dt, double v);
+void store_i(uint8_t *p, DataType dt, int64_t v);
+
 /// Site number of every op of a program (site_table order).
 using SiteMap = std::unordered_map<const ir::Op *, int32_t>;
 
@@ -83,12 +91,16 @@ private:
   int32_t reduce(const ir::Op &op);
   int32_t full(const ir::Op &op);
   int32_t assemble(const ir::Op &op);
+  // interpreter_standalone.cpp
+  int32_t standalone(const ir::Op &op);
   // interpreter_shmem.cpp
   int32_t shmem_put(const ir::Op &op);
   int32_t shmem_get(const ir::Op &op);
   int32_t shmem_signal_wait(const ir::Op &op);
   int32_t shmem_clear(const ir::Op &op);
   int32_t shmem_clear_signal(const ir::Op &op);
+  // interpreter_matmul.cpp
+  int32_t matmul(const ir::Op &op);
   // interpreter.cpp
   int32_t loop(const ir::Op &op);
 

@@ -17,8 +17,10 @@ using ir::OpKind;
 
 namespace {
 
+} // namespace
+
 // ---------------------------------------------------------------------------------------------
-// Element conversions.
+// Element conversions (declared in interpreter.h).
 
 
 double load_f(const uint8_t *p, DataType dt) {
@@ -134,6 +136,8 @@ void store_i(uint8_t *p, DataType dt, int64_t v) {
   }
   throw InternalError("<interpreter>", "store", "unsupported dtype " + name(dt));
 }
+
+namespace {
 
 int64_t int_min(DataType dt) {
   switch (dt) {
@@ -591,12 +595,15 @@ int32_t Run::reduce(const Op &op) {
         auto run = [&](auto zero) {
           using C = decltype(zero);
           C acc = op.kind == OpKind::Sum    ? C(0)
+                  : op.kind == OpKind::Prod ? C(1)
                   : op.kind == OpKind::Amax ? -std::numeric_limits<C>::infinity()
                                             : std::numeric_limits<C>::infinity();
           for (int64_t k = 0; k < n; ++k) {
             C v = static_cast<C>(load_f(src + k * step, dt));
             if (op.kind == OpKind::Sum)
               acc += v;
+            else if (op.kind == OpKind::Prod)
+              acc *= v;
             else if (op.kind == OpKind::Amax)
               acc = nan_max(acc, v);
             else
@@ -610,12 +617,15 @@ int32_t Run::reduce(const Op &op) {
           run(0.0f);
       } else {
         int64_t acc = op.kind == OpKind::Sum    ? 0
+                      : op.kind == OpKind::Prod ? 1
                       : op.kind == OpKind::Amax ? int_min(dt)
                                                 : int_max(dt);
         for (int64_t k = 0; k < n; ++k) {
           int64_t v = load_i(src + k * step, dt);
           if (op.kind == OpKind::Sum)
             acc = wrap(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v));
+          else if (op.kind == OpKind::Prod)
+            acc = wrap(static_cast<uint64_t>(acc) * static_cast<uint64_t>(v));
           else if (op.kind == OpKind::Amax)
             acc = v > acc ? v : acc;
           else

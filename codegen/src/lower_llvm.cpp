@@ -8,6 +8,8 @@
 #include "fuse.h"
 #include "jit_engine.h"
 #include "lower_elementwise.h"
+#include "lower_matmul.h"
+#include "lower_standalone.h"
 #include "pto/codegen/tile_expand.h"
 #include "pto/error.h"
 #include "pto/half.h"
@@ -388,7 +390,24 @@ private:
       }
       case OpKind::Sum:
       case OpKind::Amax:
-      case OpKind::Amin: emit_reduce_axis(op); break;
+      case OpKind::Amin:
+      case OpKind::Prod: emit_reduce_axis(op); break;
+      case OpKind::Argmax:
+      case OpKind::Argmin:
+      case OpKind::Cumsum:
+      case OpKind::Cumprod:
+      case OpKind::Arange:
+      case OpKind::Uniform:
+      case OpKind::Normal:
+      case OpKind::Reshape:
+      case OpKind::Expand:
+      case OpKind::Permute:
+      case OpKind::Concat:
+      case OpKind::Tile:
+      case OpKind::Pad:
+      case OpKind::Tril:
+      case OpKind::Triu: emit_standalone(op); break;
+      case OpKind::Matmul: emit_matmul(op); break;
       case OpKind::ShmemPut: emit_put(op); break;
       case OpKind::ShmemGet: emit_get(op); break;
       case OpKind::ShmemSignal:
@@ -580,11 +599,15 @@ private:
     if (is_fp(dt)) {
       if (k == OpKind::Sum)
         return llvm::ConstantFP::getNegativeZero(t);
+      if (k == OpKind::Prod)
+        return llvm::ConstantFP::get(t, 1.0);
       return llvm::ConstantFP::getInfinity(t, k == OpKind::Amax);
     }
     unsigned bits = compute_elem(dt)->getIntegerBitWidth();
     if (k == OpKind::Sum)
       return llvm::Constant::getNullValue(t);
+    if (k == OpKind::Prod)
+      return llvm::ConstantInt::get(t, 1);
     llvm::APInt v = k == OpKind::Amax
                         ? (is_unsigned(dt) ? llvm::APInt::getMinValue(bits) : llvm::APInt::getSignedMinValue(bits))
                         : (is_unsigned(dt) ? llvm::APInt::getMaxValue(bits) : llvm::APInt::getSignedMaxValue(bits));
@@ -594,6 +617,8 @@ private:
     bool fp = is_fp(dt);
     if (k == OpKind::Sum)
       return fp ? B.CreateFAdd(acc, v) : B.CreateAdd(acc, v);
+    if (k == OpKind::Prod)
+      return fp ? B.CreateFMul(acc, v) : B.CreateMul(acc, v);
     if (fp)
       return B.CreateBinaryIntrinsic(k == OpKind::Amax ? llvm::Intrinsic::maximum : llvm::Intrinsic::minimum, acc, v);
     auto id = k == OpKind::Amax ? (is_unsigned(dt) ? llvm::Intrinsic::umax : llvm::Intrinsic::smax)
@@ -610,10 +635,20 @@ private:
         B.clearFastMathFlags();
         return r;
       }
+      if (k == OpKind::Prod) {
+        llvm::FastMathFlags fmf;
+        fmf.setAllowReassoc();
+        B.setFastMathFlags(fmf);
+        LV *r = B.CreateFMulReduce(llvm::ConstantFP::get(compute_elem(dt), 1.0), acc);
+        B.clearFastMathFlags();
+        return r;
+      }
       return k == OpKind::Amax ? B.CreateFPMaximumReduce(acc) : B.CreateFPMinimumReduce(acc);
     }
     if (k == OpKind::Sum)
       return B.CreateAddReduce(acc);
+    if (k == OpKind::Prod)
+      return B.CreateMulReduce(acc);
     if (k == OpKind::Amax)
       return is_unsigned(dt) ? B.CreateIntMaxReduce(acc, false) : B.CreateIntMaxReduce(acc, true);
     return is_unsigned(dt) ? B.CreateIntMinReduce(acc, false) : B.CreateIntMinReduce(acc, true);
@@ -905,6 +940,26 @@ private:
   }
 
   // ---- standalone reductions over a non-last axis ---------------------------------------------
+  void emit_standalone(const Op &op) { // lower_standalone.cpp
+    StandaloneEnv env{B, M, F, alloca_point_,
+                      [this](ValueId id) {
+                        Addr a = addr(id);
+                        return StandaloneAddr{a.base, a.strides};
+                      },
+                      [this](const SymbolicScalar &s) { return sym(s); }};
+    lower_standalone(env, p_, op);
+  }
+
+  void emit_matmul(const Op &op) { // lower_matmul.cpp
+    MatmulEnv env{B, M, F, ctx_, alloca_point_,
+                  [this](ValueId id) {
+                    Addr a = addr(id);
+                    return MatmulAddr{a.base, a.strides};
+                  },
+                  [this](const SymbolicScalar &s) { return sym(s); }};
+    lower_matmul(env, p_, op);
+  }
+
   void emit_reduce_axis(const Op &op) {
     const ir::Value &x = p_.value(op.inputs[0]);
     const ir::Value &y = p_.value(op.outputs[0]);

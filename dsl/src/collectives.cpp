@@ -282,7 +282,32 @@ Tensor allgather(const Tensor &x, CollectiveOptions opts, SrcLoc loc) {
   auto shape = static_shape(x, "allgather", loc);
   int n = n_pes(opts.group, loc);
   WholeTile tile(shape, loc);
-  return gather_rows(x, shape, n * shape[0], opts.group, n, opts.pred, loc);
+  bool full = true;
+  for (size_t d = 0; d < shape.size(); ++d)
+    full = full && x.valid_shape()[d].same_as(SymbolicScalar(shape[d]));
+  if (full)
+    return gather_rows(x, shape, n * shape[0], opts.group, n, opts.pred, loc);
+  // With a valid shape [vr, vc, ...], PE p's valid block lands at rows [p*vr, (p+1)*vr) (as
+  // PyPTO's AllGather: the valid parts concatenated), and the result's valid shape is
+  // [n*vr, vc, ...]; everything past it is zero.
+  size_t rank = shape.size();
+  std::vector<Tensor> pred = opts.pred;
+  pred.push_back(x);
+  auto start = entry_barrier(opts.group, n, pred, loc);
+  auto me = me_in(opts.group, n, loc);
+  auto g = gather_blocks(x, shape, opts.group, n, start, [&](int) { return x; }, loc);
+  (void)me;
+  auto out_shape = with_rows(shape, n * shape[0]);
+  auto out = zeros(sym(out_shape), x.dtype(), loc);
+  const SymbolicScalar &vr = x.valid_shape()[0];
+  for (int q = 0; q < n; ++q) {
+    auto block = view(g.blocks[static_cast<size_t>(q)], shape, zeros_at(rank),
+                      {.valid_shape = x.valid_shape()}, loc);
+    assemble(block, at_row(vr * q, rank), out, loc);
+  }
+  std::vector<SymbolicScalar> valid = x.valid_shape();
+  valid[0] = vr * n;
+  return view(out, out_shape, zeros_at(rank), {.valid_shape = valid}, loc);
 }
 
 Tensor reduce_scatter(const Tensor &x, Reduction op, CollectiveOptions opts, SrcLoc loc) {

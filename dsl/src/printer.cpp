@@ -53,10 +53,38 @@ void print_op(const Program &p, const Op &op, int depth, std::string &out) {
   case OpKind::Sum:
   case OpKind::Amax:
   case OpKind::Amin:
+  case OpKind::Prod:
+  case OpKind::Argmax:
+  case OpKind::Argmin:
     attrs.push_back(fmt::format("axis={}", op.axis));
     attrs.push_back(fmt::format("keepdim={}", op.keepdim));
     break;
+  case OpKind::Cumsum:
+  case OpKind::Cumprod:
+  case OpKind::Concat: attrs.push_back(fmt::format("axis={}", op.axis)); break;
+  case OpKind::Permute: attrs.push_back(fmt::format("perm=[{}]", fmt::join(op.perm, ", "))); break;
+  case OpKind::Tril:
+  case OpKind::Triu: attrs.push_back("diagonal=" + op.diagonal.str()); break;
+  case OpKind::Arange:
+    attrs.push_back("start=" + op.start.str());
+    attrs.push_back("step=" + op.step.str());
+    attrs.push_back(fmt::format("reals=[{}]", fmt::join(op.reals, ", ")));
+    break;
+  case OpKind::Uniform:
+  case OpKind::Normal:
+    attrs.push_back(fmt::format("key={}, counter={}", op.rng_key, op.rng_counter));
+    attrs.push_back(fmt::format("reals=[{}]", fmt::join(op.reals, ", ")));
+    break;
   case OpKind::Cast: attrs.push_back("to=" + name(op.to)); break;
+  case OpKind::Matmul:
+    if (op.a_trans)
+      attrs.push_back("a_trans");
+    if (op.b_trans)
+      attrs.push_back("b_trans");
+    if (op.relu)
+      attrs.push_back("relu");
+    attrs.push_back("cube=" + ints(op.tile.cube) + (op.tile.split_k ? " split_k" : ""));
+    break;
   case OpKind::ShmemPut:
   case OpKind::ShmemGet:
   case OpKind::ShmemSignal:

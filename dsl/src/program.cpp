@@ -7,7 +7,7 @@
 namespace pto::ir {
 
 const OpInfo &op_info(OpKind k) {
-  static const std::array<OpInfo, 91> table{{
+  static const std::array<OpInfo, 108> table{{
       {"neg", OpFamily::Unary},
       {"abs", OpFamily::Unary},
       {"exp", OpFamily::Unary},
@@ -25,6 +25,11 @@ const OpInfo &op_info(OpKind k) {
       {"sum", OpFamily::Reduce},
       {"amax", OpFamily::Reduce},
       {"amin", OpFamily::Reduce},
+      {"prod", OpFamily::Reduce},
+      {"argmax", OpFamily::Standalone},
+      {"argmin", OpFamily::Standalone},
+      {"cumsum", OpFamily::Standalone},
+      {"cumprod", OpFamily::Standalone},
       {"exp2", OpFamily::Unary},
       {"expm1", OpFamily::Unary},
       {"log2", OpFamily::Unary},
@@ -90,7 +95,19 @@ const OpInfo &op_info(OpKind k) {
       {"ge", OpFamily::Binary},
       {"where", OpFamily::Select},
       {"full", OpFamily::Create},
+      {"arange", OpFamily::Standalone},
+      {"uniform", OpFamily::Standalone},
+      {"normal", OpFamily::Standalone},
+      {"reshape", OpFamily::Standalone},
+      {"expand", OpFamily::Standalone},
+      {"permute", OpFamily::Standalone},
+      {"concat", OpFamily::Standalone},
+      {"tile", OpFamily::Standalone},
+      {"pad", OpFamily::Standalone},
+      {"tril", OpFamily::Standalone},
+      {"triu", OpFamily::Standalone},
       {"assemble", OpFamily::Move},
+      {"matmul", OpFamily::Matmul},
       {"shmem_put", OpFamily::Shmem},
       {"shmem_get", OpFamily::Shmem},
       {"shmem_signal", OpFamily::Shmem},

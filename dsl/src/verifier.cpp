@@ -50,13 +50,27 @@ void verify_op(const Program &p, const Op &op) {
     if (op.outputs.empty() || p.value(op.outputs[0]).kind != ValueKind::Token)
       fail(op, "a shmem op's first output must be a token");
     break;
+  case OpFamily::Matmul:
+    if ((op.inputs.size() != 2 && op.inputs.size() != 3) || op.outputs.size() != 1)
+      fail(op, fmt::format("expected 2 or 3 inputs and 1 output, got {} and {}", op.inputs.size(),
+                           op.outputs.size()));
+    if (op.tile.cube.size() != 7)
+      fail(op, "matmul without a cube tile");
+    break;
+  case OpFamily::Standalone:
+    if (op.outputs.size() != 1)
+      fail(op, fmt::format("expected 1 output, got {}", op.outputs.size()));
+    if (op.kind == OpKind::Permute && op.perm.size() != p.value(op.outputs[0]).shape.size())
+      fail(op, "permutation rank differs from the output rank");
+    break;
   case OpFamily::Control:
     for (auto &b : op.body)
       verify_op(p, b);
     break;
   }
   if (family == OpFamily::Unary || family == OpFamily::Binary || family == OpFamily::Select ||
-      family == OpFamily::Reduce) {
+      family == OpFamily::Reduce || family == OpFamily::Matmul ||
+      family == OpFamily::Standalone) {
     for (auto id : op.inputs) {
       const Value &v = p.value(id);
       if (v.kind == ValueKind::Token || v.shmem >= 0)

@@ -3,6 +3,7 @@
 
 #include "pto/half.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -235,6 +236,52 @@ double max_abs_error(const pto::HostTensor &got, const Array &want) {
     worst = std::max(worst, e);
   }
   return worst;
+}
+
+Array matmul(const Array &a, const Array &b, bool a_trans, bool b_trans, const Array *bias,
+             bool relu) {
+  const size_t r = a.shape.size();
+  if (r < 2 || b.shape.size() != r)
+    throw std::invalid_argument("naive::matmul: ranks");
+  const int64_t M = a_trans ? a.shape[r - 1] : a.shape[r - 2];
+  const int64_t K = a_trans ? a.shape[r - 2] : a.shape[r - 1];
+  const int64_t N = b_trans ? b.shape[r - 2] : b.shape[r - 1];
+  Array out;
+  int64_t batches = 1;
+  for (size_t d = 0; d + 2 < r; ++d) {
+    out.shape.push_back(std::max(a.shape[d], b.shape[d]));
+    batches *= out.shape.back();
+  }
+  out.shape.push_back(M);
+  out.shape.push_back(N);
+  out.v.assign(static_cast<size_t>(batches * M * N), 0.0);
+  const int64_t a_mat = a.shape[r - 2] * a.shape[r - 1], b_mat = b.shape[r - 2] * b.shape[r - 1];
+  for (int64_t bt = 0; bt < batches; ++bt) {
+    // Row-major batch index -> each operand's batch offset (size-1 dims broadcast).
+    int64_t rem = bt, a_off = 0, b_off = 0, a_mul = 1, b_mul = 1;
+    for (size_t d = r - 2; d-- > 0;) {
+      int64_t i = rem % out.shape[d];
+      rem /= out.shape[d];
+      a_off += (a.shape[d] == 1 ? 0 : i) * a_mul;
+      b_off += (b.shape[d] == 1 ? 0 : i) * b_mul;
+      a_mul *= a.shape[d];
+      b_mul *= b.shape[d];
+    }
+    const double *pa = a.v.data() + a_off * a_mat;
+    const double *pb = b.v.data() + b_off * b_mat;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (int64_t k = 0; k < K; ++k)
+          s += (a_trans ? pa[k * M + i] : pa[i * K + k]) * (b_trans ? pb[j * K + k] : pb[k * N + j]);
+        if (bias)
+          s += bias->v[static_cast<size_t>(j)];
+        if (relu && s < 0)
+          s = 0;
+        out.v[static_cast<size_t>((bt * M + i) * N + j)] = s;
+      }
+  }
+  return out;
 }
 
 double max_rel_error(const pto::HostTensor &got, const Array &want, double floor) {

@@ -40,6 +40,11 @@ enum class Reduce { Sum, Max, Min };
 Array reduce(const Array &a, int axis, bool keepdim, Reduce kind);
 /// Softmax over the last axis of a 2-D array, in double: exp(x - max) / sum(exp(x - max)).
 Array softmax_rows(const Array &a);
+/// Batched matrix product in double, as PyPTO matmul: a [..., M, K] ([..., K, M] if a_trans),
+/// b [..., K, N] ([..., N, K] if b_trans), same rank, batch dims broadcast; then + bias
+/// (N elements, if given) and max(x, 0) if relu. A triple loop per batch element.
+Array matmul(const Array &a, const Array &b, bool a_trans, bool b_trans,
+             const Array *bias = nullptr, bool relu = false);
 
 /// `v` wrapped to the integer dtype `dt` (two's complement), as double.
 double wrap_int(int64_t v, pto::DataType dt);

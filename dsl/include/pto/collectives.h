@@ -54,8 +54,10 @@ int n_pes(const std::string &group = "world",
 /// shape. As HCCL `allreduce`.
 Tensor allreduce(const Tensor &x, Reduction op, AllreduceOptions opts = {},
                  std::source_location loc = std::source_location::current());
-/// Every PE gets [n_pes * R, ...]: rows [p*R, (p+1)*R) hold PE p's x (its valid part; rows past
-/// it are zero). As HCCL `allgather`.
+/// Every PE gets [n_pes * R, ...]: rows [p*R, (p+1)*R) hold PE p's x. When x has a valid shape
+/// [vr, vc, ...] smaller than its shape, the valid parts are packed instead, PE p's at rows
+/// [p*vr, (p+1)*vr), the result's valid shape is [n_pes*vr, vc, ...] and everything else is
+/// zero (as PyPTO's AllGather, reference §7.1). As HCCL `allgather`.
 Tensor allgather(const Tensor &x, CollectiveOptions opts = {},
                  std::source_location loc = std::source_location::current());
 /// The reduction of all PEs' x, scattered by row blocks: with B = ceil(R / n_pes), PE p gets

@@ -69,6 +69,12 @@ enum class OpKind : uint8_t {
   Sum,
   Amax, ///< NaN propagates
   Amin, ///< NaN propagates
+  Prod, ///< product; ints wrap; an empty valid extent gives 1
+  // Reductions lowered on their own (reduce_ops.h), over `axis` with `keepdim`.
+  Argmax, ///< -> DT_INT32: first index of the max; a NaN wins (first NaN); empty -> -1
+  Argmin, ///< -> DT_INT32: first index of the min; a NaN wins (first NaN); empty -> -1
+  Cumsum, ///< inclusive prefix sum along `axis`; int inputs give DT_INT64
+  Cumprod, ///< inclusive prefix product along `axis`; int inputs give DT_INT64
   // Elementwise unary of the op catalogue (ops.h documents dtypes and edge values). Floating
   // math runs in fp32 for fp16/bf16 (SLEEF u10 vector functions in generated code).
   Exp2, Expm1, Log2, Log10, Log1p, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh, Asinh,
@@ -105,7 +111,22 @@ enum class OpKind : uint8_t {
   Where, ///< cond ? a : b
   // Creation and movement.
   Full,     ///< every element of the output = `scalar` (cast to the output dtype)
+  // Creation and movement lowered on their own (shape_ops.h). Movement ops read only their
+  // inputs' valid regions: a source element outside it reads as 0.
+  Arange,  ///< out[i] = start + i * step: ints from `start`/`step`, floats from `reals` (start, step)
+  Uniform, ///< Philox4x32-10 (`rng_key`, `rng_counter`) -> reals[0] + (reals[1] - reals[0]) * u
+  Normal,  ///< Philox4x32-10 + Box-Muller -> reals[0] + reals[1] * z
+  Reshape, ///< out[o] = in[unravel(ravel(o))] over the full (not valid) shapes, row-major
+  Expand,  ///< materialized broadcast: size-1 input dims are read at 0 (right-aligned)
+  Permute, ///< out[o] = in[i] with i[perm[d]] = o[d]
+  Concat,  ///< inputs placed along `axis` at the running sum of their shapes
+  Tile,    ///< repeat: out[o] = in[o mod in.shape]
+  Pad,     ///< out[o] = in[o] inside the input's valid region, `scalar` elsewhere
+  Tril,    ///< out[.., r, c] = c - r <= diagonal ? in : 0
+  Triu,    ///< out[.., r, c] = c - r >= diagonal ? in : 0
   Assemble, ///< writes inputs[0] into outputs[0]'s window (a View value) — PyPTO `assemble`
+  Matmul,   ///< inputs (a, b[, bias]): out = relu?(op(a) @ op(b) + bias), batch dims broadcast;
+            ///< fp32/int32 accumulation (matmul.h); blocked by the op's cube tile
   // Distributed (runtime calls); each returns a Token in outputs[0].
   ShmemPut,       ///< inputs[0] -> shmem view `dst` on PE `pe`, `atomic` SET/ADD
   ShmemGet,       ///< shmem view on PE `pe` -> new local outputs[1] (converted to its dtype)
@@ -118,8 +139,10 @@ enum class OpKind : uint8_t {
   Loop, ///< for (idx = start; idx < stop; idx += step) body — traced once, not unrolled
 };
 
-/// Families used by codegen and the verifier.
-enum class OpFamily : uint8_t { Unary, Binary, Select, Reduce, Create, Move, Shmem, Control };
+/// Families used by codegen and the verifier. Standalone ops are never fused: codegen lowers each
+/// as scalar loops over its output's valid region (its inputs and output get storage).
+enum class OpFamily : uint8_t { Unary, Binary, Select, Reduce, Create, Move, Shmem, Control, Matmul,
+                                Standalone };
 
 struct OpInfo {
   const char *name; ///< as the user spells it (`add`, `shmem_put`)
@@ -131,6 +154,9 @@ const OpInfo &op_info(OpKind k);
 /// The tile shape captured from set_vec_tile_shapes when the op was created.
 struct TileShape {
   std::vector<int64_t> vec;
+  /// Matmul only, from set_cube_tile_shapes: [mL0, mL1, kL0, kAL1, kBL1, nL0, nL1].
+  std::vector<int64_t> cube = {};
+  bool split_k = false; ///< set_cube_tile_shapes(..., {.enable_split_k})
   bool operator==(const TileShape &) const = default;
 };
 
@@ -174,6 +200,12 @@ struct Op {
   int32_t signal = 0;          ///< signal value / wait cmp_value
   bool clear = false;          ///< wait: clear_signal
   std::optional<SlotGeometry> slots; ///< signal/wait
+  bool a_trans = false, b_trans = false, relu = false; ///< Matmul
+  // Shape, creation and reduction ops of shape_ops.h / reduce_ops.h.
+  std::vector<int> perm;       ///< Permute: output dim d reads input dim perm[d]
+  SymbolicScalar diagonal;     ///< Tril / Triu
+  std::vector<double> reals;   ///< Arange (fp): start, step; Uniform: low, high; Normal: mean, std
+  uint64_t rng_key = 0, rng_counter = 0; ///< Uniform / Normal (Philox4x32-10)
   // Loop.
   int loop_id = -1;            ///< SymKind::LoopIndex id of the index symbol
   SymbolicScalar start, stop, step;

@@ -39,6 +39,8 @@ public:
   int current_region() const { return regions_.back(); }
 
   TileShape vec_tile;
+  /// The cube tile matmul captures (set_cube_tile_shapes, matmul.h): cube empty when none is set.
+  TileShape cube_tile;
   /// Set by pto::jit before tracing: the number of PEs running the kernel and the sizes of the
   /// groups the runtime knows, so that collectives can unroll their PE loops at trace time.
   int world_n_pes = 1;
