@@ -146,7 +146,7 @@ void run(benchmark::State &state, const std::shared_ptr<Case> &c, Who who) {
   call(); // once untimed: compiles ours, and checks the result
   // fp32 sums of up to 1024 products of normal(0, 1) values: ~1e-4 relative differences
   // between summation orders are expected.
-  if (!bench::check_close(state, c->c, c->want, c->out == pto::DT_INT32 ? 0 : 1e-3))
+  if (!bench::check_close(state, c->c, c->want, c->out == pto::DT_INT32 ? 1e-9 : 1e-3))
     return;
   for (auto _ : state)
     call();

@@ -24,7 +24,7 @@ done
 
 out=build-bench/bench-results
 if [ $table_only -eq 0 ]; then
-scripts/bootstrap.sh
+scripts/bootstrap.sh --bench
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DPTO_BUILD_BENCH=ON -DPTO_BUILD_TESTS=OFF \
   -DPTO_BUILD_SAMPLES=OFF >/dev/null
 targets=()

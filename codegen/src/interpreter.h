@@ -18,6 +18,7 @@ inline constexpr int32_t kFailDivZero = 1;
 inline constexpr int32_t kFailPe = 3;
 inline constexpr int32_t kFailOffset = 4;
 inline constexpr int32_t kFailViewBounds = 5;
+inline constexpr int32_t kFailSlotAlign = 6;
 
 /// Row-major element strides of a concrete shape.
 inline std::vector<int64_t> row_major(const std::vector<int64_t> &shape) {

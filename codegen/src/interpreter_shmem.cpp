@@ -44,6 +44,13 @@ int32_t Run::shmem_put(const Op &op) {
     return fail(kFailPe, pe, s.n_pes);
   if (int32_t st = eval_all(op.view_offsets, offs))
     return st;
+  // The whole window must lie inside the data (not just its valid part), as in generated code.
+  for (size_t d = 0; d < offs.size(); ++d) {
+    if (offs[d] < 0)
+      return fail(kFailOffset, offs[d], s.shape[d]);
+    if (offs[d] + op.view_shape[d] > s.shape[d])
+      return fail(kFailOffset, offs[d] + op.view_shape[d] - 1, s.shape[d]);
+  }
   const auto data_strides = row_major(s.shape);
   const int64_t esize = bytes_of(s.dtype);
   const size_t r = op.view_shape.size();
@@ -90,6 +97,13 @@ int32_t Run::shmem_get(const Op &op) {
     return fail(kFailPe, pe, s.n_pes);
   if (int32_t st = eval_all(op.view_offsets, offs))
     return st;
+  // The whole window must lie inside the data (not just its valid part), as in generated code.
+  for (size_t d = 0; d < offs.size(); ++d) {
+    if (offs[d] < 0)
+      return fail(kFailOffset, offs[d], s.shape[d]);
+    if (offs[d] + op.view_shape[d] > s.shape[d])
+      return fail(kFailOffset, offs[d] + op.view_shape[d] - 1, s.shape[d]);
+  }
   const auto data_strides = row_major(s.shape);
   const int64_t esize = bytes_of(s.dtype);
   const size_t r = op.view_shape.size();
@@ -137,6 +151,9 @@ int32_t Run::shmem_signal_wait(const Op &op) {
     return st;
   if (row < 0 || row >= s.n_pes)
     return fail(kFailPe, row, s.n_pes);
+  for (size_t d = 0; d < o.size(); ++d)
+    if ((o[d] % g.view_shape[d]) % g.tile[d] != 0)
+      return fail(kFailSlotAlign, o[d] % g.view_shape[d], g.tile[d]);
   if (op.kind == OpKind::ShmemSignal && !op.target_all) {
     if (int32_t st = eval(op.target_pe, target))
       return st;

@@ -3,9 +3,9 @@
 // concat, tile, pad, tril/triu): plain loops over the output's valid region with the semantics
 // documented in program.h, shape_ops.h and reduce_ops.h. Movement ops copy element bytes; a
 // source element outside its input's valid region reads as 0.
-#include "interpreter.h"
-
 #include "pto/error.h"
+
+#include "interpreter.h"
 
 #include <cmath>
 #include <cstring>
@@ -288,7 +288,8 @@ int32_t Run::standalone(const Op &op) {
     });
     return PTO_OK;
   }
-  default: break;
+  default:
+    break;
   }
   throw InternalError(op.where, ir::op_info(op.kind).name,
                       "no interpreter rule for this standalone op (a ptojit bug)");

@@ -39,7 +39,8 @@ using llvm::IRBuilder;
 using llvm::Type;
 using LV = llvm::Value;
 
-constexpr int kFailDivZero = 1, kFailOffset = 4, kFailViewBounds = 5;
+constexpr int kFailDivZero = 1, kFailPe = 3, kFailOffset = 4, kFailViewBounds = 5,
+              kFailSlotAlign = 6;
 
 bool is_unsigned(DataType dt) { return dt == DT_UINT8 || dt == DT_BOOL; }
 
@@ -322,6 +323,7 @@ private:
       LV *heap = entry_alloca(heap_ty, "heap_bytes");
       LV *npes = entry_alloca(npes_ty, "group_n_pes");
       LV *names = entry_alloca(names_ty, "group_names");
+      LV *wheres = entry_alloca(names_ty, "group_where");
       for (size_t g = 0; g < ng; ++g) {
         B.CreateStore(i64(static_cast<int64_t>(p_.groups[g].layout_hash)),
                       B.CreateConstGEP2_64(heap_ty, hashes, 0, g));
@@ -329,9 +331,11 @@ private:
         B.CreateStore(B.getInt32(p_.groups[g].n_pes), B.CreateConstGEP2_64(npes_ty, npes, 0, g));
         B.CreateStore(B.CreateGlobalStringPtr(p_.groups[g].name),
                       B.CreateConstGEP2_64(names_ty, names, 0, g));
+        B.CreateStore(B.CreateGlobalStringPtr(p_.groups[g].where),
+                      B.CreateConstGEP2_64(names_ty, wheres, 0, g));
       }
       LV *st = call_rt("pto_rt_kernel_enter", B.getInt32Ty(),
-                       {ctx_, hashes, B.getInt32(static_cast<int>(ng)), heap, npes, names});
+                       {ctx_, hashes, B.getInt32(static_cast<int>(ng)), heap, npes, names, wheres});
       ret_if_error(st);
       // Re-read PE numbers: the group table is known only after kernel_enter.
       for (size_t g = 0; g < ng; ++g)
@@ -1075,6 +1079,14 @@ private:
     }
   }
 
+  /// The op's whole window (view_offsets + view_shape) inside the data, checked once per op.
+  void check_whole_window(const ir::ShmemInfo &s, const Op &op) {
+    std::vector<LV *> zero(op.view_shape.size(), i64(0)), ext;
+    for (auto v : op.view_shape)
+      ext.push_back(i64(v));
+    check_shmem_window(s, op, zero, ext);
+  }
+
   /// Byte offset in the heap of element (view_offsets + tile_off) of shmem `s`.
   LV *heap_offset(const ir::ShmemInfo &s, const Op &op, const std::vector<LV *> &toff) {
     auto st = shmem_strides(s);
@@ -1144,6 +1156,7 @@ private:
     std::vector<LV *> ds;
     for (auto d : dst)
       ds.push_back(i64(d));
+    check_whole_window(s, op);
     return [=, this, &s, &op](const std::vector<LV *> &off, const std::vector<LV *> &size) {
       std::vector<LV *> ext;
       LV *lin = i64(0);
@@ -1158,7 +1171,6 @@ private:
       auto *skip = llvm::BasicBlock::Create(C, "put.skip", F);
       B.CreateCondBr(nonempty, go, skip);
       B.SetInsertPoint(go);
-      check_shmem_window(s, op, off, ext);
       LV *blk = make_block(ext, as.strides, ds);
       LV *sp = B.CreateGEP(storage_elem(src.dtype), as.base, lin);
       LV *st = call_rt("pto_rt_put", B.getInt32Ty(),
@@ -1185,6 +1197,7 @@ private:
     std::vector<LV *> ss;
     for (auto d : src)
       ss.push_back(i64(d));
+    check_whole_window(s, op);
     return [=, this, &s, &op](const std::vector<LV *> &off, const std::vector<LV *> &size) {
       std::vector<LV *> ext;
       LV *lin = i64(0);
@@ -1199,7 +1212,6 @@ private:
       auto *skip = llvm::BasicBlock::Create(C, "get.skip", F);
       B.CreateCondBr(nonempty, go, skip);
       B.SetInsertPoint(go);
-      check_shmem_window(s, op, off, ext);
       // pto_block: "src" is the heap side, "dst" the local side, as pto_rt_get documents.
       LV *blk = make_block(ext, ss, ao.strides);
       LV *dp = B.CreateGEP(storage_elem(out.dtype), ao.base, lin);
@@ -1226,6 +1238,15 @@ private:
       vext.push_back(i64(v));
     if (!s.shape.empty())
       check_shmem_window(s, op, zero, vext);
+    // The slot row must be a PE of the group, and the window tile-aligned within its view
+    // (reference §6.3: otherwise two windows alias the same slots).
+    fail_unless(B.CreateAnd(B.CreateICmpSGE(row, i64(0)), B.CreateICmpSLT(row, i64(s.n_pes))),
+                kFailPe, row, i64(s.n_pes));
+    for (size_t d = 0; d < r; ++d) {
+      LV *within = B.CreateSRem(O[d], i64(g.view_shape[d]));
+      fail_unless(B.CreateICmpEQ(B.CreateSRem(within, i64(g.tile[d])), i64(0)), kFailSlotAlign,
+                  within, i64(g.tile[d]));
+    }
     LV *target = op.kind == OpKind::ShmemSignal && !op.target_all
                      ? B.CreateTrunc(sym(op.target_pe), B.getInt32Ty())
                      : B.getInt32(-1);

@@ -22,7 +22,8 @@ bool is_unsigned_dt(DataType dt) { return dt == DT_UINT8 || dt == DT_BOOL; }
 
 class Emitter {
 public:
-  Emitter(StandaloneEnv &env, const ir::Program &p) : E(env), B(env.B), C(env.B.getContext()), p_(p) {}
+  Emitter(StandaloneEnv &env, const ir::Program &p)
+      : E(env), B(env.B), C(env.B.getContext()), p_(p) {}
 
   void run(const Op &op);
 
@@ -67,10 +68,13 @@ private:
         body(idx);
         return;
       }
-      for_loop(i64(0), ext[d], [&](LV *i) {
-        idx[d] = i;
-        rec(d + 1);
-      }, "sl");
+      for_loop(
+          i64(0), ext[d],
+          [&](LV *i) {
+            idx[d] = i;
+            rec(d + 1);
+          },
+          "sl");
     };
     rec(0);
   }
@@ -95,12 +99,18 @@ private:
     switch (dt) {
     case DT_FP16:
     case DT_BF16:
-    case DT_INT16: return B.getInt16Ty();
-    case DT_FP32: return B.getFloatTy();
-    case DT_DOUBLE: return B.getDoubleTy();
-    case DT_INT32: return B.getInt32Ty();
-    case DT_INT64: return B.getInt64Ty();
-    default: return B.getInt8Ty();
+    case DT_INT16:
+      return B.getInt16Ty();
+    case DT_FP32:
+      return B.getFloatTy();
+    case DT_DOUBLE:
+      return B.getDoubleTy();
+    case DT_INT32:
+      return B.getInt32Ty();
+    case DT_INT64:
+      return B.getInt64Ty();
+    default:
+      return B.getInt8Ty();
     }
   }
 
@@ -175,7 +185,8 @@ private:
     return narrow(B.CreateBitCast(B.CreateSelect(inexact, odd, bits), B.getFloatTy()), dt);
   }
   LV *to_i64(LV *raw, DataType dt) {
-    return is_unsigned_dt(dt) ? B.CreateZExt(raw, B.getInt64Ty()) : B.CreateSExtOrBitCast(raw, B.getInt64Ty());
+    return is_unsigned_dt(dt) ? B.CreateZExt(raw, B.getInt64Ty())
+                              : B.CreateSExtOrBitCast(raw, B.getInt64Ty());
   }
 
   // ---- ops -----------------------------------------------------------------------------------
@@ -192,16 +203,30 @@ private:
 void Emitter::run(const Op &op) {
   switch (op.kind) {
   case OpKind::Argmax:
-  case OpKind::Argmin: arg_reduce(op); return;
+  case OpKind::Argmin:
+    arg_reduce(op);
+    return;
   case OpKind::Cumsum:
-  case OpKind::Cumprod: scan(op); return;
-  case OpKind::Arange: arange(op); return;
+  case OpKind::Cumprod:
+    scan(op);
+    return;
+  case OpKind::Arange:
+    arange(op);
+    return;
   case OpKind::Uniform:
-  case OpKind::Normal: random(op); return;
-  case OpKind::Concat: concat(op); return;
-  case OpKind::Pad: pad(op); return;
+  case OpKind::Normal:
+    random(op);
+    return;
+  case OpKind::Concat:
+    concat(op);
+    return;
+  case OpKind::Pad:
+    pad(op);
+    return;
   case OpKind::Tril:
-  case OpKind::Triu: triangle(op); return;
+  case OpKind::Triu:
+    triangle(op);
+    return;
   case OpKind::Reshape: {
     const ir::Value &x = p_.value(op.inputs[0]), &y = p_.value(op.outputs[0]);
     auto full_strides = [&](const std::vector<SymbolicScalar> &shape) {
@@ -256,7 +281,8 @@ void Emitter::run(const Op &op) {
       return i;
     });
     return;
-  default: break;
+  default:
+    break;
   }
   throw InternalError(op.where, ir::op_info(op.kind).name,
                       "no standalone lowering for this op (a ptojit bug)");
@@ -271,8 +297,9 @@ void Emitter::gather(const Op &op, const std::function<Index(const Index &)> &sr
   for_box(yv, [&](const Index &o) {
     Index i = src_of(o);
     LV *dst = elem_ptr(ay, y.dtype, o);
-    branch(all_below(i, xv), [&] { B.CreateStore(B.CreateLoad(st, elem_ptr(ax, x.dtype, i)), dst); },
-           [&] { B.CreateStore(llvm::Constant::getNullValue(st), dst); });
+    branch(
+        all_below(i, xv), [&] { B.CreateStore(B.CreateLoad(st, elem_ptr(ax, x.dtype, i)), dst); },
+        [&] { B.CreateStore(llvm::Constant::getNullValue(st), dst); });
   });
 }
 
@@ -299,23 +326,26 @@ void Emitter::arg_reduce(const Op &op) {
     B.CreateStore(llvm::Constant::getNullValue(ct), best_slot);
     B.CreateStore(i64(-1), idx_slot);
     B.CreateStore(B.getFalse(), done_slot);
-    for_loop(i64(0), xv[axis], [&](LV *k) {
-      Index ik = i;
-      ik[axis] = k;
-      LV *raw = B.CreateLoad(storage_elem(x.dtype), elem_ptr(ax, x.dtype, ik));
-      LV *v = fp ? widen(raw, x.dtype) : to_i64(raw, x.dtype);
-      LV *best = B.CreateLoad(ct, best_slot);
-      LV *bi = B.CreateLoad(B.getInt64Ty(), idx_slot);
-      LV *done = B.CreateLoad(B.getInt1Ty(), done_slot);
-      LV *better = fp ? (is_max ? B.CreateFCmpOGT(v, best) : B.CreateFCmpOLT(v, best))
-                      : (is_max ? B.CreateICmpSGT(v, best) : B.CreateICmpSLT(v, best));
-      LV *nan = fp ? B.CreateFCmpUNO(v, v) : B.getFalse();
-      LV *take = B.CreateAnd(B.CreateNot(done),
-                             B.CreateOr(B.CreateOr(B.CreateICmpSLT(bi, i64(0)), better), nan));
-      B.CreateStore(B.CreateSelect(take, v, best), best_slot);
-      B.CreateStore(B.CreateSelect(take, k, bi), idx_slot);
-      B.CreateStore(B.CreateOr(done, nan), done_slot);
-    }, "argk");
+    for_loop(
+        i64(0), xv[axis],
+        [&](LV *k) {
+          Index ik = i;
+          ik[axis] = k;
+          LV *raw = B.CreateLoad(storage_elem(x.dtype), elem_ptr(ax, x.dtype, ik));
+          LV *v = fp ? widen(raw, x.dtype) : to_i64(raw, x.dtype);
+          LV *best = B.CreateLoad(ct, best_slot);
+          LV *bi = B.CreateLoad(B.getInt64Ty(), idx_slot);
+          LV *done = B.CreateLoad(B.getInt1Ty(), done_slot);
+          LV *better = fp ? (is_max ? B.CreateFCmpOGT(v, best) : B.CreateFCmpOLT(v, best))
+                          : (is_max ? B.CreateICmpSGT(v, best) : B.CreateICmpSLT(v, best));
+          LV *nan = fp ? B.CreateFCmpUNO(v, v) : B.getFalse();
+          LV *take = B.CreateAnd(B.CreateNot(done),
+                                 B.CreateOr(B.CreateOr(B.CreateICmpSLT(bi, i64(0)), better), nan));
+          B.CreateStore(B.CreateSelect(take, v, best), best_slot);
+          B.CreateStore(B.CreateSelect(take, k, bi), idx_slot);
+          B.CreateStore(B.CreateOr(done, nan), done_slot);
+        },
+        "argk");
     LV *res = B.CreateTrunc(B.CreateLoad(B.getInt64Ty(), idx_slot), storage_elem(y.dtype));
     B.CreateStore(res, elem_ptr(ay, y.dtype, o));
   });
@@ -336,17 +366,20 @@ void Emitter::scan(const Op &op) {
     B.CreateStore(fp ? llvm::ConstantFP::get(ct, sum ? 0.0 : 1.0)
                      : static_cast<LV *>(i64(sum ? 0 : 1)),
                   acc_slot);
-    for_loop(i64(0), n, [&](LV *k) {
-      Index i = o;
-      i[axis] = k;
-      LV *raw = B.CreateLoad(storage_elem(x.dtype), elem_ptr(ax, x.dtype, i));
-      LV *v = fp ? widen(raw, x.dtype) : to_i64(raw, x.dtype);
-      LV *acc = B.CreateLoad(ct, acc_slot);
-      acc = fp ? (sum ? B.CreateFAdd(acc, v) : B.CreateFMul(acc, v))
-               : (sum ? B.CreateAdd(acc, v) : B.CreateMul(acc, v));
-      B.CreateStore(acc, acc_slot);
-      B.CreateStore(fp ? narrow(acc, y.dtype) : acc, elem_ptr(ay, y.dtype, i));
-    }, "scank");
+    for_loop(
+        i64(0), n,
+        [&](LV *k) {
+          Index i = o;
+          i[axis] = k;
+          LV *raw = B.CreateLoad(storage_elem(x.dtype), elem_ptr(ax, x.dtype, i));
+          LV *v = fp ? widen(raw, x.dtype) : to_i64(raw, x.dtype);
+          LV *acc = B.CreateLoad(ct, acc_slot);
+          acc = fp ? (sum ? B.CreateFAdd(acc, v) : B.CreateFMul(acc, v))
+                   : (sum ? B.CreateAdd(acc, v) : B.CreateMul(acc, v));
+          B.CreateStore(acc, acc_slot);
+          B.CreateStore(fp ? narrow(acc, y.dtype) : acc, elem_ptr(ay, y.dtype, i));
+        },
+        "scank");
   });
 }
 
@@ -357,18 +390,22 @@ void Emitter::arange(const Op &op) {
   bool fp = is_float(y.dtype);
   LV *start = fp ? nullptr : E.sym(op.start);
   LV *step = fp ? nullptr : E.sym(op.step);
-  for_loop(i64(0), yv[0], [&](LV *i) {
-    LV *v;
-    if (fp) {
-      LV *d = B.CreateFAdd(llvm::ConstantFP::get(B.getDoubleTy(), op.reals.at(0)),
+  for_loop(
+      i64(0), yv[0],
+      [&](LV *i) {
+        LV *v;
+        if (fp) {
+          LV *d =
+              B.CreateFAdd(llvm::ConstantFP::get(B.getDoubleTy(), op.reals.at(0)),
                            B.CreateFMul(B.CreateSIToFP(i, B.getDoubleTy()),
                                         llvm::ConstantFP::get(B.getDoubleTy(), op.reals.at(1))));
-      v = from_double(d, y.dtype);
-    } else {
-      v = B.CreateTrunc(B.CreateAdd(start, B.CreateMul(i, step)), storage_elem(y.dtype));
-    }
-    B.CreateStore(v, elem_ptr(ay, y.dtype, {i}));
-  }, "arange");
+          v = from_double(d, y.dtype);
+        } else {
+          v = B.CreateTrunc(B.CreateAdd(start, B.CreateMul(i, step)), storage_elem(y.dtype));
+        }
+        B.CreateStore(v, elem_ptr(ay, y.dtype, {i}));
+      },
+      "arange");
 }
 
 void Emitter::random(const Op &op) {
@@ -424,14 +461,13 @@ void Emitter::random(const Op &op) {
     } else {
       LV *first = B.CreateICmpULT(lane, B.getInt32(2));
       LV *we = B.CreateSelect(first, w[0], w[2]), *wo = B.CreateSelect(first, w[1], w[3]);
-      LV *u1 = B.CreateFMul(B.CreateFAdd(B.CreateUIToFP(B.CreateLShr(we, 8), dbl),
-                                         llvm::ConstantFP::get(dbl, 1.0)),
-                            llvm::ConstantFP::get(dbl, 0x1p-24));
+      LV *u1 = B.CreateFMul(
+          B.CreateFAdd(B.CreateUIToFP(B.CreateLShr(we, 8), dbl), llvm::ConstantFP::get(dbl, 1.0)),
+          llvm::ConstantFP::get(dbl, 0x1p-24));
       LV *u2 = unit24(wo);
       LV *r = B.CreateUnaryIntrinsic(
-          llvm::Intrinsic::sqrt,
-          B.CreateFMul(llvm::ConstantFP::get(dbl, -2.0),
-                       B.CreateUnaryIntrinsic(llvm::Intrinsic::log, u1)));
+          llvm::Intrinsic::sqrt, B.CreateFMul(llvm::ConstantFP::get(dbl, -2.0),
+                                              B.CreateUnaryIntrinsic(llvm::Intrinsic::log, u1)));
       LV *t = B.CreateFMul(llvm::ConstantFP::get(dbl, 6.283185307179586), u2);
       LV *odd = B.CreateICmpEQ(B.CreateAnd(lane, B.getInt32(1)), B.getInt32(1));
       LV *trig = B.CreateSelect(odd, B.CreateUnaryIntrinsic(llvm::Intrinsic::sin, t),
@@ -477,8 +513,9 @@ void Emitter::pad(const Op &op) {
     fill = llvm::ConstantInt::get(st, static_cast<uint64_t>(s.i), true);
   for_box(yv, [&](const Index &o) {
     LV *dst = elem_ptr(ay, y.dtype, o);
-    branch(all_below(o, xv), [&] { B.CreateStore(B.CreateLoad(st, elem_ptr(ax, x.dtype, o)), dst); },
-           [&] { B.CreateStore(fill, dst); });
+    branch(
+        all_below(o, xv), [&] { B.CreateStore(B.CreateLoad(st, elem_ptr(ax, x.dtype, o)), dst); },
+        [&] { B.CreateStore(fill, dst); });
   });
 }
 

@@ -27,9 +27,9 @@ struct StandaloneEnv {
   llvm::IRBuilder<> &B;
   llvm::Module &M;
   llvm::Function *F;
-  llvm::Instruction *entry_point; ///< allocas go before it (in the entry block)
-  std::function<StandaloneAddr(ir::ValueId)> addr;            ///< checks view bounds as it goes
-  std::function<llvm::Value *(const SymbolicScalar &)> sym;   ///< i64 value of a symbolic scalar
+  llvm::Instruction *entry_point;                  ///< allocas go before it (in the entry block)
+  std::function<StandaloneAddr(ir::ValueId)> addr; ///< checks view bounds as it goes
+  std::function<llvm::Value *(const SymbolicScalar &)> sym; ///< i64 value of a symbolic scalar
 };
 
 /// Emits `op` (a Standalone-family op of program `p`) at the builder's insertion point.

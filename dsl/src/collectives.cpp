@@ -245,9 +245,13 @@ const char *name(Reduction r) {
 
 int n_pes(const std::string &group, SrcLoc loc) {
   auto &r = ir::Recorder::current("n_pes", loc);
+  if (group == ir::kWorldGroup)
+    return r.world_n_pes;
   if (auto it = r.known_groups.find(group); it != r.known_groups.end())
     return it->second;
-  return r.world_n_pes;
+  throw DistributedError(loc, "n_pes",
+                         "unknown group '" + group + "'; use \"world\" for all PEs or create it "
+                         "with World::create_group");
 }
 
 Tensor allreduce(const Tensor &x, Reduction op, AllreduceOptions opts, SrcLoc loc) {

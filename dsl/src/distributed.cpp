@@ -18,6 +18,11 @@ namespace {
 
 /// Signal-only objects behave as a [1, 8] window with one tile (one slot per PE row).
 const std::vector<int64_t> kSignalOnlyShape{1, 8};
+ir::TileShape signal_only_tile() {
+  ir::TileShape t;
+  t.vec = kSignalOnlyShape;
+  return t;
+}
 
 std::string dims_str(const std::vector<int64_t> &d) {
   return fmt::format("[{}]", fmt::join(d, ", "));
@@ -111,6 +116,15 @@ ir::SlotGeometry slot_geometry(Recorder &r, const ShmemTensor &t, const ir::Tile
     views *= g.data_shape[d] / g.view_shape[d];
   }
   g.total_tile_num = g.view_tile_num * views;
+  for (size_t d = 0; d < g.data_shape.size(); ++d) {
+    const auto &o = g.view_offsets[d];
+    if (o.is_concrete() && (o.concrete() % g.view_shape[d]) % g.tile[d] != 0)
+      throw DistributedError(loc, op,
+                             fmt::format("window offset {} in dim {} is not aligned to the view "
+                                         "shape {} and tile {}: windows that are not "
+                                         "tile-aligned would share signal slots",
+                                         o.concrete(), d, g.view_shape[d], g.tile[d]));
+  }
   s.max_tile_num = std::max(s.max_tile_num, g.total_tile_num);
   if (s.slot_view.empty()) {
     s.slot_view = g.view_shape;
@@ -386,7 +400,7 @@ Tensor signal_impl(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t
   o.signal = signal;
   o.atomic = opts.sig_op == AtomicType::ADD ? ir::Atomic::Add : ir::Atomic::Set;
   o.preds = use_preds(r, opts.pred, op, loc);
-  ir::TileShape tile = s.shape.empty() ? ir::TileShape{kSignalOnlyShape}
+  ir::TileShape tile = s.shape.empty() ? signal_only_tile()
                                        : ir::capture_tile(r, s.shape.size(), op, loc);
   o.tile = tile;
   o.slots = slot_geometry(r, src, tile, op, loc);
@@ -424,7 +438,7 @@ Tensor wait_impl(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t c
   o.cmp = cmp;
   o.clear = opts.clear_signal;
   o.preds = use_preds(r, opts.pred, op, loc);
-  ir::TileShape tile = s.shape.empty() ? ir::TileShape{kSignalOnlyShape}
+  ir::TileShape tile = s.shape.empty() ? signal_only_tile()
                                        : ir::capture_tile(r, s.shape.size(), op, loc);
   o.tile = tile;
   o.slots = slot_geometry(r, src, tile, op, loc);

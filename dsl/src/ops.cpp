@@ -63,8 +63,10 @@ std::vector<SymbolicScalar> broadcast_valid(const Value &a, const Value &b, size
       sb = &b.shape[i + b.shape.size() - r];
       vb = &b.valid[i + b.shape.size() - r];
     }
-    bool a_bc = !sa || (is_one(*sa) && !(sb && is_one(*sb)));
-    bool b_bc = !sb || (is_one(*sb) && !(sa && is_one(*sa)));
+    // A missing dim broadcasts; a size-1 dim broadcasts only against a present non-1 dim (a
+    // [1, C] operand with a rank-1 [1] one keeps its own valid extent on dim 0).
+    bool a_bc = !sa || (is_one(*sa) && sb && !is_one(*sb));
+    bool b_bc = !sb || (is_one(*sb) && sa && !is_one(*sa));
     if (a_bc)
       out[i] = *vb;
     else if (b_bc)

@@ -4,6 +4,7 @@
 #include "pto/reduce_ops.h"
 
 #include "pto/shape_ops.h"
+
 #include "trace_checks.h"
 
 #include <algorithm>
@@ -54,8 +55,8 @@ Tensor reduce_axis(OpKind kind, const Tensor &x, int axis, bool keepdim, DataTyp
   o.axis = a;
   o.keepdim = keepdim;
   o.tile = ir::capture_tile(r, rank, op, loc);
-  Tensor out = make_local(r, out_dt == DT_BOTTOM ? v.dtype : out_dt, std::move(shape),
-                          std::move(valid));
+  Tensor out =
+      make_local(r, out_dt == DT_BOTTOM ? v.dtype : out_dt, std::move(shape), std::move(valid));
   o.outputs = {out.id()};
   r.emit(std::move(o));
   return out;
@@ -83,10 +84,14 @@ std::vector<int> norm_axes(const std::vector<int> &axes, size_t rank, const char
 Tensor reduce_one(OpKind kind, const Tensor &x, int axis, bool keepdim, const SrcLoc &loc) {
   ReduceOptions o{.keepdim = keepdim};
   switch (kind) {
-  case OpKind::Sum: return sum(x, axis, o, loc);
-  case OpKind::Amax: return amax(x, axis, o, loc);
-  case OpKind::Amin: return amin(x, axis, o, loc);
-  default: return reduce_axis(OpKind::Prod, x, axis, keepdim, DT_BOTTOM, loc);
+  case OpKind::Sum:
+    return sum(x, axis, o, loc);
+  case OpKind::Amax:
+    return amax(x, axis, o, loc);
+  case OpKind::Amin:
+    return amin(x, axis, o, loc);
+  default:
+    return reduce_axis(OpKind::Prod, x, axis, keepdim, DT_BOTTOM, loc);
   }
 }
 
@@ -169,8 +174,8 @@ Tensor prod(const Tensor &x, const std::vector<int> &axes, ReduceOptions opts, S
 Tensor mean(const Tensor &x, const std::vector<int> &axes, ReduceOptions opts, SrcLoc loc) {
   Tensor xf = float_compute(x, "mean", loc);
   auto ax = norm_axes(axes, xf.shape().size(), "mean", loc);
-  Tensor m = divide_by_count(reduce_list(OpKind::Sum, xf, ax, opts.keepdim, loc),
-                             count_of(x, ax), 0.0, loc);
+  Tensor m = divide_by_count(reduce_list(OpKind::Sum, xf, ax, opts.keepdim, loc), count_of(x, ax),
+                             0.0, loc);
   return m.dtype() == x.dtype() ? m : cast(m, x.dtype(), loc);
 }
 Tensor mean(const Tensor &x, int axis, ReduceOptions opts, SrcLoc loc) {

@@ -22,8 +22,8 @@ namespace {
 
 /// Appends a standalone op of `kind` and returns its result. `user_op` names the op in errors.
 Tensor emit(Recorder &r, OpKind kind, const char *user_op, std::vector<ValueId> ins, DataType dt,
-            std::vector<SymbolicScalar> shape, std::vector<SymbolicScalar> valid,
-            const SrcLoc &loc, const std::function<void(ir::Op &)> &attrs = {}) {
+            std::vector<SymbolicScalar> shape, std::vector<SymbolicScalar> valid, const SrcLoc &loc,
+            const std::function<void(ir::Op &)> &attrs = {}) {
   ir::Op o;
   o.kind = kind;
   o.where = loc;
@@ -39,8 +39,8 @@ Tensor emit(Recorder &r, OpKind kind, const char *user_op, std::vector<ValueId> 
 
 void check_out_rank(size_t rank, const char *op, const SrcLoc &loc) {
   if (rank < 1 || rank > 4)
-    throw ShapeError(loc, op, fmt::format("the result would have rank {}; ops take rank 1 to 4",
-                                          rank));
+    throw ShapeError(loc, op,
+                     fmt::format("the result would have rank {}; ops take rank 1 to 4", rank));
 }
 
 SymbolicScalar numel(const std::vector<SymbolicScalar> &s) {
@@ -103,9 +103,9 @@ Tensor reshape_impl(const Tensor &x, std::vector<SymbolicScalar> s,
       }
     int64_t total = numel(v.shape).concrete();
     if (total % known != 0)
-      throw ShapeError(loc, op,
-                       fmt::format("cannot reshape {} ({} elements) into {}", str(v.shape), total,
-                                   str(s)));
+      throw ShapeError(
+          loc, op,
+          fmt::format("cannot reshape {} ({} elements) into {}", str(v.shape), total, str(s)));
     s[static_cast<size_t>(infer)] = SymbolicScalar(total / known);
   }
   SymbolicScalar nin = numel(v.shape), nout = numel(s);
@@ -122,9 +122,8 @@ Tensor reshape_impl(const Tensor &x, std::vector<SymbolicScalar> s,
   std::vector<SymbolicScalar> out_valid;
   if (valid) {
     if (valid->size() != s.size())
-      throw ShapeError(loc, op,
-                       fmt::format("valid_shape has {} entries for rank {}", valid->size(),
-                                   s.size()));
+      throw ShapeError(
+          loc, op, fmt::format("valid_shape has {} entries for rank {}", valid->size(), s.size()));
     out_valid = *valid;
   } else if (fully_valid(v)) {
     out_valid = s;
@@ -149,8 +148,7 @@ Tensor permute_impl(const Tensor &x, std::vector<int> perm, const char *op, cons
   const Value v = data_operand(r, x, op, loc);
   size_t rank = v.shape.size();
   if (perm.size() != rank)
-    throw ShapeError(loc, op,
-                     fmt::format("perm has {} entries for rank {}", perm.size(), rank));
+    throw ShapeError(loc, op, fmt::format("perm has {} entries for rank {}", perm.size(), rank));
   std::vector<bool> seen(rank, false);
   for (auto &p : perm) {
     p = norm_axis(p, rank, op, loc, "dim");
@@ -194,7 +192,7 @@ SymbolicScalar min_of(const SymbolicScalar &a, const SymbolicScalar &b) {
 
 } // namespace
 
-Tensor count_tensor(const SymbolicScalar &n, DataType dt, const SrcLoc &loc) {
+Tensor trace::count_tensor(const SymbolicScalar &n, DataType dt, const SrcLoc &loc) {
   auto &r = Recorder::current("arange", loc);
   Tensor c = emit(r, OpKind::Arange, "arange", {}, DT_INT64, {SymbolicScalar(1)},
                   {SymbolicScalar(1)}, loc, [&](ir::Op &o) {
@@ -246,9 +244,9 @@ Tensor expand(const Tensor &x, const std::vector<SymbolicScalar> &shape, SrcLoc 
   size_t tr = shape.size(), xr = v.shape.size();
   check_out_rank(tr, op, loc);
   if (tr < xr)
-    throw ShapeError(loc, op,
-                     fmt::format("target {} has fewer dims than the input {}", str(shape),
-                                 str(v.shape)));
+    throw ShapeError(
+        loc, op,
+        fmt::format("target {} has fewer dims than the input {}", str(shape), str(v.shape)));
   std::vector<SymbolicScalar> out, valid;
   for (size_t d = 0; d < tr; ++d) {
     SymbolicScalar t = shape[d];
@@ -328,8 +326,7 @@ Tensor concat(const std::vector<Tensor> &xs, int dim, SrcLoc loc) {
               std::move(valid), loc, [&](ir::Op &o) { o.axis = a; });
 }
 
-std::vector<Tensor> split(const Tensor &x, const std::vector<int64_t> &sizes, int dim,
-                          SrcLoc loc) {
+std::vector<Tensor> split(const Tensor &x, const std::vector<int64_t> &sizes, int dim, SrcLoc loc) {
   const char *op = "split";
   auto &r = Recorder::current(op, loc);
   const Value v = data_operand(r, x, op, loc);
@@ -433,8 +430,8 @@ Tensor pad(const Tensor &x, const std::vector<int64_t> &pad, double value, SrcLo
                                  "bottom), got {}",
                                  pad.size()));
   if (pad.size() / 2 > v.shape.size())
-    throw ShapeError(loc, op, fmt::format("pads {} dims of a rank-{} tensor", pad.size() / 2,
-                                          v.shape.size()));
+    throw ShapeError(
+        loc, op, fmt::format("pads {} dims of a rank-{} tensor", pad.size() / 2, v.shape.size()));
   for (size_t k = 0; k < pad.size(); ++k) {
     if (pad[k] < 0)
       throw ShapeError(loc, op, fmt::format("pad entries must be >= 0, got {}", pad[k]));
@@ -447,9 +444,9 @@ Tensor pad(const Tensor &x, const std::vector<int64_t> &pad, double value, SrcLo
   if (!std::isfinite(value) && !is_float(v.dtype))
     throw DTypeError(loc, op, fmt::format("value {} for an integer tensor", value));
   if (!is_float(v.dtype) && value != std::trunc(value))
-    throw DTypeError(loc, op,
-                     fmt::format("non-integral value {} for a tensor of dtype {}", value,
-                                 name(v.dtype)));
+    throw DTypeError(
+        loc, op,
+        fmt::format("non-integral value {} for a tensor of dtype {}", value, name(v.dtype)));
   std::vector<SymbolicScalar> shape = v.shape;
   size_t rank = shape.size();
   shape[rank - 1] = shape[rank - 1] + pad[1];
@@ -534,8 +531,8 @@ Tensor arange(ArangeValue start, ArangeValue end, ArangeValue step, SrcLoc loc) 
 }
 
 namespace {
-Tensor random(OpKind kind, const std::vector<SymbolicScalar> &shape, uint64_t key,
-              uint64_t counter, DataType dtype, double a, double b, const SrcLoc &loc) {
+Tensor random(OpKind kind, const std::vector<SymbolicScalar> &shape, uint64_t key, uint64_t counter,
+              DataType dtype, double a, double b, const SrcLoc &loc) {
   const char *op = ir::op_info(kind).name;
   auto &r = Recorder::current(op, loc);
   check_out_rank(shape.size(), op, loc);
@@ -558,17 +555,16 @@ Tensor uniform(const std::vector<SymbolicScalar> &shape, uint64_t key, uint64_t 
                DataType dtype, UniformOptions opts, SrcLoc loc) {
   if (!std::isfinite(opts.low) || !std::isfinite(opts.high) || opts.low > opts.high)
     throw ArgumentError(loc, "uniform",
-                        fmt::format("needs finite low <= high, got [{}, {})", opts.low,
-                                    opts.high));
+                        fmt::format("needs finite low <= high, got [{}, {})", opts.low, opts.high));
   return random(OpKind::Uniform, shape, key, counter, dtype, opts.low, opts.high, loc);
 }
 
 Tensor normal(const std::vector<SymbolicScalar> &shape, uint64_t key, uint64_t counter,
               DataType dtype, NormalOptions opts, SrcLoc loc) {
   if (!std::isfinite(opts.mean) || !std::isfinite(opts.std) || opts.std < 0)
-    throw ArgumentError(loc, "normal",
-                        fmt::format("needs a finite mean and std >= 0, got mean {} std {}",
-                                    opts.mean, opts.std));
+    throw ArgumentError(
+        loc, "normal",
+        fmt::format("needs a finite mean and std >= 0, got mean {} std {}", opts.mean, opts.std));
   return random(OpKind::Normal, shape, key, counter, dtype, opts.mean, opts.std, loc);
 }
 

@@ -100,22 +100,28 @@ int Recorder::group_index(const std::string &group, int n_pes, const char *op,
                                            group, n_pes, prog_.groups[i].n_pes));
       return static_cast<int>(i);
     }
-  // The PEs that will run the kernel are known while tracing under pto::jit: catch a size
-  // mismatch here, at the user's line, rather than at kernel entry.
-  if (auto it = known_groups.find(group); it != known_groups.end()) {
-    if (it->second != n_pes)
-      throw DistributedError(loc, op,
-                             fmt::format("n_pes mismatch for group '{}': {} here, but the group "
-                                         "was created with {} PEs",
-                                         group, n_pes, it->second));
-  } else if (n_pes != world_n_pes) {
+  // The PEs that will run the kernel are known while tracing under pto::jit: catch an unknown
+  // group or a size mismatch here, at the user's line, rather than at kernel entry.
+  int size = 0;
+  if (group == kWorldGroup) {
+    size = world_n_pes;
+  } else if (auto it = known_groups.find(group); it != known_groups.end()) {
+    size = it->second;
+  } else {
+    std::string known = kWorldGroup;
+    for (auto &[name, n] : known_groups)
+      known += ", " + name;
     throw DistributedError(loc, op,
-                           fmt::format("group '{}' has n_pes {} but the kernel runs on {} PEs; "
-                                       "a group smaller than the world must be created first "
-                                       "with World::create_group",
-                                       group, n_pes, world_n_pes));
+                           fmt::format("unknown group '{}'; use \"{}\" for all PEs or create it "
+                                       "with World::create_group (known: {})",
+                                       group, kWorldGroup, known));
   }
-  prog_.groups.push_back(Group{group, n_pes, 0, 0});
+  if (size != n_pes)
+    throw DistributedError(loc, op,
+                           fmt::format("n_pes mismatch for group '{}': {} here, but the group has "
+                                       "{} PEs",
+                                       group, n_pes, size));
+  prog_.groups.push_back(Group{group, n_pes, 0, 0, format_location(loc)});
   return static_cast<int>(prog_.groups.size() - 1);
 }
 

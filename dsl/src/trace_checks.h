@@ -5,7 +5,6 @@
 #include "pto/ir/recorder.h"
 
 #include <fmt/format.h>
-
 #include <source_location>
 #include <string>
 #include <vector>
@@ -25,16 +24,16 @@ inline const ir::Value &data_operand(ir::Recorder &r, const Tensor &t, const cha
   ir::ValueId id = r.use(t, op, loc);
   const ir::Value &v = r.program().value(id);
   if (v.kind == ir::ValueKind::Token)
-    throw DTypeError(loc, op,
-                     "tensor '" + v.name + "' is a dependency token; pass it as `pred`, not as data");
+    throw DTypeError(
+        loc, op, "tensor '" + v.name + "' is a dependency token; pass it as `pred`, not as data");
   if (v.shmem >= 0)
     throw DTypeError(loc, op,
                      "tensor '" + v.name +
                          "' is shmem data; read it with pto::distributed::shmem_get first");
   if (v.shape.empty() || v.shape.size() > 4)
-    throw ShapeError(loc, op,
-                     fmt::format("tensor '{}' has rank {}; ops take rank 1 to 4", v.name,
-                                 v.shape.size()));
+    throw ShapeError(
+        loc, op,
+        fmt::format("tensor '{}' has rank {}; ops take rank 1 to 4", v.name, v.shape.size()));
   check_dtype_supported(v.dtype, op, loc);
   return v;
 }

@@ -175,6 +175,12 @@ int32_t pto_rt_fail(pto_ctx *ctx, int32_t kind, int32_t site, int64_t a, int64_t
     return fail<pto::DistributedError>(ctx, site, "",
                                        "offset " + std::to_string(a) + " out of bounds [0, " +
                                            std::to_string(b) + ")");
+  case 6:
+    return fail<pto::DistributedError>(
+        ctx, site, "",
+        "signal/wait window offset " + std::to_string(a) + " (within its view) is not a " +
+            "multiple of the vec tile size " + std::to_string(b) +
+            "; windows that are not tile-aligned would share signal slots");
   case 5:
     return fail<pto::ShapeError>(ctx, site, "",
                                  "view window out of bounds at run time: index " +

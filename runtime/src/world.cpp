@@ -65,12 +65,12 @@ GroupState &WorldState::group(const std::string &name, int n) {
   std::lock_guard lock(registry_mu);
   auto it = registry.find(name);
   if (it == registry.end()) {
-    if (n != n_pes)
+    if (name != kWorldGroupName)
       throw DistributedError(
           "<runtime>", "create_shmem_tensor",
-          fmt::format("unknown group '{}' with n_pes {} in a world of {} PEs; a group that is not "
-                      "the whole world must be created first with World::create_group",
-                      name, n, n_pes));
+          fmt::format("unknown group '{}'; use \"{}\" for all PEs or create it first with "
+                      "World::create_group",
+                      name, kWorldGroupName));
     auto g = std::make_unique<GroupState>();
     g->name = name;
     g->n_pes = n;
@@ -132,12 +132,16 @@ int64_t World::deadlock_timeout_ms() const { return state_->deadlock_timeout_ms;
 const char *World::backend_name() const { return backend_->name(); }
 pto_ctx *World::context(int pe) { return &state_->ctxs[size_t(pe)]; }
 
-void World::create_group(const std::string &name, const std::vector<int> &pes) {
+void World::create_group(const std::string &name, const std::vector<int> &pes,
+                         std::source_location loc) {
   auto bad = [&](const std::string &what) {
-    throw DistributedError("<runtime>", "World::create_group", what);
+    throw DistributedError(loc, "World::create_group", what);
   };
   if (name.empty() || name.size() > 127)
     bad(fmt::format("group name must be 1-127 bytes, got {} bytes", name.size()));
+  if (name == detail::kWorldGroupName)
+    bad(fmt::format("the name \"{}\" is reserved for the group of all PEs",
+                    detail::kWorldGroupName));
   if (pes.empty())
     bad("group '" + name + "' has no PEs");
   std::vector<char> seen(size_t(state_->n_pes), 0);
@@ -313,7 +317,7 @@ extern "C" {
 
 int32_t pto_rt_kernel_enter(pto_ctx *ctx, const uint64_t *group_hash, int32_t n_groups,
                             const int64_t *heap_bytes, const int32_t *group_n_pes,
-                            const char *const *group_names) {
+                            const char *const *group_names, const char *const *group_where) {
   detail::WorldState &w = *ctx->world;
   detail::TraceScope trace(ctx, "kernel entry barrier", "barrier");
   if (n_groups < 0 || (n_groups > 0 && (!heap_bytes || !group_n_pes || !group_hash)))
@@ -329,19 +333,26 @@ int32_t pto_rt_kernel_enter(pto_ctx *ctx, const uint64_t *group_hash, int32_t n_
     if (heap_bytes[g] < 0)
       return fail<pto::InternalError>(
           ctx, -1, kEnterOp, fmt::format("negative heap size {} for group '{}'", heap_bytes[g], name));
+    // Errors point at the kernel line that first used the group.
+    const std::string where =
+        group_where && group_where[g] ? std::string(group_where[g]) : std::string("<runtime>");
+    auto fail_here = [&](const std::string &detail) {
+      return detail::record_error(ctx,
+                                  std::make_exception_ptr(pto::DistributedError(
+                                      where, "create_shmem_tensor", detail)),
+                                  /*released=*/false);
+    };
     detail::GroupState *gs = nullptr;
     try {
       gs = &w.group(name, group_n_pes[g]);
     } catch (const pto::DistributedError &e) {
-      return fail<pto::DistributedError>(ctx, -1, "create_shmem_tensor", e.detail());
+      return fail_here(e.detail());
     }
     auto it = std::find(gs->world_pe.begin(), gs->world_pe.end(), ctx->pe);
     if (it == gs->world_pe.end())
-      return fail<pto::DistributedError>(
-          ctx, -1, "create_shmem_tensor",
-          fmt::format("PE {} is not a member of group '{}' (PEs [{}]); each PE may only use "
-                      "groups it belongs to",
-                      ctx->pe, name, fmt::join(gs->world_pe, ", ")));
+      return fail_here(fmt::format("PE {} is not a member of group '{}' (PEs [{}]); each PE may "
+                                   "only use groups it belongs to",
+                                   ctx->pe, name, fmt::join(gs->world_pe, ", ")));
     ctx->groups.push_back(gs);
     ctx->group_pe.push_back(int(it - gs->world_pe.begin()));
   }

@@ -25,6 +25,9 @@ struct GroupState;
 } // namespace pto::runtime::detail
 
 namespace pto::runtime::detail {
+/// The group of every PE (always exists; cannot be created by World::create_group).
+inline constexpr const char *kWorldGroupName = "world";
+
 /// One event of the timeline (Chrome trace "X" event), recorded by the PE that did it.
 struct TraceEvent {
   const char *name = "";

@@ -8,7 +8,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <string>
+#include <tuple>
 
 using doctest::Contains;
 
@@ -344,6 +346,7 @@ TEST_CASE("matmul: bad input is the exact typed error naming matmul and the call
                         pto::DT_FP16),
                   pto::DTypeError);
   CHECK_THROWS_AS(trace(with_cube([](pto::Tensor a, pto::Tensor b) {
+                    pto::set_vec_tile_shapes(16, 16);
                     pto::matmul(a, pto::cast(b, pto::DT_FP16), pto::DT_FP32);
                   })),
                   pto::DTypeError);
@@ -365,11 +368,11 @@ TEST_CASE("matmul: bad input is the exact typed error naming matmul and the call
                       }),
                       pto::DT_FP32, {48, 64}));
   CHECK_THROWS_WITH_AS(trace(with_cube([](pto::Tensor a, pto::Tensor b) {
-                         pto::set_vec_tile_shapes(16);
+                         pto::set_vec_tile_shapes(16, 16);
                          pto::matmul(pto::sum(a, 1), b, pto::DT_FP32);
                        })),
                        Contains("rank 1; matmul takes rank 2, 3 or 4"), pto::ShapeError);
-  CHECK_THROWS_WITH_AS(trace(with_cube([](pto::Tensor a, pto::Tensor b) {
+  CHECK_THROWS_WITH_AS(trace(with_cube([](pto::Tensor a, pto::Tensor) {
                          pto::set_vec_tile_shapes(1, 16, 16);
                          pto::Tensor b3 = pto::full({1, 64, 48}, 1.0, pto::DT_FP32);
                          pto::matmul(a, b3, pto::DT_FP32);

@@ -263,17 +263,17 @@ TEST_CASE("an op outside a kernel is a pto::Error") {
 
 TEST_CASE("shmem_put: dst_pe out of range and offsets out of bounds are DistributedErrors") {
   auto pe = [](pto::Tensor x) {
-    auto s = dist::create_shmem_tensor("g", 1, pto::DT_FP32, {4, 8});
+    auto s = dist::create_shmem_tensor("world", 1, pto::DT_FP32, {4, 8});
     pto::set_vec_tile_shapes(4, 8);
     dist::shmem_put(x, {0, 0}, s, 1);
   };
   CHECK_THROWS_WITH_AS(run1(pe, t(kF32, {4, 8})),
-                       Contains("dst_pe 1 is out of range [0, 1) for group 'g'"),
+                       Contains("dst_pe 1 is out of range [0, 1) for group 'world'"),
                        pto::DistributedError);
   CHECK_THROWS_WITH_AS(run1(pe, t(kF32, {4, 8})), Contains("errors_test.cpp:"),
                        pto::DistributedError);
   auto offs = [](pto::Tensor x) {
-    auto s = dist::create_shmem_tensor("g", 1, pto::DT_FP32, {4, 8});
+    auto s = dist::create_shmem_tensor("world", 1, pto::DT_FP32, {4, 8});
     pto::set_vec_tile_shapes(2, 8);
     dist::shmem_put(x, {3, 0}, s, 0);
   };
@@ -286,30 +286,32 @@ TEST_CASE("group names must be 1-127 bytes, and a group keeps one n_pes") {
   auto long_name = [](pto::Tensor) {
     dist::create_shmem_tensor(std::string(128, 'g'), 1, pto::DT_FP32, {4, 8});
   };
-  auto ok_name = [](pto::Tensor) {
+  auto unknown = [](pto::Tensor) {
     dist::create_shmem_tensor(std::string(127, 'g'), 1, pto::DT_FP32, {4, 8});
   };
   auto mismatch = [](pto::Tensor) {
-    dist::create_shmem_tensor("g", 1, pto::DT_FP32, {4, 8});
-    dist::create_shmem_tensor("g", 2, pto::DT_FP32, {4, 8});
+    dist::create_shmem_tensor("world", 1, pto::DT_FP32, {4, 8});
+    dist::create_shmem_tensor("world", 2, pto::DT_FP32, {4, 8});
   };
   auto bigger_than_world = [](pto::Tensor) {
-    dist::create_shmem_tensor("g", 4, pto::DT_FP32, {4, 8});
+    dist::create_shmem_tensor("world", 4, pto::DT_FP32, {4, 8});
   };
   CHECK_THROWS_WITH_AS(run1(bigger_than_world, t(kF32, {1, 1})),
-                       Contains("has n_pes 4 but the kernel runs on 1 PEs"),
+                       Contains("n_pes mismatch for group 'world': 4 here, but the group has 1 PEs"),
                        pto::DistributedError);
   CHECK_THROWS_WITH_AS(run1(empty, t(kF32, {1, 1})), Contains("group name must be 1-127 bytes"),
                        pto::DistributedError);
   CHECK_THROWS_WITH_AS(run1(long_name, t(kF32, {1, 1})), Contains("got 128 bytes"),
                        pto::DistributedError);
-  CHECK_NOTHROW(run1(ok_name, t(kF32, {1, 1}))); // 127 bytes, 1 PE: fine
-  CHECK_THROWS_WITH_AS(run1(mismatch, t(kF32, {1, 1})), Contains("n_pes mismatch for group 'g'"),
+  // 127 bytes is a valid name, but a group other than "world" must be created first.
+  CHECK_THROWS_WITH_AS(run1(unknown, t(kF32, {1, 1})), Contains("unknown group"),
+                       pto::DistributedError);
+  CHECK_THROWS_WITH_AS(run1(mismatch, t(kF32, {1, 1})), Contains("n_pes mismatch for group 'world'"),
                        pto::DistributedError);
 }
 
 TEST_CASE("a group whose n_pes differs from the PEs running the kernel is a DistributedError") {
-  // Traces fine; the call on a 1-PE world then fails at kernel entry.
+  // An unknown group name fails at trace time, at the user's line.
   auto two = [](pto::Tensor x) {
     auto s = dist::create_shmem_tensor("pair", 2, pto::DT_FP32, {4, 8});
     pto::set_vec_tile_shapes(4, 8);
@@ -320,20 +322,20 @@ TEST_CASE("a group whose n_pes differs from the PEs running the kernel is a Dist
 
 TEST_CASE("shmem dtype and rank rules") {
   auto dtype = [](pto::Tensor x) {
-    auto s = dist::create_shmem_tensor("g", 1, pto::DT_INT32, {4, 8});
+    auto s = dist::create_shmem_tensor("world", 1, pto::DT_INT32, {4, 8});
     pto::set_vec_tile_shapes(4, 8);
     dist::shmem_put(x, {0, 0}, s, 0);
   };
   CHECK_THROWS_WITH_AS(run1(dtype, t(kF32, {4, 8})),
                        Contains("shmem tensor dtype DT_INT32 must match input tensor dtype DT_FP32"),
                        pto::DTypeError);
-  auto rank1 = [](pto::Tensor) { dist::create_shmem_tensor("g", 1, pto::DT_FP32, {8}); };
+  auto rank1 = [](pto::Tensor) { dist::create_shmem_tensor("world", 1, pto::DT_FP32, {8}); };
   CHECK_THROWS_WITH_AS(run1(rank1, t(kF32, {1, 1})), Contains("dimensional must be [2, 3, 4]"),
                        pto::ShapeError);
-  auto bool_data = [](pto::Tensor) { dist::create_shmem_tensor("g", 1, pto::DT_BOOL, {8, 8}); };
+  auto bool_data = [](pto::Tensor) { dist::create_shmem_tensor("world", 1, pto::DT_BOOL, {8, 8}); };
   CHECK_THROWS_AS(run1(bool_data, t(kF32, {1, 1})), pto::DTypeError);
   auto incongruent = [](pto::Tensor) {
-    auto d = dist::create_shmem_tensor("g", 1, pto::DT_FP32, {4, 8});
+    auto d = dist::create_shmem_tensor("world", 1, pto::DT_FP32, {4, 8});
     pto::set_vec_tile_shapes(4, 8);
     dist::shmem_signal(d, 0, 1, 0);
     pto::set_vec_tile_shapes(2, 8); // the wait would address other slots

@@ -33,8 +33,8 @@ TEST_CASE("shmem_put ADD from 8 PEs into every PE loses no update (one-shot allr
           "allreduce_sum",
           [](pto::Tensor x, pto::Tensor y, int pes) {
             pto::set_vec_tile_shapes(4, 16); // tails in both dims: [9, 37]
-            auto acc = dist::create_shmem_tensor("g", pes, x.dtype(), {9, 37});
-            auto me = dist::my_symbolic_pe("g");
+            auto acc = dist::create_shmem_tensor("world", pes, x.dtype(), {9, 37});
+            auto me = dist::my_symbolic_pe("world");
             for (int p = 0; p < pes; ++p) {
               auto put = dist::shmem_put(x, {0, 0}, acc, p, {.put_op = dist::AtomicType::ADD});
               dist::shmem_signal(acc, p, 1, p, {.sig_op = dist::AtomicType::ADD, .pred = {put}});
@@ -70,8 +70,8 @@ TEST_CASE("a signal after a put is never seen before the put's data (ring exchan
         "ring",
         [](pto::Tensor x, pto::Tensor y, int pes) {
           pto::set_vec_tile_shapes(8, 64);
-          auto buf = dist::create_shmem_tensor("ring", pes, pto::DT_FP32, {16, 64});
-          auto me = dist::my_symbolic_pe("ring");
+          auto buf = dist::create_shmem_tensor("world", pes, pto::DT_FP32, {16, 64});
+          auto me = dist::my_symbolic_pe("world");
           auto next = (me + 1) % pes;
           auto put = dist::shmem_put(x, {0, 0}, buf, next);
           dist::shmem_signal(buf, next, 1, next, {.pred = {put}});
@@ -104,9 +104,9 @@ TEST_CASE("shmem_barrier_all inside a traced loop keeps every PE in step") {
         "barrier_loop",
         [](pto::Tensor one, pto::Tensor out, int pes) {
           pto::set_vec_tile_shapes(1, 8);
-          auto counter = dist::create_shmem_tensor("w", pes, pto::DT_INT32, {1, 8});
-          auto sig = dist::create_shmem_signal("w", pes);
-          auto me = dist::my_symbolic_pe("w");
+          auto counter = dist::create_shmem_tensor("world", pes, pto::DT_INT32, {1, 8});
+          auto sig = dist::create_shmem_signal("world", pes);
+          auto me = dist::my_symbolic_pe("world");
           for (auto i : pto::loop(0, 20)) {
             auto add = dist::shmem_put(one, {0, 0}, counter, 0, {.put_op = dist::AtomicType::ADD});
             auto b = dist::shmem_barrier_all(sig, {.pred = {add}});
@@ -136,8 +136,8 @@ TEST_CASE("a wait that cannot complete is a DeadlockError naming PE, slot and va
         "deadlock",
         [](pto::Tensor x, int pes) {
           pto::set_vec_tile_shapes(2, 8);
-          auto buf = dist::create_shmem_tensor("d", pes, pto::DT_FP32, {2, 8});
-          auto me = dist::my_symbolic_pe("d");
+          auto buf = dist::create_shmem_tensor("world", pes, pto::DT_FP32, {2, 8});
+          auto me = dist::my_symbolic_pe("world");
           // Every PE sends one signal to PE 0, then waits for 2 on its own slot: PE 0 sees 4,
           // the others 0, and no value ever changes again.
           auto put = dist::shmem_put(x, {0, 0}, buf, 0);
@@ -175,8 +175,8 @@ TEST_CASE("a run-time dst_pe outside the group is a DistributedError, not a stra
         "bad_pe",
         [](pto::Tensor x, int pes) {
           pto::set_vec_tile_shapes(2, 8);
-          auto buf = dist::create_shmem_tensor("b", pes, pto::DT_FP32, {2, 8});
-          auto me = dist::my_symbolic_pe("b");
+          auto buf = dist::create_shmem_tensor("world", pes, pto::DT_FP32, {2, 8});
+          auto me = dist::my_symbolic_pe("world");
           dist::shmem_put(x, {0, 0}, buf, me + 1); // the last PE has no successor
         },
         support::opts(mode));
@@ -190,7 +190,7 @@ TEST_CASE("a run-time dst_pe outside the group is a DistributedError, not a stra
 TEST_CASE("a group's n_pes must match the PEs running the kernel") {
   auto k = pto::jit("mismatch", [](pto::Tensor x) {
     pto::set_vec_tile_shapes(2, 8);
-    auto buf = dist::create_shmem_tensor("m", 4, pto::DT_FP32, {2, 8});
+    auto buf = dist::create_shmem_tensor("world", 4, pto::DT_FP32, {2, 8});
     dist::shmem_put(x, {0, 0}, buf, 0);
   });
   auto xs = tensors(2, pto::DT_FP32, {2, 8});
@@ -202,8 +202,8 @@ TEST_CASE("a group's n_pes must match the PEs running the kernel") {
 TEST_CASE("deadlock message, as a user sees it") {
   auto k = pto::jit("deadlock_msg", [](pto::Tensor x) {
     pto::set_vec_tile_shapes(2, 8);
-    auto buf = dist::create_shmem_tensor("d", 2, pto::DT_FP32, {2, 8});
-    auto me = dist::my_symbolic_pe("d");
+    auto buf = dist::create_shmem_tensor("world", 2, pto::DT_FP32, {2, 8});
+    auto me = dist::my_symbolic_pe("world");
     dist::shmem_wait_until(buf, me, 1, {.pred = {x}});
   });
   auto xs = tensors(2, pto::DT_FP32, {2, 8});

@@ -17,8 +17,8 @@ namespace dist = pto::distributed;
 TEST_CASE("put -> signal and wait -> get interleave per tile in generated code") {
   auto k = pto::jit("pipelined", [](pto::Tensor x, pto::Tensor y) {
     pto::set_vec_tile_shapes(2, 8); // 4 tiles of [2, 8]
-    auto buf = dist::create_shmem_tensor("w", 2, pto::DT_FP32, {8, 8});
-    auto me = dist::my_symbolic_pe("w");
+    auto buf = dist::create_shmem_tensor("world", 2, pto::DT_FP32, {8, 8});
+    auto me = dist::my_symbolic_pe("world");
     auto other = 1 - me;
     auto put = dist::shmem_put(x, {0, 0}, buf, other);
     dist::shmem_signal(buf, other, 1, other, {.pred = {put}});

@@ -36,7 +36,7 @@ TEST_CASE("a put whose run-time offset leaves the shmem tensor is a DistributedE
         "put_oob",
         [](pto::Tensor x) {
           pto::set_vec_tile_shapes(4, 8);
-          auto s = dist::create_shmem_tensor("g", 1, pto::DT_FP32, {4, 8});
+          auto s = dist::create_shmem_tensor("world", 1, pto::DT_FP32, {4, 8});
           for (auto i : pto::loop(0, 4))
             dist::shmem_put(x, {i, 0}, s, 0); // rows i..i+3: out of bounds from i = 1
         },
@@ -124,9 +124,50 @@ TEST_CASE("fp16 tensor plus a float scalar: the scalar is rounded to fp16 once, 
 TEST_CASE("a group's n_pes is checked against the running PEs at trace time") {
   auto k = pto::jit("grp", [](pto::Tensor x) {
     pto::set_vec_tile_shapes(2, 8);
-    auto s = dist::create_shmem_tensor("g", 2, pto::DT_FP32, {2, 8});
+    auto s = dist::create_shmem_tensor("world", 2, pto::DT_FP32, {2, 8});
     dist::shmem_put(x, {0, 0}, s, 0);
   });
   pto::HostTensor x(pto::DT_FP32, {2, 8});
   CHECK_THROWS_WITH_AS(k(x), Contains("regressions_test.cpp:"), pto::DistributedError);
+}
+
+TEST_CASE("signal/wait misuse found in review: misaligned windows, run-time src_pe, get window") {
+  for (auto mode : support::run_modes()) {
+    CAPTURE(support::mode_name(mode));
+    pto::runtime::World world(2, {.deadlock_timeout_ms = 2000});
+    std::vector<pto::HostTensor> xs;
+    for (int p = 0; p < 2; ++p)
+      xs.emplace_back(pto::DT_FP32, std::vector<int64_t>{16, 16});
+    auto run = [&](auto fn) {
+      auto k = pto::jit("misuse", fn, support::opts(mode));
+      world.run([&](int pe) { k(xs[size_t(pe)]); });
+    };
+    // A window at row me*8+4 of [8,16] views with an [8,16] tile would share slot 0 with the
+    // window at me*8: not tile-aligned.
+    CHECK_THROWS_WITH_AS(run([](pto::Tensor x) {
+                           pto::set_vec_tile_shapes(8, 16);
+                           auto t = dist::create_shmem_tensor("world", 2, pto::DT_FP32, {16, 16});
+                           auto me = dist::my_symbolic_pe("world");
+                           auto w = dist::shmem_view(t, {8, 16}, {me * 4 + 4, 0});
+                           dist::shmem_signal(w, me, 1, me, {.pred = {x}});
+                         }),
+                         Contains("not a multiple of the vec tile"), pto::DistributedError);
+    // A run-time src_pe (slot row) outside the group.
+    CHECK_THROWS_WITH_AS(run([](pto::Tensor x) {
+                           pto::set_vec_tile_shapes(8, 16);
+                           auto t = dist::create_shmem_tensor("world", 2, pto::DT_FP32, {16, 16});
+                           auto me = dist::my_symbolic_pe("world");
+                           dist::shmem_signal(t, me + 4, 1, me, {.pred = {x}});
+                         }),
+                         Contains("out of range [0, 2)"), pto::DistributedError);
+    // A get whose window leaves the data is an error, not a silent truncation.
+    CHECK_THROWS_WITH_AS(run([](pto::Tensor x) {
+                           pto::set_vec_tile_shapes(8, 16);
+                           auto t = dist::create_shmem_tensor("world", 2, pto::DT_FP32, {16, 16});
+                           auto me = dist::my_symbolic_pe("world");
+                           auto v = dist::shmem_view(t, {8, 16}, {me * 12, 0});
+                           pto::assemble(dist::shmem_get(v, me, {.pred = {x}}), {0, 0}, x);
+                         }),
+                         Contains("out of bounds"), pto::DistributedError);
+  }
 }

@@ -40,7 +40,7 @@ TEST_CASE("shmem_put: a strided 2-D block lands at the right offsets on the next
     std::vector<int32_t> src(rows * src_cols);
     for (int i = 0; i < rows * src_cols; ++i)
       src[size_t(i)] = pe * 1000 + i;
-    rt_kernel({{"g", n, kHeap}}, [&](pto_ctx *ctx) -> int32_t {
+    rt_kernel({{"world", n, kHeap}}, [&](pto_ctx *ctx) -> int32_t {
       const pto_block b = support::rt_block_2d(rows, cols, src_cols, dst_row_stride);
       int32_t st = pto_rt_put(ctx, 0, (pe + 1) % n, PTO_ATOMIC_SET, src.data(), kI32, dst_offset,
                               8 * 8 * 4, kI32, &b, -1);
@@ -70,7 +70,7 @@ TEST_CASE("shmem_put: ADD from 8 PEs into one region loses no update") {
     // Source stride 0: the one scalar is added into all 17 words.
     const pto_block b{{1, 1, 1, 17}, {0, 0, 0, 0}, {0, 0, 17, 1}};
     world.run([&](int) {
-      rt_kernel({{"g", n, kHeap}}, [&](pto_ctx *ctx) -> int32_t {
+      rt_kernel({{"world", n, kHeap}}, [&](pto_ctx *ctx) -> int32_t {
         int32_t st = PTO_OK;
         for (int r = 0; r < reps && st == PTO_OK; ++r)
           st = pto_rt_put(ctx, 0, 0, PTO_ATOMIC_ADD, one, src_dt, 0, 4096, dst_dt, &b, -1);
@@ -162,7 +162,7 @@ TEST_CASE("shmem_get: reads the next PE's data, converting fp32 to bf16, int32 a
     std::vector<uint16_t> as_bf16(len);
     std::vector<int32_t> as_i32(len);
     std::vector<double> as_f64(len);
-    rt_kernel({{"g", n, kHeap}}, [&](pto_ctx *ctx) -> int32_t {
+    rt_kernel({{"world", n, kHeap}}, [&](pto_ctx *ctx) -> int32_t {
       const pto_block b = support::rt_block_1d(len);
       int32_t st = pto_rt_put(ctx, 0, pe, PTO_ATOMIC_SET, mine.data(), kF32, 256, 256 + 4 * len,
                               kF32, &b, -1);
@@ -199,7 +199,7 @@ TEST_CASE("shmem_put: SET with conversion into int8, bool and fp16 data") {
   std::vector<uint8_t> b8(6);
   std::vector<uint16_t> h(6);
   world.run([&](int) {
-    rt_kernel({{"g", 1, kHeap}}, [&](pto_ctx *ctx) -> int32_t {
+    rt_kernel({{"world", 1, kHeap}}, [&](pto_ctx *ctx) -> int32_t {
       const pto_block b = support::rt_block_1d(6);
       int32_t st = pto_rt_put(ctx, 0, 0, PTO_ATOMIC_SET, src, kF32, 0, 64, kI8, &b, -1);
       st = st ? st : pto_rt_put(ctx, 0, 0, PTO_ATOMIC_SET, src, kF32, 64, 128, kBool, &b, -1);
@@ -227,7 +227,7 @@ TEST_CASE("shmem_put: a dst_pe outside the group is a DistributedError at the us
     const pto_block b = support::rt_block_1d(1);
     try {
       rt_kernel(
-          {{"ep", 8, kHeap}},
+          {{"world", 8, kHeap}},
           [&](pto_ctx *ctx) -> int32_t {
             if (pe == 5)
               return pto_rt_put(ctx, 0, 9, PTO_ATOMIC_SET, &v, kI32, 0, 64, kI32, &b, 0);
@@ -242,7 +242,7 @@ TEST_CASE("shmem_put: a dst_pe outside the group is a DistributedError at the us
       throw;
     }
   }),
-                       "moe.cpp:42: shmem_put: dst_pe 9 is out of range [0, 8) for group 'ep'",
+                       "moe.cpp:42: shmem_put: dst_pe 9 is out of range [0, 8) for group 'world'",
                        pto::DistributedError);
   CHECK(released.load() == 7);
 }
@@ -252,7 +252,7 @@ TEST_CASE("shmem_put / shmem_get: blocks outside the object or the heap are Dist
   auto put_at = [&](int64_t offset, int64_t limit, pto_block b) {
     std::vector<float> src(64, 1.0f);
     world.run([&](int pe) {
-      rt_kernel({{"g", 2, 1024}}, [&](pto_ctx *ctx) -> int32_t {
+      rt_kernel({{"world", 2, 1024}}, [&](pto_ctx *ctx) -> int32_t {
         if (pe != 0) // one writer: two PEs storing to the same words would race
           return PTO_OK;
         return pto_rt_put(ctx, 0, 1, PTO_ATOMIC_SET, src.data(), kF32, offset, limit, kF32, &b, -1);
@@ -265,7 +265,7 @@ TEST_CASE("shmem_put / shmem_get: blocks outside the object or the heap are Dist
   // One element further reaches byte 1024.
   CHECK_THROWS_WITH_AS(put_at(964, 1024, row16),
                        doctest::Contains("shmem_put: offsets out of bounds: the block spans bytes "
-                                         "[964, 1027] of PE 1's heap for group 'g'"),
+                                         "[964, 1027] of PE 1's heap for group 'world'"),
                        pto::DistributedError);
   // Within the heap but past the object's end (an object of 64 bytes at offset 0).
   CHECK_THROWS_WITH_AS(put_at(4, 64, row16), doctest::Contains("object ends at byte 64"),
@@ -284,7 +284,7 @@ TEST_CASE("shmem_put / shmem_get: blocks outside the object or the heap are Dist
   CHECK_THROWS_WITH_AS(world.run([&](int) {
     float dst[4];
     const pto_block b = support::rt_block_1d(4);
-    rt_kernel({{"g", 2, 1024}}, [&](pto_ctx *ctx) -> int32_t {
+    rt_kernel({{"world", 2, 1024}}, [&](pto_ctx *ctx) -> int32_t {
       return pto_rt_get(ctx, 0, 0, 1016, 1024, kF32, dst, kF32, &b, -1);
     });
   }),
@@ -293,11 +293,11 @@ TEST_CASE("shmem_put / shmem_get: blocks outside the object or the heap are Dist
   CHECK_THROWS_WITH_AS(world.run([&](int) {
     float dst[1];
     const pto_block b = support::rt_block_1d(1);
-    rt_kernel({{"g", 2, 1024}}, [&](pto_ctx *ctx) -> int32_t {
+    rt_kernel({{"world", 2, 1024}}, [&](pto_ctx *ctx) -> int32_t {
       return pto_rt_get(ctx, 0, -1, 0, 1024, kF32, dst, kF32, &b, -1);
     });
   }),
-                       doctest::Contains("src_pe -1 is out of range [0, 2) for group 'g'"),
+                       doctest::Contains("src_pe -1 is out of range [0, 2) for group 'world'"),
                        pto::DistributedError);
 }
 
@@ -306,7 +306,7 @@ TEST_CASE("shmem_put: ADD into bool data is a DTypeError") {
   const uint8_t t = 1;
   const pto_block b = support::rt_block_1d(1);
   CHECK_THROWS_AS(world.run([&](int) {
-    rt_kernel({{"g", 1, 64}}, [&](pto_ctx *ctx) -> int32_t {
+    rt_kernel({{"world", 1, 64}}, [&](pto_ctx *ctx) -> int32_t {
       return pto_rt_put(ctx, 0, 0, PTO_ATOMIC_ADD, &t, kBool, 0, 64, kBool, &b, -1);
     });
   }),
@@ -317,7 +317,7 @@ TEST_CASE("shmem_clear_data: zeroes exactly the block of the local heap") {
   World world(1);
   std::vector<int16_t> after(8 * 8);
   world.run([&](int) {
-    rt_kernel({{"g", 1, 256}}, [&](pto_ctx *ctx) -> int32_t {
+    rt_kernel({{"world", 1, 256}}, [&](pto_ctx *ctx) -> int32_t {
       auto *base = static_cast<int16_t *>(pto_rt_heap_base(ctx, 0, 0));
       for (int i = 0; i < 64; ++i)
         base[i] = int16_t(i + 1);

@@ -30,7 +30,7 @@ TEST_CASE("shmem_signal after shmem_put: a waiter that sees the signal sees the 
   std::atomic<int> wrong{0};
   world.run([&](int pe) {
     std::vector<int32_t> src(len), seen(len);
-    rt_kernel({{"g", n, kHeap}}, [&](pto_ctx *ctx) -> int32_t {
+    rt_kernel({{"world", n, kHeap}}, [&](pto_ctx *ctx) -> int32_t {
       const pto_block b = support::rt_block_1d(len);
       const int to = (pe + 1) % n, from = (pe + n - 1) % n;
       for (int r = 0; r < rounds; ++r) {
@@ -62,7 +62,7 @@ TEST_CASE("shmem_barrier_all pattern: signal_all ADD 1 + wait == n_pes holds eve
   std::atomic<int> arrivals{0};
   std::atomic<int> early{0};
   world.run([&](int) {
-    rt_kernel({{"g", n, kHeap}}, [&](pto_ctx *ctx) -> int32_t {
+    rt_kernel({{"world", n, kHeap}}, [&](pto_ctx *ctx) -> int32_t {
       for (int r = 0; r < rounds; ++r) {
         arrivals.fetch_add(1);
         if (int32_t st = rt_barrier(ctx, kBarrierSlot))
@@ -83,7 +83,7 @@ TEST_CASE("shmem_signal: 64 PEs on 2 cores pass a token around a ring") {
   World world(n);
   std::atomic<int> hops{0};
   world.run([&](int pe) {
-    rt_kernel({{"ring", n, kHeap}}, [&](pto_ctx *ctx) -> int32_t {
+    rt_kernel({{"world", n, kHeap}}, [&](pto_ctx *ctx) -> int32_t {
       const int next = (pe + 1) % n;
       for (int lap = 0; lap < laps; ++lap) {
         if (pe == 0) {
@@ -115,7 +115,7 @@ TEST_CASE("shmem_wait_until: every comparison, and clear resets the slot") {
                         {PTO_CMP_LE, 5}, {PTO_CMP_GT, 4}, {PTO_CMP_GE, 5}};
   int32_t after_clear = -1;
   world.run([&](int) {
-    rt_kernel({{"g", 1, kHeap}}, [&](pto_ctx *ctx) -> int32_t {
+    rt_kernel({{"world", 1, kHeap}}, [&](pto_ctx *ctx) -> int32_t {
       int32_t st = pto_rt_signal(ctx, 0, 0, kSlot, PTO_ATOMIC_SET, 5, -1);
       for (const Case &c : cases)
         st = st ? st : pto_rt_wait_until(ctx, 0, kSlot, c.cmp, c.value, 0, 0, -1);
@@ -140,7 +140,7 @@ TEST_CASE("shmem_wait_until: a wait that never completes is a DeadlockError nami
   CHECK_THROWS_AS(world.run([&](int pe) {
     try {
       rt_kernel(
-          {{"g", n, kHeap}},
+          {{"world", n, kHeap}},
           [&](pto_ctx *ctx) -> int32_t {
             if (pe != 3) {
               pe3_failed.wait(false);
@@ -166,7 +166,7 @@ TEST_CASE("shmem_wait_until: a wait that never completes is a DeadlockError nami
   }),
                   pto::DeadlockError);
   CHECK(pe3_message == "allreduce.cpp:31: shmem_wait_until: PE 3 timed out after 200 ms "
-                       "waiting for signal slot 5 (group 'g') to be == 8; current value 7; raise "
+                       "waiting for signal slot 5 (group 'world') to be == 8; current value 7; raise "
                        "PTO_DEADLOCK_TIMEOUT_MS if the wait is legitimately long");
   REQUIRE(others.size() == 3);
   for (const auto &msg : others) {
@@ -178,15 +178,15 @@ TEST_CASE("shmem_wait_until: a wait that never completes is a DeadlockError nami
 TEST_CASE("shmem_signal: a target_pe outside the group is a DistributedError") {
   World world(2);
   CHECK_THROWS_WITH_AS(world.run([&](int) {
-    rt_kernel({{"g", 2, kHeap}}, [](pto_ctx *ctx) -> int32_t {
+    rt_kernel({{"world", 2, kHeap}}, [](pto_ctx *ctx) -> int32_t {
       return pto_rt_signal(ctx, 0, 2, kSlot, PTO_ATOMIC_SET, 1, -1);
     });
   }),
                        doctest::Contains("shmem_signal: target_pe 2 is out of range [0, 2) for "
-                                         "group 'g'"),
+                                         "group 'world'"),
                        pto::DistributedError);
   CHECK_THROWS_WITH_AS(world.run([&](int) {
-    rt_kernel({{"g", 2, kHeap}}, [](pto_ctx *ctx) -> int32_t {
+    rt_kernel({{"world", 2, kHeap}}, [](pto_ctx *ctx) -> int32_t {
       return pto_rt_signal(ctx, 0, 0, kHeap - 2, PTO_ATOMIC_SET, 1, -1);
     });
   }),

@@ -31,7 +31,7 @@ const char *name(Reduction r);
 enum class AllreduceAlgorithm { AUTO, ONE_SHOT, TWO_SHOT };
 
 struct CollectiveOptions {
-  std::string group = "world"; ///< a World::create_group name, or the whole world
+  std::string group = "world"; ///< "world" (all PEs) or a World::create_group name
   std::vector<Tensor> pred = {}; ///< run after these
 };
 
@@ -45,7 +45,8 @@ struct AllreduceOptions {
   std::vector<Tensor> pred = {};
 };
 
-/// Number of PEs of `group` while tracing: a group made with World::create_group, or the world.
+/// Number of PEs of `group` while tracing: "world" (all PEs) or a group made with
+/// World::create_group. DistributedError for any other name.
 int n_pes(const std::string &group = "world",
           std::source_location loc = std::source_location::current());
 

@@ -35,8 +35,10 @@ struct ShmemTensor {
 };
 
 /// Allocates a symmetric tensor of `shape` and `dtype` (zeroed when the kernel starts) plus its
-/// signals, as PyPTO `create_shmem_tensor`. Rank 2-4; dims > 0. `group` is 1-127 bytes; a group
-/// must keep one n_pes, equal to the number of PEs running the kernel (DistributedError).
+/// signals, as PyPTO `create_shmem_tensor`. Rank 2-4; dims > 0. `group` is "world" (every PE
+/// running the kernel) or a group made with World::create_group (1-127 bytes; any other name is
+/// a DistributedError), and `n_pes` must be its size (DistributedError). Data and signals are
+/// zero when the kernel starts.
 /// Dtypes: int8, int16, int32, int64, fp16, bf16, fp32, double.
 ShmemTensor create_shmem_tensor(const std::string &group, int n_pes, DataType dtype,
                                 const std::vector<int64_t> &shape, SrcLoc loc = SrcLoc::current());

@@ -35,8 +35,7 @@ Tensor reshape(const Tensor &x, const std::vector<SymbolicScalar> &shape, Reshap
 Tensor unsqueeze(const Tensor &x, int dim, SrcLoc loc = SrcLoc::current());
 /// Removes the size-1 dims among `dims` (all size-1 dims when empty); listed dims that are not
 /// 1 stay, as PyTorch `squeeze`. A result with no dim left keeps shape [1].
-Tensor squeeze(const Tensor &x, const std::vector<int> &dims = {},
-               SrcLoc loc = SrcLoc::current());
+Tensor squeeze(const Tensor &x, const std::vector<int> &dims = {}, SrcLoc loc = SrcLoc::current());
 
 /// Materialized broadcast to `shape` (right-aligned, numpy rules; -1 keeps the dim), as PyPTO
 /// `expand_clone` / PyTorch `expand`. A broadcast dim is valid over its full extent, the others
@@ -128,8 +127,7 @@ struct NormalOptions {
 /// high and both are finite. For fresh numbers pass another counter (or key): the block index
 /// b fills the low 64 counter bits, so calls with different counters never share a block.
 Tensor uniform(const std::vector<SymbolicScalar> &shape, uint64_t key, uint64_t counter,
-               DataType dtype = DT_FP32, UniformOptions opts = {},
-               SrcLoc loc = SrcLoc::current());
+               DataType dtype = DT_FP32, UniformOptions opts = {}, SrcLoc loc = SrcLoc::current());
 /// Normal numbers from the same words as `uniform` by Box-Muller: for the word pairs (w0, w1)
 /// and (w2, w3) of each block, u1 = ((w_even >> 8) + 1) * 2^-24 in (0, 1], u2 = (w_odd >> 8) *
 /// 2^-24, r = sqrt(-2 ln u1); the even element is r cos(2 pi u2), the odd one r sin(2 pi u2);

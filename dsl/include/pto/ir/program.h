@@ -237,7 +237,11 @@ struct Group {
   int64_t heap_bytes = 0;   ///< set by layout_shmem
   uint64_t layout_hash = 0; ///< set by layout_shmem: the group's shmem tensors (dtype, shape,
                             ///< offsets); every PE of the group must present the same one
+  std::string where;        ///< "file:line" of the first use, for run-time messages
 };
+
+/// The name of the group that spans every PE running the kernel (always exists).
+inline constexpr const char *kWorldGroup = "world";
 
 /// A kernel parameter that is a compile-time constant (printed, part of the cache key).
 struct ConstParam {

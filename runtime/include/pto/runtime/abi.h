@@ -56,10 +56,11 @@ int32_t pto_rt_n_pes(pto_ctx *ctx, int32_t group);
 /// tensors) and heap size; the group's symmetric heap is (re)allocated to `heap_bytes[g]` bytes
 /// (data and signals) and zeroed, then the members are released together. Errors: unknown
 /// group, n_pes mismatch, a PE outside the group, different layouts (DistributedError); a member
-/// that never arrives (DeadlockError after twice the deadlock timeout).
+/// that never arrives (DeadlockError after twice the deadlock timeout). `group_where[g]` (may be
+/// null) is the "file:line" of the kernel line that first used group g, for messages.
 int32_t pto_rt_kernel_enter(pto_ctx *ctx, const uint64_t *group_hash, int32_t n_groups,
                             const int64_t *heap_bytes, const int32_t *group_n_pes,
-                            const char *const *group_names);
+                            const char *const *group_names, const char *const *group_where);
 /// Collective exit: for each group (in name order) no member leaves until every member has
 /// finished with the group's heap. Errors as the
 /// entry barrier (another PE failed, a PE returned early, DeadlockError after the timeout).
@@ -117,7 +118,7 @@ int32_t pto_rt_clear(pto_ctx *ctx, int32_t group, int64_t offset_bytes, int64_t 
 
 /// Records a run-time error raised by generated code (`kind`: 1 integer division by zero,
 /// 2 index out of range, 3 PE out of range, 4 shmem offset out of bounds, 5 view window out of
-/// bounds: ShapeError) with detail values: kind 1
+/// bounds: ShapeError, 6 signal/wait window not aligned to its tile) with detail values: kind 1
 /// RuntimeError "integer division by zero", 2 RuntimeError "index a out of range [0, b)",
 /// 3 DistributedError "PE a out of range [0, b)", 4 DistributedError "offset a out of bounds
 /// [0, b)", each prefixed with the site's "file:line: op". Always returns PTO_ERR.

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -53,12 +54,14 @@ public:
   pto_ctx *context(int pe);
 
   /// Declares communication group `name` whose group-local PE i is world PE `pes[i]` (as an
-  /// HCCL communicator). Kernels name groups in create_shmem_tensor; a name that was never
-  /// created here stands for the whole world (its n_pes must then equal n_pes()). Any number of
-  /// groups; a PE may belong to several. Creating an existing group again with the same PEs is
-  /// a no-op. Throws pto::DistributedError for a name outside 1-127 bytes, no PEs, a PE out of
-  /// range or repeated, a different member list for an existing name, or a running world.
-  void create_group(const std::string &name, const std::vector<int> &pes);
+  /// HCCL communicator). Kernels name groups in create_shmem_tensor: "world" is always the
+  /// group of every PE; any other name must be created here first. Any number of groups; a PE
+  /// may belong to several. Creating an existing group again with the same PEs is a no-op.
+  /// Throws pto::DistributedError (naming the caller's line) for a name outside 1-127 bytes or
+  /// "world", no PEs, a PE out of range or repeated, a different member list for an existing
+  /// name, or a running world.
+  void create_group(const std::string &name, const std::vector<int> &pes,
+                    std::source_location loc = std::source_location::current());
 
   /// Starts (or stops) recording a timeline: kernel calls, puts and gets (with byte counts),
   /// signals, waits and kernel entry/exit barriers, per PE. Recording costs a clock read and a
