@@ -15,6 +15,8 @@ for pes in 2 4 8; do
   done
   for dt in fp32 bf16; do
     build/samples/multi_comm_groups --pes "$pes" --dtype "$dt" --check
+    build/samples/allgather_matmul --pes "$pes" --dtype "$dt" --check
+    build/samples/matmul_allreduce_rmsnorm --pes "$pes" --dtype "$dt" --check
   done
 done
 for dt in fp32 fp16 bf16; do

@@ -1,0 +1,137 @@
+// matmul_allreduce_rmsnorm.cpp - PyPTO's MatMul + AllReduce + Add + RMSNorm test (reference
+// §7.5): per block of 8 rows, each PE multiplies its input by its weight (bf16 out), the partial
+// products are all-reduced, the residual is added in fp32, then RMSNorm(eps = 1e-5) * gamma +
+// bias, cast to bf16. Outputs: the normalized rows and the new residual. Checked with the PyPTO
+// test's tolerance (reference §8: rtol = c*eps*sqrt(ws), atol = rtol*mean|golden|, eps = 2^-7).
+//
+//   matmul_allreduce_rmsnorm --pes 4 --batch 8 --k 1536 --h 5120 --check   (the test's shapes)
+#include "common/sample.h"
+#include "pto/pto.h"
+#include "pto/runtime/world.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace dist = pto::distributed;
+
+namespace {
+
+void kernel(pto::Tensor x, pto::Tensor w, pto::Tensor residual, pto::Tensor gamma,
+            pto::Tensor bias, pto::Tensor out, pto::Tensor residual_out) {
+  const int64_t batch = x.shape(0).concrete(), k = x.shape(1).concrete();
+  const int64_t h = w.shape(0).concrete();
+  const double eps = 1e-5;
+  for (int64_t r0 = 0; r0 < batch; r0 += 8) { // row blocks of 8 (the last may be shorter)
+    int64_t rows = std::min<int64_t>(8, batch - r0);
+    pto::set_vec_tile_shapes(rows, h);
+    auto in_tile = pto::view(x, {rows, k}, {r0, 0});
+    pto::set_cube_tile_shapes({8, 8}, {128, 256}, {256, 512});
+    auto mm = pto::matmul(in_tile, w, x.dtype(), {.b_trans = true});
+    auto sum = dist::allreduce(mm, dist::Reduction::SUM);
+    auto a = pto::cast(sum, pto::DT_FP32) +
+             pto::cast(pto::view(residual, {rows, h}, {r0, 0}), pto::DT_FP32);
+    auto rms = pto::sqrt(pto::sum(a * a / static_cast<double>(h), -1, {.keepdim = true}) + eps);
+    auto y = a / rms * pto::cast(gamma, pto::DT_FP32) + pto::cast(bias, pto::DT_FP32);
+    pto::assemble(pto::cast(y, out.dtype()), {r0, 0}, out);
+    pto::assemble(pto::cast(a, residual_out.dtype()), {r0, 0}, residual_out);
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"matmul_allreduce_rmsnorm: matmul, allreduce, residual add and RMSNorm per 8-row "
+               "block (PyPTO §7.5)"};
+  sample::CommonFlags f;
+  f.pes = 4;
+  f.dtype = "bf16";
+  int64_t batch = 8, k = 256, h = 512;
+  sample::add_common_flags(app, f, {"bf16", "fp32"});
+  app.add_option("--batch", batch, "rows per PE")->check(CLI::Range(1, 4096))->capture_default_str();
+  app.add_option("--k", k, "inner dim K")->check(CLI::Range(1, 1 << 16))->capture_default_str();
+  app.add_option("--h", h, "hidden size H (rows of W)")->check(CLI::Range(1, 1 << 16))->capture_default_str();
+  if (int rc = sample::parse(app, argc, argv); rc >= 0)
+    return rc;
+  try {
+    const int ws = f.pes;
+    const pto::DataType dt = pto::parse_dtype(f.dtype);
+    fmt::print("matmul_allreduce_rmsnorm {} batch={} k={} h={} pes={} mode={}\n", f.dtype, batch, k,
+               h, ws, f.interpret ? "interpret" : "jit");
+    // Per PE: its input and weight; shared by all: residual, gamma, bias.
+    auto residual = sample::random_tensor(dt, {batch, h}, f.seed + 7);
+    auto gamma = sample::random_tensor(dt, {1, h}, f.seed + 8);
+    auto bias = sample::random_tensor(dt, {1, h}, f.seed + 9);
+    std::vector<pto::HostTensor> xs, ws_, outs, res_outs;
+    for (int p = 0; p < ws; ++p) {
+      xs.push_back(sample::random_tensor(dt, {batch, k}, f.seed + 100 + uint64_t(p)));
+      ws_.push_back(sample::random_tensor(dt, {h, k}, f.seed + 200 + uint64_t(p)));
+      outs.emplace_back(dt, std::vector<int64_t>{batch, h});
+      res_outs.emplace_back(dt, std::vector<int64_t>{batch, h});
+    }
+    auto kern = pto::jit("matmul_allreduce_rmsnorm", kernel,
+                         {.run_mode = f.interpret ? pto::RunMode::Interpret : pto::RunMode::Jit});
+    pto::runtime::World world(ws);
+    world.enable_trace(!f.trace.empty());
+    world.run([&](int pe) {
+      kern(xs[size_t(pe)], ws_[size_t(pe)], residual, gamma, bias, outs[size_t(pe)],
+           res_outs[size_t(pe)]);
+    });
+    sample::write_trace(world, f);
+    if (!f.check)
+      return 0;
+    // Golden: each PE's matmul rounded to the dtype, summed over PEs, then in double: a =
+    // residual + sum, RMSNorm(eps=1e-5) * gamma + bias.
+    pto::HostTensor r(dt, {1});
+    auto as_dt = [&](double v) {
+      r.set(0, v);
+      return r.get(0);
+    };
+    std::vector<double> want_y(size_t(batch * h)), want_a(size_t(batch * h));
+    for (int64_t i = 0; i < batch; ++i) {
+      double ss = 0;
+      for (int64_t j = 0; j < h; ++j) {
+        double total = 0;
+        for (int p = 0; p < ws; ++p) {
+          double s = 0;
+          for (int64_t kk = 0; kk < k; ++kk)
+            s += xs[size_t(p)].get(i * k + kk) * ws_[size_t(p)].get(j * k + kk);
+          total += as_dt(s);
+        }
+        double a = residual.get(i * h + j) + total;
+        want_a[size_t(i * h + j)] = a;
+        ss += a * a;
+      }
+      double rms = std::sqrt(ss / double(h) + 1e-5);
+      for (int64_t j = 0; j < h; ++j)
+        want_y[size_t(i * h + j)] = want_a[size_t(i * h + j)] / rms * gamma.get(j) + bias.get(j);
+    }
+    double eps = std::ldexp(1.0, -7);
+    double c = std::min(1.5 * (1 + 0.25 * std::log2(double(ws))), 3.0);
+    double rtol = dt == pto::DT_FP32 ? 1e-4 : c * eps * std::sqrt(double(ws));
+    auto mean_abs = [](const std::vector<double> &v) {
+      double s = 0;
+      for (double x : v)
+        s += std::fabs(x);
+      return s / double(v.size());
+    };
+    int64_t bad = 0;
+    double worst = 0;
+    for (int p = 0; p < ws; ++p) {
+      auto sy = sample::compare(outs[size_t(p)], want_y, rtol, rtol * mean_abs(want_y));
+      auto sa = sample::compare(res_outs[size_t(p)], want_a, rtol, rtol * mean_abs(want_a));
+      bad += sy.bad + sa.bad;
+      worst = std::max({worst, sy.max_abs, sa.max_abs});
+    }
+    fmt::print("  max abs error {:.3g} (rtol {:.3g}, atol rtol * mean|golden|)\n", worst, rtol);
+    if (bad == 0) {
+      fmt::print("check: PASS ({} PEs x {} elements x 2 outputs)\n", ws, batch * h);
+      return 0;
+    }
+    fmt::print("check: FAIL ({} elements outside tolerance)\n", bad);
+    return 1;
+  } catch (const pto::Error &e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+}
