@@ -82,12 +82,7 @@ int main(int argc, char **argv) {
       worst = std::max(worst, st.max_abs);
     }
     fmt::print("  max abs error {:.3g} (rtol {:.3g}, atol rtol * mean|golden|)\n", worst, rtol);
-    if (bad == 0) {
-      fmt::print("check: PASS ({} PEs x {} elements)\n", ws, ws * batch * n);
-      return 0;
-    }
-    fmt::print("check: FAIL ({} elements outside tolerance)\n", bad);
-    return 1;
+    return sample::finish_check(bad, fmt::format("{} PEs x {} elements", ws, ws * batch * n));
   } catch (const pto::Error &e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

@@ -75,11 +75,7 @@ int main(int argc, char **argv) {
     // Golden, stage by stage in the output dtype: s = AR(x) (summed in fp32, rounded once),
     // d = s + s, result = AR(d) = n * d (summed in fp32, rounded once).
     std::vector<double> want(size_t(rows * cols));
-    pto::HostTensor round(dt, {1});
-    auto as_dt = [&](double v) {
-      round.set(0, v);
-      return round.get(0);
-    };
+    auto as_dt = [&](double v) { return sample::as_dtype(v, dt); };
     for (int64_t i = 0; i < rows * cols; ++i) {
       float s = 0;
       for (auto &x : xs)
@@ -97,12 +93,7 @@ int main(int argc, char **argv) {
       worst = std::max(worst, st.max_abs);
     }
     fmt::print("  max abs error {:.3g} (tolerance {:.0e} rel + abs)\n", worst, tol);
-    if (bad == 0) {
-      fmt::print("check: PASS ({} PEs x {} elements)\n", n, rows * cols);
-      return 0;
-    }
-    fmt::print("check: FAIL ({} elements outside tolerance)\n", bad);
-    return 1;
+    return sample::finish_check(bad, fmt::format("{} PEs x {} elements", n, rows * cols));
   } catch (const pto::Error &e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

@@ -111,12 +111,7 @@ int main(int argc, char **argv) {
     }
     fmt::print("  max abs error {:.3g}   max rel error {:.3g}   tolerance {:.0e} (rel + abs)\n",
                worst_abs, worst_rel, tol);
-    if (bad == 0) {
-      fmt::print("check: PASS ({} PEs x {} elements vs double reference)\n", f.pes, rows * cols);
-      return 0;
-    }
-    fmt::print("check: FAIL ({} elements outside tolerance)\n", bad);
-    return 1;
+    return sample::finish_check(bad, fmt::format("{} PEs x {} elements vs double reference", f.pes, rows * cols));
   } catch (const pto::Error &e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

@@ -34,7 +34,7 @@ double combine(dist::Reduction op, double a, double b) {
 }
 
 /// What an int of `dt` holds for `v` (two's complement wrap), or `v` for floats.
-double as_dtype(double v, pto::DataType dt) {
+double wrapped_in_dtype(double v, pto::DataType dt) {
   pto::HostTensor t(dt, {1});
   if (!pto::is_float(dt)) {
     int bits = static_cast<int>(pto::bytes_of(dt)) * 8;
@@ -147,7 +147,7 @@ int main(int argc, char **argv) {
           return -3; // past the last row: untouched
         double v = x(0, row);
         for (int q = 1; q < n; ++q)
-          v = as_dtype(combine(red, v, x(q, row)), dt);
+          v = wrapped_in_dtype(combine(red, v, x(q, row)), dt);
         return v;
       }
       if (op == "allgather")
@@ -171,12 +171,7 @@ int main(int argc, char **argv) {
             ++bad;
         }
     fmt::print("  max abs error {:.3g} (tolerance {:.0e})\n", worst, tol);
-    if (bad == 0) {
-      fmt::print("check: PASS ({} PEs x {} elements)\n", n, out_shape[0] * cols);
-      return 0;
-    }
-    fmt::print("check: FAIL ({} elements wrong)\n", bad);
-    return 1;
+    return sample::finish_check(bad, fmt::format("{} PEs x {} elements", n, out_shape[0] * cols));
   } catch (const pto::Error &e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

@@ -82,11 +82,7 @@ int main(int argc, char **argv) {
       return 0;
     // Golden: each PE's matmul rounded to the dtype, summed over PEs, then in double: a =
     // residual + sum, RMSNorm(eps=1e-5) * gamma + bias.
-    pto::HostTensor r(dt, {1});
-    auto as_dt = [&](double v) {
-      r.set(0, v);
-      return r.get(0);
-    };
+    auto as_dt = [&](double v) { return sample::as_dtype(v, dt); };
     std::vector<double> want_y(size_t(batch * h)), want_a(size_t(batch * h));
     for (int64_t i = 0; i < batch; ++i) {
       double ss = 0;
@@ -124,12 +120,7 @@ int main(int argc, char **argv) {
       worst = std::max({worst, sy.max_abs, sa.max_abs});
     }
     fmt::print("  max abs error {:.3g} (rtol {:.3g}, atol rtol * mean|golden|)\n", worst, rtol);
-    if (bad == 0) {
-      fmt::print("check: PASS ({} PEs x {} elements x 2 outputs)\n", ws, batch * h);
-      return 0;
-    }
-    fmt::print("check: FAIL ({} elements outside tolerance)\n", bad);
-    return 1;
+    return sample::finish_check(bad, fmt::format("{} PEs x {} elements x 2 outputs", ws, batch * h));
   } catch (const pto::Error &e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

@@ -78,11 +78,7 @@ int main(int argc, char **argv) {
       return 0;
     // Golden, stage by stage: a_p = bf16(sum over p's parity group in fp32); then
     // bf16(sum of a_q over p's half, in fp32). With fp32 data the roundings are to fp32.
-    pto::HostTensor r(dt, {1});
-    auto bf16 = [&](double v) {
-      r.set(0, v);
-      return r.get(0);
-    };
+    auto bf16 = [&](double v) { return sample::as_dtype(v, dt); };
     int64_t bad = 0;
     double worst = 0;
     for (int p = 0; p < n; ++p)
@@ -104,12 +100,7 @@ int main(int argc, char **argv) {
           ++bad;
       }
     fmt::print("  max abs error {:.3g} (rtol = atol = 8e-3, as the PyPTO test)\n", worst);
-    if (bad == 0) {
-      fmt::print("check: PASS ({} PEs x {} elements)\n", n, batch * hidden);
-      return 0;
-    }
-    fmt::print("check: FAIL ({} elements outside tolerance)\n", bad);
-    return 1;
+    return sample::finish_check(bad, fmt::format("{} PEs x {} elements", n, batch * hidden));
   } catch (const pto::Error &e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

@@ -74,6 +74,21 @@ ErrorStats compare(const pto::HostTensor &got, const std::vector<double> &want, 
   return s;
 }
 
+double as_dtype(double v, pto::DataType dt) {
+  pto::HostTensor t(dt, {1});
+  t.set(0, v);
+  return t.get(0);
+}
+
+int finish_check(int64_t bad, const std::string &what) {
+  if (bad == 0) {
+    fmt::print("check: PASS ({})\n", what);
+    return 0;
+  }
+  fmt::print("check: FAIL ({} elements outside tolerance)\n", bad);
+  return 1;
+}
+
 double tolerance(pto::DataType dt) {
   switch (dt) {
   case pto::DT_FP32: return 1e-5;

@@ -43,6 +43,13 @@ struct ErrorStats {
 ErrorStats compare(const pto::HostTensor &got, const std::vector<double> &want, double rtol,
                    double atol);
 
+/// `v` as an element of `dt` holds it (floats rounded to nearest even, ints truncated).
+double as_dtype(double v, pto::DataType dt);
+
+/// Prints the closing line `check: PASS (<what>)` or `check: FAIL (<bad> elements ...)` and
+/// returns the exit code (0 or 1).
+int finish_check(int64_t bad, const std::string &what);
+
 /// rtol/atol per dtype: fp32 1e-5, fp16/bf16 1e-2 (DESIGN.md §9), fp64 1e-12, ints exact.
 double tolerance(pto::DataType dt);
 
