@@ -1,5 +1,6 @@
-// host_tensor.h - pto::HostTensor: an owning, contiguous, row-major buffer on the host, the
-// argument type of kernel calls (the caller allocates every output, as in PyPTO).
+// host_tensor.h - pto::HostTensor: a contiguous, row-major buffer on the host, the argument
+// type of kernel calls (the caller allocates every output, as in PyPTO). A HostTensor is a
+// handle: copies share the same buffer (like torch.Tensor); the buffer lives while any copy does.
 #pragma once
 
 #include "pto/dtype.h"
