@@ -3,6 +3,7 @@
 // Fused groups (fuse.h) become tile loops with explicit <W x T> vector passes over each row;
 // shmem ops become runtime calls per tile; pto::loop becomes an LLVM loop. Run-time faults call
 // pto_rt_fail and return its status (no exception crosses generated code).
+#include "llvm_loops.h"
 #include "lower_llvm.h"
 
 #include "fuse.h"
@@ -145,21 +146,7 @@ private:
   /// for (i = start; i < end; i += step) body(i)
   void for_loop(LV *start, LV *end, LV *step, const std::function<void(LV *)> &body,
                 const char *name = "i") {
-    auto *pre = B.GetInsertBlock();
-    auto *head = llvm::BasicBlock::Create(C, std::string(name) + ".head", F);
-    auto *bb = llvm::BasicBlock::Create(C, std::string(name) + ".body", F);
-    auto *exit = llvm::BasicBlock::Create(C, std::string(name) + ".exit", F);
-    B.CreateBr(head);
-    B.SetInsertPoint(head);
-    auto *phi = B.CreatePHI(B.getInt64Ty(), 2, name);
-    phi->addIncoming(start, pre);
-    B.CreateCondBr(B.CreateICmpSLT(phi, end), bb, exit);
-    B.SetInsertPoint(bb);
-    body(phi);
-    LV *next = B.CreateAdd(phi, step);
-    phi->addIncoming(next, B.GetInsertBlock());
-    B.CreateBr(head);
-    B.SetInsertPoint(exit);
+    emit_for_loop(B, F, start, end, step, body, name);
   }
   LV *i64(int64_t v) { return B.getInt64(static_cast<uint64_t>(v)); }
   LV *smin(LV *a, LV *b) { return B.CreateSelect(B.CreateICmpSLT(a, b), a, b); }

@@ -1,6 +1,7 @@
 // lower_matmul.cpp - See lower_matmul.h. Numerics match interpreter_matmul.cpp: fp32 (or wrapping
 // int32) accumulation, bias, relu, one rounding to the output dtype; only the summation order
 // within a dot product differs (FMA, no intermediate rounding of the products).
+#include "llvm_loops.h"
 #include "lower_matmul.h"
 
 #include "jit_engine.h"
@@ -145,22 +146,7 @@ private:
   /// for (i = start; i < end; i += step) body(i)
   void for_loop(LV *start, LV *end, LV *step, const std::function<void(LV *)> &body,
                 const char *name) {
-    llvm::Function *F = env_.F;
-    auto *pre = B.GetInsertBlock();
-    auto *head = llvm::BasicBlock::Create(C, std::string(name) + ".head", F);
-    auto *bb = llvm::BasicBlock::Create(C, std::string(name) + ".body", F);
-    auto *exit = llvm::BasicBlock::Create(C, std::string(name) + ".exit", F);
-    B.CreateBr(head);
-    B.SetInsertPoint(head);
-    auto *phi = B.CreatePHI(B.getInt64Ty(), 2, name);
-    phi->addIncoming(start, pre);
-    B.CreateCondBr(B.CreateICmpSLT(phi, end), bb, exit);
-    B.SetInsertPoint(bb);
-    body(phi);
-    LV *next = B.CreateAdd(phi, step);
-    phi->addIncoming(next, B.GetInsertBlock());
-    B.CreateBr(head);
-    B.SetInsertPoint(exit);
+    emit_for_loop(B, env_.F, start, end, step, body, name);
   }
 
   /// if (cond) then()

@@ -2,6 +2,7 @@
 // loop: movement ops copy storage elements (a source outside its input's valid region reads as
 // 0, behind a branch so nothing outside it is ever loaded), reductions and scans compute in fp32
 // for fp16/bf16 (double for fp64, i64 for ints) and round once per stored element.
+#include "llvm_loops.h"
 #include "lower_standalone.h"
 
 #include "pto/error.h"
@@ -44,20 +45,7 @@ private:
 
   /// for (i = start; i < end; ++i) body(i)
   void for_loop(LV *start, LV *end, const std::function<void(LV *)> &body, const char *name) {
-    auto *pre = B.GetInsertBlock();
-    auto *head = llvm::BasicBlock::Create(C, std::string(name) + ".head", E.F);
-    auto *bb = llvm::BasicBlock::Create(C, std::string(name) + ".body", E.F);
-    auto *exit = llvm::BasicBlock::Create(C, std::string(name) + ".exit", E.F);
-    B.CreateBr(head);
-    B.SetInsertPoint(head);
-    auto *phi = B.CreatePHI(B.getInt64Ty(), 2, name);
-    phi->addIncoming(start, pre);
-    B.CreateCondBr(B.CreateICmpSLT(phi, end), bb, exit);
-    B.SetInsertPoint(bb);
-    body(phi);
-    phi->addIncoming(B.CreateAdd(phi, i64(1)), B.GetInsertBlock());
-    B.CreateBr(head);
-    B.SetInsertPoint(exit);
+    emit_for_loop(B, E.F, start, end, i64(1), body, name);
   }
 
   /// body(idx) for every idx of the box [0, ext), row-major.
