@@ -147,8 +147,14 @@ int32_t Run::check_window(const Ref &r, const std::vector<int64_t> &ext) {
 int32_t Run::exec(const std::vector<Op> &ops) {
   for (const auto &op : ops) {
     site_ = sites_.at(&op);
+    // Compute ops get a timeline event (the runtime traces shmem calls itself).
+    const bool traced =
+        ir::op_info(op.kind).family != ir::OpFamily::Shmem && op.kind != OpKind::Loop;
+    const int64_t t0 = traced ? pto_rt_trace_now(ctx_) : -1;
     if (int32_t st = exec_op(op))
       return st;
+    if (traced)
+      pto_rt_trace_op(ctx_, site_, 1, t0);
   }
   return PTO_OK;
 }

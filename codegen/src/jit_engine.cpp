@@ -282,6 +282,8 @@ std::unique_ptr<JitModule> jit_compile_impl(std::unique_ptr<llvm::LLVMContext> &
   bind("pto_rt_clear", reinterpret_cast<void *>(&pto_rt_clear));
   bind("pto_rt_fail", reinterpret_cast<void *>(&pto_rt_fail));
   bind("pto_rt_alloc", reinterpret_cast<void *>(&pto_rt_alloc));
+  bind("pto_rt_trace_now", reinterpret_cast<void *>(&pto_rt_trace_now));
+  bind("pto_rt_trace_op", reinterpret_cast<void *>(&pto_rt_trace_op));
   bind("Sleef_expf8_u10avx2", reinterpret_cast<void *>(&Sleef_expf8_u10avx2));
   bind("Sleef_logf8_u10avx2", reinterpret_cast<void *>(&Sleef_logf8_u10avx2));
   bind("Sleef_expd4_u10avx2", reinterpret_cast<void *>(&Sleef_expd4_u10avx2));

@@ -358,7 +358,12 @@ private:
     for (size_t k = 0; k < items.size(); ++k) {
       const auto &item = items[k];
       if (item.group >= 0) {
+        const FusedGroup &g = plan_.groups[static_cast<size_t>(item.group)];
+        LV *t0 = call_rt("pto_rt_trace_now", B.getInt64Ty(), {ctx_});
         emit_group(item.group);
+        call_rt("pto_rt_trace_op", B.getVoidTy(),
+                {ctx_, B.getInt32(site_.at(g.ops.front())),
+                 B.getInt32(static_cast<int>(g.ops.size())), t0});
         continue;
       }
       const Op &op = *item.op;
@@ -368,6 +373,10 @@ private:
         ++k;
         continue;
       }
+      // Standalone compute ops (matmul, movement, axis reductions) get a timeline event; the
+      // runtime traces shmem calls itself.
+      const bool traced = ir::op_info(op.kind).family != OpFamily::Shmem && op.kind != OpKind::Loop;
+      LV *t0 = traced ? call_rt("pto_rt_trace_now", B.getInt64Ty(), {ctx_}) : nullptr;
       switch (op.kind) {
       case OpKind::Loop: {
         LV *start = sym(op.start), *stop = sym(op.stop), *step = sym(op.step);
@@ -410,6 +419,9 @@ private:
         throw InternalError(op.where, ir::op_info(op.kind).name,
                             "op was not fused and has no standalone lowering (a ptojit bug)");
       }
+      if (traced)
+        call_rt("pto_rt_trace_op", B.getVoidTy(),
+                {ctx_, B.getInt32(site_.at(&op)), B.getInt32(1), t0});
     }
   }
 

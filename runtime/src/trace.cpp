@@ -56,3 +56,27 @@ void World::write_trace(const std::string &path) const {
 }
 
 } // namespace pto::runtime
+
+extern "C" {
+
+int64_t pto_rt_trace_now(pto_ctx *ctx) {
+  if (!ctx->world->tracing.load(std::memory_order_relaxed))
+    return -1;
+  return ctx->world->trace_now_ns();
+}
+
+void pto_rt_trace_op(pto_ctx *ctx, int32_t site, int32_t n_ops, int64_t start_ns) {
+  if (start_ns < 0 || !ctx->world->tracing.load(std::memory_order_relaxed))
+    return;
+  std::string where, op;
+  pto::runtime::detail::site_location(ctx, site, "op", where, op);
+  pto::runtime::detail::TraceEvent e;
+  e.name = "op";
+  e.cat = "op";
+  e.label = n_ops > 1 ? op + " (fused, " + std::to_string(n_ops) + " ops)" : op;
+  e.ts_ns = start_ns;
+  e.dur_ns = ctx->world->trace_now_ns() - start_ns;
+  ctx->trace.push_back(std::move(e));
+}
+
+} // extern "C"

@@ -41,11 +41,15 @@ TEST_CASE("put -> signal and wait -> get interleave per tile in generated code")
   auto doc = nlohmann::json::parse(std::ifstream(path));
   std::remove(path.c_str());
   std::string pe0;
+  int compute_events = 0;
   for (auto &e : doc["traceEvents"])
     if (e["ph"] == "X" && e["tid"] == 0) {
       std::string cat = e["cat"];
+      if (cat == "op")
+        ++compute_events; // the assemble of the result, traced by generated code
       if (cat == "put" || cat == "signal" || cat == "wait" || cat == "get")
         pe0 += cat[0]; // p, s, w, g
     }
   CHECK(pe0 == "psps" "psps" "wgwg" "wgwg");
+  CHECK(compute_events == 1);
 }

@@ -124,6 +124,13 @@ int32_t pto_rt_clear(pto_ctx *ctx, int32_t group, int64_t offset_bytes, int64_t 
 /// [0, b)", each prefixed with the site's "file:line: op". Always returns PTO_ERR.
 int32_t pto_rt_fail(pto_ctx *ctx, int32_t kind, int32_t site, int64_t a, int64_t b);
 
+/// Timeline support for compute ops (runtime calls trace themselves): the trace clock in ns, or
+/// -1 when the world is not recording a trace.
+int64_t pto_rt_trace_now(pto_ctx *ctx);
+/// Records a compute event for call site `site` (named by the site's op, "fused" with `n_ops`
+/// ops when > 1) from `start_ns` (a pto_rt_trace_now value) to now.
+void pto_rt_trace_op(pto_ctx *ctx, int32_t site, int32_t n_ops, int64_t start_ns);
+
 /// Scratch memory for a kernel's local tensors: 64-byte aligned, freed when the call ends
 /// (end_call). Returns NULL, with a RuntimeError recorded, if the memory cannot be allocated.
 void *pto_rt_alloc(pto_ctx *ctx, int64_t bytes);
