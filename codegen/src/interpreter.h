@@ -99,6 +99,8 @@ private:
   int32_t shmem_get(const ir::Op &op);
   int32_t shmem_signal_wait(const ir::Op &op);
   int32_t shmem_clear(const ir::Op &op);
+  int32_t check_shmem_window(const std::vector<int64_t> &data, const std::vector<int64_t> &offs,
+                             const std::vector<int64_t> &shape);
   int32_t shmem_clear_signal(const ir::Op &op);
   // interpreter_matmul.cpp
   int32_t matmul(const ir::Op &op);

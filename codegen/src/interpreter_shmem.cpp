@@ -27,6 +27,20 @@ pto_block make_block(const std::vector<int64_t> &ext, const std::vector<int64_t>
 
 } // namespace
 
+// The window [offs, offs + shape) must lie inside `data` in every dim (checked once per op, as
+// generated code does); fails with the first offending index.
+int32_t Run::check_shmem_window(const std::vector<int64_t> &data,
+                                const std::vector<int64_t> &offs,
+                                const std::vector<int64_t> &shape) {
+  for (size_t d = 0; d < offs.size(); ++d) {
+    if (offs[d] < 0)
+      return fail(kFailOffset, offs[d], data[d]);
+    if (offs[d] + shape[d] > data[d])
+      return fail(kFailOffset, offs[d] + shape[d] - 1, data[d]);
+  }
+  return PTO_OK;
+}
+
 int32_t Run::shmem_put(const Op &op) {
   const ir::ShmemInfo &s = p_.shmems.at(static_cast<size_t>(op.shmem));
   Ref src;
@@ -44,13 +58,8 @@ int32_t Run::shmem_put(const Op &op) {
     return fail(kFailPe, pe, s.n_pes);
   if (int32_t st = eval_all(op.view_offsets, offs))
     return st;
-  // The whole window must lie inside the data (not just its valid part), as in generated code.
-  for (size_t d = 0; d < offs.size(); ++d) {
-    if (offs[d] < 0)
-      return fail(kFailOffset, offs[d], s.shape[d]);
-    if (offs[d] + op.view_shape[d] > s.shape[d])
-      return fail(kFailOffset, offs[d] + op.view_shape[d] - 1, s.shape[d]);
-  }
+  if (int32_t st = check_shmem_window(s.shape, offs, op.view_shape))
+    return st;
   const auto data_strides = row_major(s.shape);
   const int64_t esize = bytes_of(s.dtype);
   const size_t r = op.view_shape.size();
@@ -63,13 +72,8 @@ int32_t Run::shmem_put(const Op &op) {
     }
     if (empty)
       continue;
-    for (size_t d = 0; d < r; ++d) {
-      at[d] = offs[d] + t.offset[d];
-      if (at[d] < 0)
-        return fail(kFailOffset, at[d], s.shape[d]);
-      if (at[d] + ext[d] > s.shape[d])
-        return fail(kFailOffset, at[d] + ext[d] - 1, s.shape[d]);
-    }
+    for (size_t d = 0; d < r; ++d)
+      at[d] = offs[d] + t.offset[d]; // inside the data: the whole window was checked
     pto_block b = make_block(ext, src.strides, data_strides);
     int32_t st = pto_rt_put(ctx_, s.group_index, static_cast<int32_t>(pe),
                             op.atomic == ir::Atomic::Add ? PTO_ATOMIC_ADD : PTO_ATOMIC_SET,
@@ -97,13 +101,8 @@ int32_t Run::shmem_get(const Op &op) {
     return fail(kFailPe, pe, s.n_pes);
   if (int32_t st = eval_all(op.view_offsets, offs))
     return st;
-  // The whole window must lie inside the data (not just its valid part), as in generated code.
-  for (size_t d = 0; d < offs.size(); ++d) {
-    if (offs[d] < 0)
-      return fail(kFailOffset, offs[d], s.shape[d]);
-    if (offs[d] + op.view_shape[d] > s.shape[d])
-      return fail(kFailOffset, offs[d] + op.view_shape[d] - 1, s.shape[d]);
-  }
+  if (int32_t st = check_shmem_window(s.shape, offs, op.view_shape))
+    return st;
   const auto data_strides = row_major(s.shape);
   const int64_t esize = bytes_of(s.dtype);
   const size_t r = op.view_shape.size();
@@ -116,13 +115,8 @@ int32_t Run::shmem_get(const Op &op) {
     }
     if (empty)
       continue;
-    for (size_t d = 0; d < r; ++d) {
-      at[d] = offs[d] + t.offset[d];
-      if (at[d] < 0)
-        return fail(kFailOffset, at[d], s.shape[d]);
-      if (at[d] + ext[d] > s.shape[d])
-        return fail(kFailOffset, at[d] + ext[d] - 1, s.shape[d]);
-    }
+    for (size_t d = 0; d < r; ++d)
+      at[d] = offs[d] + t.offset[d]; // inside the data: the whole window was checked
     pto_block b = make_block(ext, data_strides, dst.strides);
     int32_t st = pto_rt_get(ctx_, s.group_index, static_cast<int32_t>(pe),
                             s.data_offset_bytes + dot(at, data_strides) * esize,
@@ -140,12 +134,8 @@ int32_t Run::shmem_signal_wait(const Op &op) {
   std::vector<int64_t> o;
   if (int32_t st = eval_all(g.view_offsets, o))
     return st;
-  for (size_t d = 0; d < o.size(); ++d) {
-    if (o[d] < 0)
-      return fail(kFailOffset, o[d], g.data_shape[d]);
-    if (o[d] + g.view_shape[d] > g.data_shape[d])
-      return fail(kFailOffset, o[d] + g.view_shape[d] - 1, g.data_shape[d]);
-  }
+  if (int32_t st = check_shmem_window(g.data_shape, o, g.view_shape))
+    return st;
   int64_t row = 0, target = -1;
   if (int32_t st = eval(op.pe, row))
     return st;
@@ -182,12 +172,8 @@ int32_t Run::shmem_clear(const Op &op) {
   std::vector<int64_t> offs;
   if (int32_t st = eval_all(op.view_offsets, offs))
     return st;
-  for (size_t d = 0; d < offs.size(); ++d) {
-    if (offs[d] < 0)
-      return fail(kFailOffset, offs[d], s.shape[d]);
-    if (offs[d] + op.view_shape[d] > s.shape[d])
-      return fail(kFailOffset, offs[d] + op.view_shape[d] - 1, s.shape[d]);
-  }
+  if (int32_t st = check_shmem_window(s.shape, offs, op.view_shape))
+    return st;
   const auto data_strides = row_major(s.shape);
   pto_block b = make_block(op.view_shape, data_strides, data_strides);
   return pto_rt_clear(ctx_, s.group_index, s.data_offset_bytes + dot(offs, data_strides) * bytes_of(s.dtype),
