@@ -39,7 +39,8 @@ bool groupable(const ir::Program &p, const Op &op) {
   case OpFamily::Shmem:
   case OpFamily::Control:
   case OpFamily::Matmul:
-  case OpFamily::Standalone: return false; // standalone: inputs and output get storage
+  case OpFamily::Standalone: // standalone and library: inputs and outputs get storage
+  case OpFamily::Library: return false;
   }
   return false;
 }

@@ -15,6 +15,7 @@
 // - No C++ exception escapes for a run-time fault: it is recorded through the ABI and run()
 //   returns PTO_ERR. Only ptojit bugs (InternalError) throw.
 #include "interpreter.h"
+#include "xops.h"
 
 #include "pto/codegen/compile.h"
 #include "pto/codegen/tile_expand.h"
@@ -160,6 +161,11 @@ int32_t Run::exec(const std::vector<Op> &ops) {
 }
 
 int32_t Run::exec_op(const Op &op) {
+  switch (ir::op_info(op.kind).family) {
+  case ir::OpFamily::Standalone: return standalone(op);
+  case ir::OpFamily::Library: return library(op);
+  default: break;
+  }
   switch (op.kind) {
   case OpKind::Neg:
   case OpKind::Abs:
@@ -243,21 +249,6 @@ int32_t Run::exec_op(const Op &op) {
   case OpKind::Amax:
   case OpKind::Amin:
   case OpKind::Prod: return reduce(op);
-  case OpKind::Argmax:
-  case OpKind::Argmin:
-  case OpKind::Cumsum:
-  case OpKind::Cumprod:
-  case OpKind::Arange:
-  case OpKind::Uniform:
-  case OpKind::Normal:
-  case OpKind::Reshape:
-  case OpKind::Expand:
-  case OpKind::Permute:
-  case OpKind::Concat:
-  case OpKind::Tile:
-  case OpKind::Pad:
-  case OpKind::Tril:
-  case OpKind::Triu: return standalone(op);
   case OpKind::Full: return full(op);
   case OpKind::Assemble: return assemble(op);
   case OpKind::Matmul: return matmul(op);
@@ -269,8 +260,65 @@ int32_t Run::exec_op(const Op &op) {
   case OpKind::ShmemClearSignal: return shmem_clear_signal(op);
   case OpKind::Nop: return PTO_OK;
   case OpKind::Loop: return loop(op);
+  default:
+    throw InternalError(op.where, ir::op_info(op.kind).name,
+                        "the interpreter has no case for this op (a ptojit bug)");
   }
   return PTO_OK;
+}
+
+/// Library ops (xops.h): the same routine as generated code, on the operands' windows.
+int32_t Run::library(const Op &op) {
+  std::vector<XTensor> ts;
+  auto add = [&](ir::ValueId id) -> int32_t {
+    Ref r;
+    if (int32_t st = ref(id, r))
+      return st;
+    std::vector<int64_t> valid;
+    if (int32_t st = valid_of(id, r.shape, valid))
+      return st;
+    if (int32_t st = check_window(r, valid))
+      return st;
+    if (r.shape.size() > static_cast<size_t>(kXMaxRank))
+      throw InternalError(op.where, ir::op_info(op.kind).name, "rank above kXMaxRank");
+    XTensor t{};
+    t.base = r.root + r.lin0 * r.esize;
+    t.dtype = static_cast<int64_t>(r.dt);
+    t.rank = static_cast<int64_t>(r.shape.size());
+    for (size_t d = 0; d < r.shape.size(); ++d) {
+      t.shape[d] = r.shape[d];
+      t.valid[d] = valid[d];
+      t.strides[d] = r.strides[d];
+    }
+    ts.push_back(t);
+    return PTO_OK;
+  };
+  for (auto id : op.inputs)
+    if (int32_t st = add(id))
+      return st;
+  for (auto id : op.outputs)
+    if (int32_t st = add(id))
+      return st;
+  std::vector<double> reals = op.reals;
+  XCall c{};
+  c.ctx = ctx_;
+  c.site = site_;
+  c.kind = static_cast<int64_t>(op.kind);
+  c.n_inputs = static_cast<int64_t>(op.inputs.size());
+  c.n_tensors = static_cast<int64_t>(ts.size());
+  c.tensors = ts.data();
+  c.axis = op.axis;
+  c.keepdim = op.keepdim;
+  c.n_ints = static_cast<int64_t>(op.ints.size());
+  c.ints = op.ints.data();
+  if (op.scalar) {
+    reals.push_back(op.scalar->is_int ? static_cast<double>(op.scalar->i) : op.scalar->f);
+    c.has_scalar = 1;
+    c.scalar_i = op.scalar->is_int ? op.scalar->i : xop_scalar_int(op.scalar->f);
+  }
+  c.n_reals = static_cast<int64_t>(reals.size());
+  c.reals = reals.data();
+  return pto_rt_xop(&c);
 }
 
 /// Evaluates the bounds once at entry; a run-time step <= 0 runs no iteration.

@@ -106,6 +106,7 @@ private:
   int32_t matmul(const ir::Op &op);
   // interpreter.cpp
   int32_t loop(const ir::Op &op);
+  int32_t library(const ir::Op &op);
 
   const ir::Program &p_;
   const SiteMap &sites_;

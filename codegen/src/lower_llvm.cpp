@@ -11,6 +11,7 @@
 #include "lower_elementwise.h"
 #include "lower_matmul.h"
 #include "lower_standalone.h"
+#include "xops.h"
 #include "pto/codegen/tile_expand.h"
 #include "pto/error.h"
 #include "pto/half.h"
@@ -392,21 +393,6 @@ private:
       case OpKind::Amax:
       case OpKind::Amin:
       case OpKind::Prod: emit_reduce_axis(op); break;
-      case OpKind::Argmax:
-      case OpKind::Argmin:
-      case OpKind::Cumsum:
-      case OpKind::Cumprod:
-      case OpKind::Arange:
-      case OpKind::Uniform:
-      case OpKind::Normal:
-      case OpKind::Reshape:
-      case OpKind::Expand:
-      case OpKind::Permute:
-      case OpKind::Concat:
-      case OpKind::Tile:
-      case OpKind::Pad:
-      case OpKind::Tril:
-      case OpKind::Triu: emit_standalone(op); break;
       case OpKind::Matmul: emit_matmul(op); break;
       case OpKind::ShmemPut: emit_put(op); break;
       case OpKind::ShmemGet: emit_get(op); break;
@@ -416,6 +402,14 @@ private:
       case OpKind::ShmemClearSignal: emit_clear_signal(op); break;
       case OpKind::Nop: break;
       default:
+        if (ir::op_info(op.kind).family == OpFamily::Standalone) {
+          emit_standalone(op);
+          break;
+        }
+        if (ir::op_info(op.kind).family == OpFamily::Library) {
+          emit_xop(op);
+          break;
+        }
         throw InternalError(op.where, ir::op_info(op.kind).name,
                             "op was not fused and has no standalone lowering (a ptojit bug)");
       }
@@ -951,6 +945,81 @@ private:
                       },
                       [this](const SymbolicScalar &s) { return sym(s); }};
     lower_standalone(env, p_, op);
+  }
+
+  /// Library ops (xops.h): fills an XCall on the stack and calls pto_rt_xop.
+  void emit_xop(const Op &op) {
+    Type *i64t = B.getInt64Ty(), *ptr = B.getPtrTy();
+    // XTensor: ptr, dtype, rank, shape[R], valid[R], strides[R]
+    auto *xt = llvm::StructType::get(
+        C, {ptr, i64t, i64t, llvm::ArrayType::get(i64t, kXMaxRank),
+            llvm::ArrayType::get(i64t, kXMaxRank), llvm::ArrayType::get(i64t, kXMaxRank)});
+    std::vector<ValueId> ids = op.inputs;
+    ids.insert(ids.end(), op.outputs.begin(), op.outputs.end());
+    LV *arr = entry_alloca(llvm::ArrayType::get(xt, ids.size()), "xt");
+    for (size_t k = 0; k < ids.size(); ++k) {
+      const ir::Value &v = p_.value(ids[k]);
+      if (v.shape.size() > static_cast<size_t>(kXMaxRank))
+        throw InternalError(op.where, ir::op_info(op.kind).name, "rank above kXMaxRank");
+      Addr a = addr(ids[k]);
+      LV *t = B.CreateConstGEP2_32(llvm::ArrayType::get(xt, ids.size()), arr, 0,
+                                   static_cast<unsigned>(k));
+      B.CreateStore(a.base, B.CreateStructGEP(xt, t, 0));
+      B.CreateStore(i64(static_cast<int64_t>(v.dtype)), B.CreateStructGEP(xt, t, 1));
+      B.CreateStore(i64(static_cast<int64_t>(v.shape.size())), B.CreateStructGEP(xt, t, 2));
+      for (size_t d = 0; d < v.shape.size(); ++d) {
+        LV *s = sym(v.shape[d]), *val = sym(v.valid[d]);
+        LV *c = B.CreateSelect(B.CreateICmpSLT(val, s), val, s);
+        c = B.CreateSelect(B.CreateICmpSLT(c, i64(0)), i64(0), c);
+        auto field = [&](unsigned f) {
+          return B.CreateConstGEP2_32(llvm::ArrayType::get(i64t, kXMaxRank),
+                                      B.CreateStructGEP(xt, t, f), 0, static_cast<unsigned>(d));
+        };
+        B.CreateStore(s, field(3));
+        B.CreateStore(c, field(4));
+        B.CreateStore(a.strides[d], field(5));
+      }
+    }
+    auto const_array = [&](llvm::Type *et, std::vector<llvm::Constant *> elems) -> LV * {
+      if (elems.empty())
+        return llvm::ConstantPointerNull::get(B.getPtrTy());
+      auto *at = llvm::ArrayType::get(et, elems.size());
+      return new llvm::GlobalVariable(M, at, true, llvm::GlobalValue::PrivateLinkage,
+                                      llvm::ConstantArray::get(at, elems), "xop.attrs");
+    };
+    std::vector<llvm::Constant *> ints, reals;
+    for (auto v : op.ints)
+      ints.push_back(B.getInt64(static_cast<uint64_t>(v)));
+    for (auto v : op.reals)
+      reals.push_back(llvm::ConstantFP::get(B.getDoubleTy(), v));
+    int64_t scalar_i = 0;
+    if (op.scalar) {
+      const double f = op.scalar->is_int ? static_cast<double>(op.scalar->i) : op.scalar->f;
+      reals.push_back(llvm::ConstantFP::get(B.getDoubleTy(), f));
+      scalar_i = op.scalar->is_int ? op.scalar->i : xop_scalar_int(op.scalar->f);
+    }
+    // XCall: ctx, site, kind, n_inputs, n_tensors, tensors, axis, keepdim, n_ints, ints,
+    //        n_reals, reals, has_scalar, scalar_i
+    auto *xc = llvm::StructType::get(C, {ptr, i64t, i64t, i64t, i64t, ptr, i64t, i64t, i64t, ptr,
+                                         i64t, ptr, i64t, i64t});
+    LV *call = entry_alloca(xc, "xcall");
+    std::vector<LV *> fields = {ctx_,
+                                i64(cur_site_),
+                                i64(static_cast<int64_t>(op.kind)),
+                                i64(static_cast<int64_t>(op.inputs.size())),
+                                i64(static_cast<int64_t>(ids.size())),
+                                arr,
+                                i64(op.axis),
+                                i64(op.keepdim ? 1 : 0),
+                                i64(static_cast<int64_t>(ints.size())),
+                                const_array(i64t, ints),
+                                i64(static_cast<int64_t>(reals.size())),
+                                const_array(B.getDoubleTy(), reals),
+                                i64(op.scalar ? 1 : 0),
+                                i64(scalar_i)};
+    for (unsigned f = 0; f < fields.size(); ++f)
+      B.CreateStore(fields[f], B.CreateStructGEP(xc, call, f));
+    ret_if_error(call_rt("pto_rt_xop", B.getInt32Ty(), {call}));
   }
 
   void emit_matmul(const Op &op) { // lower_matmul.cpp

@@ -39,6 +39,17 @@ void print_op(const Program &p, const Op &op, int depth, std::string &out) {
     out += ind + "}\n";
     return;
   }
+  if (op.kind == OpKind::Paths) {
+    out += ind + "paths {\n";
+    for (auto &path : op.paths) {
+      out += ind + "  if " + path.guard.str() + " {\n";
+      for (auto &b : path.body)
+        print_op(p, b, depth + 2, out);
+      out += ind + "  }\n";
+    }
+    out += ind + "}\n";
+    return;
+  }
   std::string line = ind;
   if (!op.outputs.empty())
     line += names(op.outputs) + " = ";
@@ -106,6 +117,15 @@ void print_op(const Program &p, const Op &op, int depth, std::string &out) {
       attrs.push_back(fmt::format("slots={}x{}", op.slots->view_tile_num, op.slots->total_tile_num));
     break;
   default: break;
+  }
+  if (ir::op_info(op.kind).family == OpFamily::Library) {
+    attrs.push_back(fmt::format("axis={}", op.axis));
+    if (op.keepdim)
+      attrs.push_back("keepdim");
+    if (!op.ints.empty())
+      attrs.push_back("ints=" + ints(op.ints));
+    if (!op.reals.empty())
+      attrs.push_back(fmt::format("reals=[{}]", fmt::join(op.reals, ", ")));
   }
   if (!op.tile.vec.empty())
     attrs.push_back("tile=" + ints(op.tile.vec));

@@ -7,7 +7,7 @@
 namespace pto::ir {
 
 const OpInfo &op_info(OpKind k) {
-  static const std::array<OpInfo, 108> table{{
+  static const std::array<OpInfo, 121> table{{
       {"neg", OpFamily::Unary},
       {"abs", OpFamily::Unary},
       {"exp", OpFamily::Unary},
@@ -115,6 +115,19 @@ const OpInfo &op_info(OpKind k) {
       {"shmem_clear_data", OpFamily::Shmem},
       {"nop", OpFamily::Shmem},
       {"shmem_clear_signal", OpFamily::Shmem},
+      {"gather", OpFamily::Library},
+      {"index_select", OpFamily::Library},
+      {"scatter", OpFamily::Library},
+      {"index_add", OpFamily::Library},
+      {"index_put", OpFamily::Library},
+      {"one_hot", OpFamily::Library},
+      {"unsorted_segment", OpFamily::Library},
+      {"sort", OpFamily::Library},
+      {"topk", OpFamily::Library},
+      {"unique", OpFamily::Library},
+      {"bessel_i0e", OpFamily::Library},
+      {"bessel_i1e", OpFamily::Library},
+      {"paths", OpFamily::Control},
       {"loop", OpFamily::Control},
   }};
   // Every OpKind has a row: Loop is the last kind.

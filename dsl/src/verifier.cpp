@@ -63,14 +63,21 @@ void verify_op(const Program &p, const Op &op) {
     if (op.kind == OpKind::Permute && op.perm.size() != p.value(op.outputs[0]).shape.size())
       fail(op, "permutation rank differs from the output rank");
     break;
+  case OpFamily::Library:
+    if (op.outputs.empty())
+      fail(op, "a library op needs at least one output");
+    break;
   case OpFamily::Control:
     for (auto &b : op.body)
       verify_op(p, b);
+    for (auto &path : op.paths)
+      for (auto &b : path.body)
+        verify_op(p, b);
     break;
   }
   if (family == OpFamily::Unary || family == OpFamily::Binary || family == OpFamily::Select ||
       family == OpFamily::Reduce || family == OpFamily::Matmul ||
-      family == OpFamily::Standalone) {
+      family == OpFamily::Standalone || family == OpFamily::Library) {
     for (auto id : op.inputs) {
       const Value &v = p.value(id);
       if (v.kind == ValueKind::Token || v.shmem >= 0)

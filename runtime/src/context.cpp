@@ -162,6 +162,15 @@ void *pto_rt_alloc(pto_ctx *ctx, int64_t bytes) {
   return p;
 }
 
+int32_t pto_rt_fail_msg(pto_ctx *ctx, int32_t error_class, int32_t site, const char *detail) {
+  switch (error_class) {
+  case PTO_ERROR_RUNTIME: return fail<pto::RuntimeError>(ctx, site, "", detail);
+  case PTO_ERROR_SHAPE: return fail<pto::ShapeError>(ctx, site, "", detail);
+  case PTO_ERROR_ARGUMENT: return fail<pto::ArgumentError>(ctx, site, "", detail);
+  default: return fail<pto::InternalError>(ctx, site, "", detail);
+  }
+}
+
 int32_t pto_rt_fail(pto_ctx *ctx, int32_t kind, int32_t site, int64_t a, int64_t b) {
   const std::string range = " out of range [0, " + std::to_string(b) + ")";
   switch (kind) {

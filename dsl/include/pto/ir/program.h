@@ -135,14 +135,32 @@ enum class OpKind : uint8_t {
   ShmemClearData, ///< zero a view of the local data window
   Nop,            ///< joins preds into one token, as PyPTO `experimental.nop`
   ShmemClearSignal, ///< zero this PE's whole signal array of a shmem tensor
+  // Library ops (OpFamily::Library): run by a precompiled routine (codegen/src/xops*.cpp) that
+  // the JIT calls and the interpreter calls too. Inputs, then outputs; attributes in `axis`,
+  // `keepdim`, `ints`, `scalar`, `reals` (meaning per kind, documented at the DSL function).
+  Gather,       ///< out[..i..] = x[..index[..i..]..] along `axis` (torch.gather)
+  IndexSelect,  ///< rows of x along `axis` picked by a 1-D index tensor
+  Scatter,      ///< copy of x with src scattered along `axis` by index; ints[0] = reduce mode
+  IndexAdd,     ///< copy of x with alpha * src added at index along `axis`
+  IndexPut,     ///< copy of x with values written at tuple indices; ints[0] = accumulate
+  OneHot,       ///< out[..., c] = index[...] == c
+  SegmentReduce, ///< unsorted_segment_{sum,min,max,prod}; ints[0] = mode, ints[1] = num_segments
+  Sort,         ///< values and int indices along `axis` (stable); ints: descending
+  Topk,         ///< k largest/smallest along `axis`: values, indices
+  Unique,       ///< sorted distinct values (+ inverse, counts)
+  BesselI0e,    ///< exp(-|x|) I0(x)
+  BesselI1e,    ///< exp(-|x|) I1(x)
   // Structured control flow.
+  Paths, ///< PyPTO path enumeration: runs the first of `paths` whose guard is non-zero
   Loop, ///< for (idx = start; idx < stop; idx += step) body — traced once, not unrolled
 };
 
 /// Families used by codegen and the verifier. Standalone ops are never fused: codegen lowers each
 /// as scalar loops over its output's valid region (its inputs and output get storage).
+/// Library ops are run by precompiled routines (codegen/src/xops.h) in both the JIT and the
+/// interpreter; like Standalone ops they are never fused.
 enum class OpFamily : uint8_t { Unary, Binary, Select, Reduce, Create, Move, Shmem, Control, Matmul,
-                                Standalone };
+                                Standalone, Library };
 
 struct OpInfo {
   const char *name; ///< as the user spells it (`add`, `shmem_put`)
@@ -205,11 +223,18 @@ struct Op {
   std::vector<int> perm;       ///< Permute: output dim d reads input dim perm[d]
   SymbolicScalar diagonal;     ///< Tril / Triu
   std::vector<double> reals;   ///< Arange (fp): start, step; Uniform: low, high; Normal: mean, std
+  std::vector<int64_t> ints;   ///< integer attributes of Library ops (meaning per kind); printed
   uint64_t rng_key = 0, rng_counter = 0; ///< Uniform / Normal (Philox4x32-10)
   // Loop.
   int loop_id = -1;            ///< SymKind::LoopIndex id of the index symbol
   SymbolicScalar start, stop, step;
   std::vector<Op> body;
+  // Paths: alternatives in order, each a guard (run-time 0/1) and its ops; `body` unused.
+  struct Path {
+    SymbolicScalar guard;
+    std::vector<Op> body;
+  };
+  std::vector<Path> paths;
 };
 
 /// A shmem tensor: data in the group's symmetric heap, plus its signal slot array.

@@ -124,6 +124,17 @@ int32_t pto_rt_clear(pto_ctx *ctx, int32_t group, int64_t offset_bytes, int64_t 
 /// [0, b)", each prefixed with the site's "file:line: op". Always returns PTO_ERR.
 int32_t pto_rt_fail(pto_ctx *ctx, int32_t kind, int32_t site, int64_t a, int64_t b);
 
+/// Error classes of pto_rt_fail_msg.
+enum pto_error_class {
+  PTO_ERROR_RUNTIME = 0,  ///< pto::RuntimeError
+  PTO_ERROR_SHAPE = 1,    ///< pto::ShapeError
+  PTO_ERROR_ARGUMENT = 2, ///< pto::ArgumentError
+  PTO_ERROR_INTERNAL = 3, ///< pto::InternalError
+};
+/// Records a run-time error with a free-form detail message (library ops, xops.h), prefixed
+/// with the site's "file:line: op". Always returns PTO_ERR.
+int32_t pto_rt_fail_msg(pto_ctx *ctx, int32_t error_class, int32_t site, const char *detail);
+
 /// Timeline support for compute ops (runtime calls trace themselves): the trace clock in ns, or
 /// -1 when the world is not recording a trace.
 int64_t pto_rt_trace_now(pto_ctx *ctx);

@@ -1,0 +1,73 @@
+// xops.h - Library ops (ir::OpFamily::Library: indexing, sort and selection, special functions):
+// precompiled C++ routines that generated code calls through `pto_rt_xop` and that the reference
+// interpreter calls too. Each op sees its tensors as strided windows (XTensor): inputs first,
+// then outputs, in the op's order. Data-dependent work (sorting, scattering by index) gains
+// nothing from being re-emitted as LLVM IR per kernel; tests check these routines against
+// independent plain C++ (tests/codegen), not against the interpreter.
+#pragma once
+
+#include "pto/dtype.h"
+#include "pto/ir/program.h"
+#include "pto/runtime/abi.h"
+
+#include <cstdint>
+
+namespace pto::codegen {
+
+inline constexpr int kXMaxRank = 8;
+
+/// One tensor operand of a library op: the window's element 0, its dtype, its shape, its valid
+/// extents (clamped to [0, shape]) and the element strides of its storage.
+struct XTensor {
+  void *base;
+  int64_t dtype; ///< pto::DataType ordinal
+  int64_t rank;
+  int64_t shape[kXMaxRank];
+  int64_t valid[kXMaxRank];
+  int64_t strides[kXMaxRank];
+};
+
+/// One call of a library op. Layout is fixed: generated code builds it on the stack.
+struct XCall {
+  pto_ctx *ctx;
+  int64_t site;      ///< for pto_rt_fail
+  int64_t kind;      ///< ir::OpKind ordinal
+  int64_t n_inputs;  ///< tensors[0 .. n_inputs) are inputs, the rest outputs
+  int64_t n_tensors;
+  const XTensor *tensors;
+  int64_t axis;      ///< ir::Op::axis
+  int64_t keepdim;   ///< ir::Op::keepdim
+  int64_t n_ints;
+  const int64_t *ints; ///< ir::Op::ints
+  int64_t n_reals;
+  const double *reals; ///< ir::Op::reals, then the op's scalar (as a double) when it has one
+  int64_t has_scalar;
+  int64_t scalar_i;  ///< the scalar's integer value (is_int) or its value truncated
+};
+
+/// XCall::scalar_i of a floating scalar: truncated, 0 when not finite or out of int64 range.
+inline int64_t xop_scalar_int(double f) {
+  return f == f && f > -9.2e18 && f < 9.2e18 ? static_cast<int64_t>(f) : 0;
+}
+
+/// Runs a library op. Returns PTO_OK, or PTO_ERR with the error recorded through pto_rt_fail
+/// (e.g. kind 2 "index a out of range [0, b)").
+extern "C" int32_t pto_rt_xop(const XCall *call);
+
+/// Element access shared by the routines: loads widen exactly (floats to double, ints to
+/// int64), stores round floats to nearest even (fp16/bf16 once) and wrap ints.
+double x_load_f(const XTensor &t, int64_t lin);
+int64_t x_load_i(const XTensor &t, int64_t lin);
+void x_store_f(const XTensor &t, int64_t lin, double v);
+void x_store_i(const XTensor &t, int64_t lin, int64_t v);
+/// Byte address of element `idx` (rank entries) of `t`.
+void *x_addr(const XTensor &t, const int64_t *idx);
+/// Linear element offset of index `idx` in `t`'s storage.
+int64_t x_lin(const XTensor &t, const int64_t *idx);
+
+// Per-family routines (xops_index.cpp, xops_sort.cpp, xops_special.cpp); `call.kind` picks the op.
+int32_t xop_index(const XCall &call);
+int32_t xop_sort(const XCall &call);
+int32_t xop_special(const XCall &call);
+
+} // namespace pto::codegen
