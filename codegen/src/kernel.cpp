@@ -161,6 +161,7 @@ void KernelCore::call(const std::vector<HostTensor *> &tensors,
       for (auto &c : constants)
         prog.constants.push_back(ir::ConstParam{c});
       trace(params);
+      rec.flush_deferred(); // deferred collectives (allreduce fusion) end with the trace
       ir::layout_shmem(prog);
       ir::verify(prog);
       e->dims = decl;

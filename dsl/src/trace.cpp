@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <exception>
 
 namespace pto::ir {
 namespace {
@@ -41,7 +42,34 @@ ValueId Recorder::add_value(Value v) {
   return prog_.values.back().id;
 }
 
-void Recorder::emit(Op op) { scopes_.back()->push_back(std::move(op)); }
+void Recorder::emit(Op op) {
+  // Deferred work is traced first: everything before a shmem or control-flow op (it may order
+  // against the deferred exchanges), else the work whose values an op has used.
+  if (deferred && !flushing_) {
+    auto family = op_info(op.kind).family;
+    if (family == OpFamily::Shmem || family == OpFamily::Control)
+      flush_deferred();
+    auto used = std::move(deferred_used_);
+    deferred_used_.clear();
+    for (ValueId root : used)
+      flush_deferred(root);
+  }
+  scopes_.back()->push_back(std::move(op));
+}
+
+void Recorder::flush_deferred(ValueId root) {
+  // Not while unwinding (a loop closed by a failing trace): a second exception would terminate.
+  if (!deferred || flushing_ || std::uncaught_exceptions() > 0)
+    return;
+  flushing_ = true;
+  struct Done {
+    bool &flag;
+    ~Done() { flag = false; }
+  } done{flushing_};
+  deferred->flush(*this, root);
+  if (root == kNoValue)
+    deferred_used_.clear();
+}
 
 bool Recorder::region_within(int inner, int outer) const {
   for (int r = inner; r >= 0; r = region_parent_[static_cast<size_t>(r)])
@@ -64,10 +92,16 @@ ValueId Recorder::use(const Tensor &t, const char *op, const std::source_locatio
                      "tensor '" + v.name +
                          "' was created inside a pto::loop body and is used after the loop; "
                          "assemble it into a tensor created before the loop");
+  if (deferred && !flushing_) {
+    ValueId root = v.kind == ValueKind::View ? v.base : v.id;
+    if (deferred->watches(root))
+      deferred_used_.push_back(root);
+  }
   return t.id();
 }
 
 SymbolicScalar Recorder::open_loop(Op loop_op) {
+  flush_deferred();
   loop_op.loop_id = prog_.n_loops++;
   SymbolicScalar index = SymbolicScalar::symbol(SymKind::LoopIndex, loop_op.loop_id, 0,
                                                 "i" + std::to_string(loop_op.loop_id));
@@ -80,6 +114,7 @@ SymbolicScalar Recorder::open_loop(Op loop_op) {
 }
 
 void Recorder::close_loop() {
+  flush_deferred();
   scopes_.pop_back();
   regions_.pop_back();
 }

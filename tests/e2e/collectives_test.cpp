@@ -8,7 +8,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
+#include <string>
 
 namespace dist = pto::distributed;
 using dist::Reduction;
@@ -257,4 +259,277 @@ TEST_CASE("a collective over tensors of different shapes on different PEs is det
   CHECK_THROWS_WITH_AS(world.run([&](int pe) { k(xs[size_t(pe)], ys[size_t(pe)]); }),
                        doctest::Contains("declared different shmem tensors"),
                        pto::DistributedError);
+}
+
+// ---- allreduce fusion (collectives.h, "Fusion"): fused calls are one packed exchange --------
+
+namespace {
+
+/// How many times `what` occurs in `text`.
+int occurrences(const std::string &text, const std::string &what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+/// Puts in a kernel's printed IR: every allreduce exchange here is one-shot (64 KiB or less),
+/// which puts once to each PE (reference §7.4), so n_pes puts per exchange.
+int puts(const std::string &ir) { return occurrences(ir, " = shmem_put("); }
+
+/// Element i of input t on PE p: small integers, exact in every dtype and every partial result
+/// (sums of 8 stay within [-72, 72]); for prod +-1 with a few 2s (|product| <= 4 on 8 PEs).
+double fused_input(int t, int p, int64_t i, Reduction op) {
+  if (op == Reduction::PROD)
+    return (i + 3 * p + t) % 7 == 0 ? 2.0 : ((i + p + t) % 2 ? 1.0 : -1.0);
+  return static_cast<double>((i * 5 + p * 3 + t * 7) % 19 - 9);
+}
+
+/// One tensor per PE, filled with fused_input(t, ...).
+std::vector<pto::HostTensor> fused_inputs(int t, int n, pto::DataType dt,
+                                          const std::vector<int64_t> &shape, Reduction op) {
+  std::vector<pto::HostTensor> v;
+  for (int p = 0; p < n; ++p) {
+    v.emplace_back(dt, shape);
+    for (int64_t i = 0; i < v.back().numel(); ++i)
+      v.back().set(i, fused_input(t, p, i, op));
+  }
+  return v;
+}
+
+/// One tensor per PE, every element `fill`.
+std::vector<pto::HostTensor> filled(int n, pto::DataType dt, const std::vector<int64_t> &shape,
+                                    double fill) {
+  std::vector<pto::HostTensor> v;
+  for (int p = 0; p < n; ++p) {
+    v.emplace_back(dt, shape);
+    v.back().fill(fill);
+  }
+  return v;
+}
+
+/// The reduction over PEs 0..n-1 of fused_input(t, p, i), in plain double arithmetic.
+double fused_want(int t, int n, int64_t i, Reduction op) {
+  double v = fused_input(t, 0, i, op);
+  for (int q = 1; q < n; ++q)
+    v = combine(op, v, fused_input(t, q, i, op));
+  return v;
+}
+
+} // namespace
+
+TEST_CASE("allreduce fusion 2: calls sharing a fusion_id are one exchange, results unchanged") {
+  // Four calls: A [3, 5], B [2, 3, 8] (packed as [6, 8]), C a [4, 8] view valid [3, 6] (so the
+  // packed buffer has padding and a partly valid block) in fusion_id 7, and D [5, 16] in
+  // fusion_id 9, called between them. Fused: 2 exchanges; unfused: 4. The first case of each
+  // PE count also runs unfused (JIT compiles dominate the time) and must match it bit for bit.
+  const std::vector<std::vector<int64_t>> shapes{{3, 5}, {2, 3, 8}, {4, 8}, {5, 16}};
+  struct Case {
+    int n;
+    pto::DataType dt;
+    Reduction op;
+  };
+  const std::vector<Case> cases{
+      {2, pto::DT_FP32, Reduction::SUM},   {2, pto::DT_INT32, Reduction::MAX},
+      {2, pto::DT_INT16, Reduction::MIN},  {2, pto::DT_FP16, Reduction::PROD},
+      {4, pto::DT_BF16, Reduction::SUM},   {4, pto::DT_INT64, Reduction::MAX},
+      {4, pto::DT_DOUBLE, Reduction::MIN}, {4, pto::DT_INT8, Reduction::PROD},
+      {8, pto::DT_FP32, Reduction::SUM},   {8, pto::DT_INT8, Reduction::MAX},
+      {8, pto::DT_BF16, Reduction::MIN},   {8, pto::DT_INT32, Reduction::PROD}};
+  const double kUntouched = -5; // outputs outside C's valid region keep it
+  for (auto mode : support::run_modes())
+    for (const Case &c : cases) {
+      const bool with_unfused = &c == &cases.front() || c.n != (&c - 1)->n;
+      CAPTURE(std::string(support::mode_name(mode)));
+      CAPTURE(c.n);
+      CAPTURE(pto::name(c.dt));
+      CAPTURE(std::string(dist::name(c.op)));
+      // What the trace saw of the deferred results (read on the host after the run).
+      std::vector<int64_t> b_shape, c_valid;
+      pto::DataType a_dtype = pto::DT_BOTTOM;
+      const Reduction op = c.op;
+      auto k = pto::jit(
+          "fused_ids",
+          [&, op](pto::Tensor xa, pto::Tensor xb, pto::Tensor xc, pto::Tensor xd, pto::Tensor ya,
+                  pto::Tensor yb, pto::Tensor yc, pto::Tensor yd, int fusion) {
+            pto::set_vec_tile_shapes(4, 16);
+            const dist::AllreduceOptions o7{.fusion = fusion, .fusion_id = 7};
+            const dist::AllreduceOptions o9{.fusion = fusion, .fusion_id = 9};
+            auto cv = pto::view(xc, {4, 8}, {0, 0}, {.valid_shape = {{3, 6}}});
+            auto ra = dist::allreduce(xa, op, o7);
+            auto rd = dist::allreduce(xd, op, o9);
+            auto rb = dist::allreduce(xb, op, o7);
+            auto rc = dist::allreduce(cv, op, o7);
+            a_dtype = ra.dtype();
+            b_shape.clear();
+            for (auto &d : rb.shape())
+              b_shape.push_back(d.concrete());
+            c_valid.clear();
+            for (auto &d : rc.valid_shape())
+              c_valid.push_back(d.concrete());
+            pto::assemble(ra, {0, 0}, ya);
+            pto::assemble(rc, {0, 0}, yc);
+            pto::assemble(rd, {0, 0}, yd);
+            pto::set_vec_tile_shapes(2, 3, 8);
+            pto::assemble(rb, {0, 0, 0}, yb);
+          },
+          support::opts(mode));
+      std::vector<std::vector<pto::HostTensor>> xs, fused, unfused;
+      for (int t = 0; t < 4; ++t) {
+        xs.push_back(fused_inputs(t, c.n, c.dt, shapes[size_t(t)], c.op));
+        fused.push_back(filled(c.n, c.dt, shapes[size_t(t)], kUntouched));
+        unfused.push_back(filled(c.n, c.dt, shapes[size_t(t)], kUntouched));
+      }
+      pto::runtime::World world(c.n);
+      auto run = [&](std::vector<std::vector<pto::HostTensor>> &ys, int fusion) {
+        world.run([&](int pe) {
+          auto p = size_t(pe);
+          k(xs[0][p], xs[1][p], xs[2][p], xs[3][p], ys[0][p], ys[1][p], ys[2][p], ys[3][p], fusion);
+        });
+        return puts(k.last_ir());
+      };
+      if (with_unfused)
+        CHECK(run(unfused, 0) == 4 * c.n);
+      CHECK(run(fused, 2) == 2 * c.n); // one exchange per fusion_id
+      CHECK(a_dtype == c.dt);
+      CHECK(b_shape == std::vector<int64_t>{2, 3, 8});
+      CHECK(c_valid == std::vector<int64_t>{3, 6});
+      for (int t = 0; t < 4; ++t) {
+        const auto &shape = shapes[size_t(t)];
+        for (int p = 0; p < c.n; ++p) {
+          const pto::HostTensor &got = fused[size_t(t)][size_t(p)];
+          const pto::HostTensor &ref = unfused[size_t(t)][size_t(p)];
+          if (with_unfused)
+            REQUIRE(std::memcmp(got.data(), ref.data(), size_t(got.size_bytes())) == 0);
+          for (int64_t i = 0; i < got.numel(); ++i) {
+            bool valid = t != 2 || (i / shape[1] < 3 && i % shape[1] < 6);
+            double want = valid ? fused_want(t, c.n, i, c.op) : kUntouched;
+            REQUIRE(got.get(i) == want); // small integers: exact in every dtype
+          }
+        }
+      }
+    }
+}
+
+TEST_CASE("allreduce fusion 1: size buckets, and every point that ends a bucket") {
+  // Three [4, 16] fp32 inputs (256 B each); y1..y3 start at 0. Per scenario: the exchanges the
+  // IR must hold, and what y_t holds as a multiple of allreduce(x_t) (0: untouched).
+  enum Scenario { Bucket2, Full, Alone, Consumed, Barrier, Overwrite, InLoop, Keys, Unused };
+  struct Case {
+    Scenario s;
+    const char *what;
+    int exchanges;
+    std::array<double, 3> times;
+  };
+  const std::vector<Case> cases{
+      {Bucket2, "x3 would overflow the 600 B bucket of x1, x2", 2, {1, 1, 1}},
+      {Full, "x1, x2 fill a 512 B bucket exactly", 2, {1, 1, 1}},
+      {Alone, "each call alone fills a 200 B bucket: not deferred", 3, {1, 1, 1}},
+      {Consumed, "an op reads r1 before x2, x3 are called", 2, {2, 1, 1}},
+      {Barrier, "a barrier between x1 and x2, x3", 2, {1, 1, 1}},
+      {Overwrite, "x1 is overwritten by x2 after its call", 2, {1, 1, 1}},
+      {InLoop, "x1, x2 in a 3-iteration loop, x3 after it", 2, {3, 3, 1}},
+      {Keys, "x2 has another reduction: its own bucket", 2, {1, 1, 1}},
+      {Unused, "a result nobody reads is exchanged at the end", 1, {0, 0, 0}},
+  };
+  const int n = 4;
+  const std::vector<int64_t> shape{4, 16};
+  for (auto mode : support::run_modes())
+    for (const Case &c : cases) {
+      CAPTURE(std::string(support::mode_name(mode)));
+      CAPTURE(std::string(c.what));
+      const Scenario s = c.s;
+      auto k = pto::jit(
+          "fused_buckets",
+          [s](pto::Tensor x1, pto::Tensor x2, pto::Tensor x3, pto::Tensor y1, pto::Tensor y2,
+              pto::Tensor y3) {
+            pto::set_vec_tile_shapes(4, 16);
+            int64_t cap = s == Full ? 512 : s == Alone ? 200 : 600;
+            const dist::AllreduceOptions o{.fusion = 1, .fusion_bucket_bytes = cap};
+            auto ar = [&](const pto::Tensor &x) { return dist::allreduce(x, Reduction::SUM, o); };
+            if (s == InLoop) {
+              for (auto i : pto::loop(0, 3)) {
+                (void)i;
+                auto r1 = ar(x1), r2 = ar(x2);
+                pto::assemble(pto::view(y1, {4, 16}, {0, 0}) + r1, {0, 0}, y1);
+                pto::assemble(pto::view(y2, {4, 16}, {0, 0}) + r2, {0, 0}, y2);
+              }
+              pto::assemble(ar(x3), {0, 0}, y3);
+              return;
+            }
+            if (s == Unused) {
+              ar(x1);
+              return;
+            }
+            auto r1 = ar(x1);
+            if (s == Consumed)
+              r1 = r1 + r1;
+            if (s == Barrier)
+              dist::barrier();
+            if (s == Overwrite)
+              pto::assemble(x2, {0, 0}, x1);
+            auto r2 =
+                s == Keys ? dist::allreduce(x2, Reduction::MAX, o) : ar(s == Overwrite ? x1 : x2);
+            auto r3 = ar(x3);
+            pto::assemble(r1, {0, 0}, y1);
+            pto::assemble(r2, {0, 0}, y2);
+            pto::assemble(r3, {0, 0}, y3);
+          },
+          support::opts(mode));
+      std::vector<std::vector<pto::HostTensor>> xs, ys;
+      for (int t = 0; t < 3; ++t) {
+        xs.push_back(fused_inputs(t, n, pto::DT_FP32, shape, Reduction::SUM));
+        ys.push_back(filled(n, pto::DT_FP32, shape, 0));
+      }
+      pto::runtime::World world(n);
+      world.run([&](int pe) {
+        auto p = size_t(pe);
+        k(xs[0][p], xs[1][p], xs[2][p], ys[0][p], ys[1][p], ys[2][p]);
+      });
+      CHECK(puts(k.last_ir()) == c.exchanges * n);
+      for (int t = 0; t < 3; ++t)
+        for (int p = 0; p < n; ++p)
+          for (int64_t i = 0; i < 64; ++i) {
+            // Overwrite: y2 is the allreduce of x1 after x2 was copied into it.
+            Reduction op = s == Keys && t == 1 ? Reduction::MAX : Reduction::SUM;
+            double want = c.times[size_t(t)] * fused_want(t, n, i, op);
+            REQUIRE(ys[size_t(t)][size_t(p)].get(i) == want);
+          }
+    }
+}
+
+TEST_CASE("allreduce fusion: bad options are typed errors at the caller's line") {
+  auto trace = [](std::function<void(pto::Tensor)> body) {
+    auto k = pto::jit("fusion_bad", [body](pto::Tensor x) {
+      pto::set_vec_tile_shapes(2, 8);
+      body(x);
+    });
+    pto::HostTensor x(pto::DT_FP32, {2, 8});
+    k(x);
+  };
+  CHECK_THROWS_WITH_AS(trace([](pto::Tensor x) {
+                         dist::allreduce(x, Reduction::SUM, {.fusion = 2, .fusion_id = 3});
+                         dist::allreduce(x, Reduction::MAX, {.fusion = 2, .fusion_id = 3});
+                       }),
+                       doctest::Contains("fusion_id 3 was first used at collectives_test.cpp:"),
+                       pto::DistributedError);
+  CHECK_THROWS_WITH_AS(trace([](pto::Tensor x) {
+                         dist::allreduce(x, Reduction::SUM, {.fusion = 2, .fusion_id = 3});
+                         dist::allreduce(pto::cast(x, pto::DT_BF16), Reduction::SUM,
+                                         {.fusion = 2, .fusion_id = 3});
+                       }),
+                       doctest::Contains("dtype fp32"), pto::DistributedError);
+  CHECK_THROWS_WITH_AS(
+      trace([](pto::Tensor x) { dist::allreduce(x, Reduction::SUM, {.fusion = 2}); }),
+      doctest::Contains("fusion 2 needs a fusion_id >= 0, got -1"), pto::DistributedError);
+  CHECK_THROWS_WITH_AS(
+      trace([](pto::Tensor x) { dist::allreduce(x, Reduction::SUM, {.fusion = 3}); }),
+      doctest::Contains("fusion must be 0, 1 or 2, got 3"), pto::DistributedError);
+  CHECK_THROWS_WITH_AS(
+      trace([](pto::Tensor x) {
+        dist::allreduce(x, Reduction::SUM, {.fusion = 1, .fusion_bucket_bytes = 0});
+      }),
+      doctest::Contains("fusion_bucket_bytes must be > 0, got 0"), pto::DistributedError);
+  CHECK_THROWS_WITH_AS(
+      trace([](pto::Tensor x) { dist::allreduce(pto::ne(x, x), Reduction::SUM, {.fusion = 1}); }),
+      doctest::Contains("dtype must be one of"), pto::DTypeError);
 }

@@ -35,13 +35,22 @@ struct CollectiveOptions {
   std::vector<Tensor> pred = {}; ///< run after these
 };
 
+/// The default bucket capacity of allreduce fusion 1, in bytes of the packed buffer: 32 MiB, as
+/// MindSpore's `comm_fusion` size mode (its HCCL backend; `"config": 32` MB in its guide). HCCL
+/// itself splits a whole model's gradients by ratio (96.54% / 3.46% by default), which needs
+/// the whole graph; a trace fuses as it goes, so it caps each bucket instead.
+inline constexpr int64_t kAllreduceFusionBucketBytes = int64_t{32} << 20;
+
 struct AllreduceOptions {
   std::string group = "world";
   AllreduceAlgorithm algorithm = AllreduceAlgorithm::AUTO;
-  /// HCCL's fusion flag; ptojit accepts 0 (never fuse) and treats 1 and 2 like 0 for now: every
-  /// call is its own exchange (results are the same; only the message count differs).
+  /// HCCL's fusion flag: 0 never fuse (ptojit's default; HCCL's is 1), 1 fuse into size
+  /// buckets, 2 fuse the calls that share `fusion_id`. See "Fusion" at allreduce.
   int fusion = 0;
+  /// fusion 2: calls with the same id (>= 0) are one exchange. Ignored for fusion 0 and 1.
   int fusion_id = -1;
+  /// fusion 1: the most bytes one bucket's packed buffer may hold (> 0).
+  int64_t fusion_bucket_bytes = kAllreduceFusionBucketBytes;
   std::vector<Tensor> pred = {};
 };
 
@@ -52,7 +61,32 @@ int n_pes(const std::string &group = "world",
 
 /// Every PE gets the elementwise reduction of all PEs' `x` (same shape and dtype on every PE;
 /// PEs that differ get a DistributedError at kernel entry). Result: x's shape, dtype and valid
-/// shape. As HCCL `allreduce`.
+/// shape; elements outside the valid shape are unspecified. As HCCL `allreduce` (seed 001).
+///
+/// Fusion (HCCL's `fusion` / `fusion_id`). With fusion 1 or 2 the call is deferred: it returns
+/// at once a tensor with x's shape, dtype and valid shape, and joins a group of calls that are
+/// traced later as ONE exchange: their inputs are packed into one [R, W] buffer (call i's
+/// [d0, .., dk] is reshaped to [d0*..*d(k-1), dk] rows, stacked in call order; W is the largest
+/// dk, narrower rows are zero-padded), that buffer is allreduced as one tensor (AUTO picks the
+/// algorithm for the packed size), and each call's rows are copied out into its result.
+/// - fusion 1: calls with the same group, reduction, dtype, algorithm and fusion_bucket_bytes
+///   share a bucket while its packed buffer stays within fusion_bucket_bytes; a call that would
+///   overflow it closes the bucket (traced then) and opens the next; a call that alone fills a
+///   bucket is not deferred.
+/// - fusion 2: calls with the same fusion_id share one exchange, however large. Every call with
+///   a given fusion_id must use the same group, reduction, dtype and algorithm (the first call
+///   fixes them for the whole trace): a mismatch is a DistributedError naming both lines.
+/// A group is traced, at the latest, right before: the first op that uses (reads or writes,
+///   through any view) a deferred result or input of the group; any shmem primitive or other
+///   collective (barriers included) and any non-fused allreduce; a pto::loop opening or
+///   closing; the end of the traced function. Results equal the unfused ones: each element is
+///   reduced by the same rule (sum: atomic ADD into the accumulator in arrival order, as
+///   unfused, fp16/bf16 in fp32; max/min/prod: PE 0, 1, ... in order). HCCL fuses sum only;
+///   ptojit fuses every reduction.
+/// Errors: ShapeError for a rank outside 2-4 or non-static dims; DistributedError for an
+/// unknown group, fusion outside 0-2, fusion 2 with fusion_id < 0, fusion_bucket_bytes <= 0,
+/// or mismatched options within a fusion_id; DTypeError for a token, shmem data, or a dtype
+/// other than int8, int16, int32, int64, fp16, bf16, fp32, fp64.
 Tensor allreduce(const Tensor &x, Reduction op, AllreduceOptions opts = {},
                  std::source_location loc = std::source_location::current());
 /// Every PE gets [n_pes * R, ...]: rows [p*R, (p+1)*R) hold PE p's x. When x has a valid shape

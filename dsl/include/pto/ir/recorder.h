@@ -7,11 +7,34 @@
 #include "pto/tensor.h"
 
 #include <map>
+#include <memory>
 #include <source_location>
 #include <string>
 #include <vector>
 
 namespace pto::ir {
+
+class Recorder;
+
+/// Work traced later than the call that asks for it: allreduce fusion (collectives.cpp) records
+/// fusable allreduce calls and traces each group of them as one packed exchange. The owner
+/// decides *what* is traced; the recorder decides *when*, by calling flush():
+///  - flush(root) before it emits the next op, once an op has used (read or written, through
+///    any view) a value whose storage root `watches(root)` (a deferred result or input);
+///  - flush(kNoValue), i.e. everything, before it emits a shmem op (puts, signals, waits,
+///    barriers, hence every collective), when a loop opens or closes, and when tracing ends
+///    (Recorder::flush_deferred).
+/// flush() appends to the current scope, which is the scope of the deferred calls: every
+/// recorder method that opens or closes a scope must call flush_deferred() first. The recorder
+/// never calls flush() re-entrantly: ops that flush() traces do not trigger flushes.
+class DeferredWork {
+public:
+  virtual ~DeferredWork() = default;
+  /// True when `root` (a value that is not a View) holds a pending result or input.
+  virtual bool watches(ValueId root) const = 0;
+  /// Traces the pending work that watches `root`, or all pending work for kNoValue.
+  virtual void flush(Recorder &r, ValueId root) = 0;
+};
 
 class Recorder {
 public:
@@ -30,8 +53,18 @@ public:
   Tensor tensor(ValueId id) const { return Tensor(&prog_, id); }
   /// Appends an op to the innermost open loop body (or the kernel body).
   void emit(Op op);
-  /// Checks that `t` belongs to this trace and is visible here; returns its id.
+  /// Checks that `t` belongs to this trace and is visible here; returns its id. When `t`'s
+  /// storage is watched by `deferred`, that work is traced before the next op is emitted.
   ValueId use(const Tensor &t, const char *op, const std::source_location &loc) const;
+
+  /// Deferred work (see DeferredWork); collectives.cpp installs it on first use.
+  std::unique_ptr<DeferredWork> deferred;
+  /// Traces the deferred work that watches `root` now (all of it for kNoValue). Called by
+  /// pto::jit when the traced function returns, and by every scope change.
+  void flush_deferred(ValueId root = kNoValue);
+  /// The op list ops are appended to now (identity only: deferred work checks it is flushed
+  /// into the scope it was recorded in).
+  const std::vector<Op> *current_scope() const { return scopes_.back(); }
 
   /// Loops: open appends a Loop op and makes its body current; close returns to the parent.
   SymbolicScalar open_loop(Op loop_op);
@@ -55,6 +88,9 @@ private:
   std::vector<int> regions_{0};
   std::vector<int> region_parent_{-1};
   Recorder *prev_ = nullptr;
+  /// Watched roots used since the last flush (use() is const: it only notes them).
+  mutable std::vector<ValueId> deferred_used_;
+  bool flushing_ = false;
   friend class RecorderAccess;
 
 public:
