@@ -7,6 +7,7 @@
 #include "pto/dtype.h"
 #include "pto/error.h"
 #include "pto/host_tensor.h"
+#include "pto/index_ops.h"
 #include "pto/jit.h"
 #include "pto/matmul.h"
 #include "pto/ops.h"

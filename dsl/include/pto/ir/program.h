@@ -138,13 +138,20 @@ enum class OpKind : uint8_t {
   // Library ops (OpFamily::Library): run by a precompiled routine (codegen/src/xops*.cpp) that
   // the JIT calls and the interpreter calls too. Inputs, then outputs; attributes in `axis`,
   // `keepdim`, `ints`, `scalar`, `reals` (meaning per kind, documented at the DSL function).
-  Gather,       ///< out[..i..] = x[..index[..i..]..] along `axis` (torch.gather)
-  IndexSelect,  ///< rows of x along `axis` picked by a 1-D index tensor
-  Scatter,      ///< copy of x with src scattered along `axis` by index; ints[0] = reduce mode
-  IndexAdd,     ///< copy of x with alpha * src added at index along `axis`
-  IndexPut,     ///< copy of x with values written at tuple indices; ints[0] = accumulate
-  OneHot,       ///< out[..., c] = index[...] == c
-  SegmentReduce, ///< unsorted_segment_{sum,min,max,prod}; ints[0] = mode, ints[1] = num_segments
+  // Indexing (index_ops.h); index tensors are DT_INT32 / DT_INT64.
+  Gather,       ///< (x, index) -> out[..i..] = x[..index[..i..]..] along `axis` (torch.gather)
+  IndexSelect,  ///< (x, index of rank r) -> x with dim `axis` replaced by index's r dims, picked
+                ///< by index (numpy take); ints {} = index_select, {1[, padding_idx]} = embedding
+                ///< (ids equal to padding_idx give zeros)
+  Scatter,      ///< (x, index[, src]) -> copy of x with src (or `scalar`) scattered along `axis`;
+                ///< ints[0] = reduce: 0 NONE, 1 ADD, 2 MULTIPLY
+  IndexAdd,     ///< (x, index 1-D, src) -> copy of x plus `scalar` (alpha) * src at index along
+                ///< `axis`
+  IndexPut,     ///< (x, i_0..i_{k-1} 1-D[, values]) -> copy of x with values (or `scalar`) at
+                ///< the tuple indices; ints[0] = accumulate, ints[1] = k
+  OneHot,       ///< (index) -> DT_INT64 out[..., c] = index[...] == c; ints[0] = num_classes
+  SegmentReduce, ///< (data, segment_ids) -> unsorted_segment_{sum,min,max,prod}; ints[0] = mode
+                 ///< (0 sum, 1 min, 2 max, 3 prod), ints[1] = num_segments
   Sort,         ///< values and int indices along `axis` (stable); ints: descending
   Topk,         ///< k largest/smallest along `axis`: values, indices
   Unique,       ///< sorted distinct values (+ inverse, counts)
