@@ -1,0 +1,278 @@
+// ops_doc.cpp - Renders docs/ops.md and docs/sharding_ops.md from the op registry, and lists
+// what would make them untrue (see op_registry.h).
+#include "op_registry.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+namespace pto::registry {
+
+namespace {
+
+/// Splits "a, b, c" on ", " (an empty string gives no item).
+std::vector<std::string> split_list(std::string_view s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t end = s.find(", ", start);
+    if (end == std::string_view::npos)
+      end = s.size();
+    out.emplace_back(s.substr(start, end - start));
+    start = end + 2;
+  }
+  return out;
+}
+
+/// A table cell: `|` escaped, empty shown as an em dash.
+std::string cell(std::string_view s) {
+  if (s.empty())
+    return "—";
+  std::string out;
+  for (char c : s) {
+    if (c == '|')
+      out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+/// "tests/codegen/elementwise_test.cpp" -> "[elementwise](../tests/codegen/elementwise_test.cpp)".
+std::string test_link(std::string_view path) {
+  std::string_view base = path.substr(path.rfind('/') + 1);
+  std::string_view label = base.substr(0, base.rfind('.'));
+  if (label.ends_with("_test"))
+    label.remove_suffix(5);
+  if (path.starts_with("samples/"))
+    label = base; // a sample: its file name
+  return "[" + std::string(label) + "](../" + std::string(path) + ")";
+}
+
+std::string read_file(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return {};
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+} // namespace
+
+double round_figure(double ulp) {
+  if (!std::isfinite(ulp) || ulp < 10)
+    return std::isfinite(ulp) ? std::round(ulp * 100) / 100 : ulp;
+  // Divide or multiply by an exact power of ten, so the result is the double nearest the
+  // decimal figure (what the literal in op_registry.cpp parses to).
+  const int k = static_cast<int>(std::floor(std::log10(ulp))) - 2;
+  const double p = std::pow(10.0, std::abs(k));
+  return k < 0 ? std::round(ulp * p) / p : std::round(ulp / p) * p;
+}
+
+std::string figure_text(double ulp) {
+  if (ulp < 0)
+    return "—";
+  if (std::isinf(ulp))
+    return "inf";
+  const double v = round_figure(ulp);
+  char buf[32];
+  if (v == 0)
+    return "0";
+  if (v < 10)
+    std::snprintf(buf, sizeof buf, "%.2f", v);
+  else if (v < 100)
+    std::snprintf(buf, sizeof buf, "%.1f", v);
+  else if (v < 1e6)
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else {
+    const int e = static_cast<int>(std::floor(std::log10(v)));
+    std::snprintf(buf, sizeof buf, "%.2fe%d", v / std::pow(10.0, e), e);
+  }
+  return buf;
+}
+
+const char *title(Kind k) {
+  switch (k) {
+  case Kind::Elementwise:
+    return "Elementwise arithmetic, math and conversion";
+  case Kind::Activation:
+    return "Activations";
+  case Kind::Predicate:
+    return "Compares, predicates, logical and bitwise ops, selection";
+  case Kind::Reduction:
+    return "Reductions and scans";
+  case Kind::Shape:
+    return "Views, shape and movement";
+  case Kind::Creation:
+    return "Creation and random numbers";
+  case Kind::Matmul:
+    return "Matrix multiplication";
+  case Kind::Indexing:
+    return "Indexing: gather, scatter, segments";
+  case Kind::Sort:
+    return "Sorting, selection and special functions";
+  case Kind::Composite:
+    return "Composite NN ops";
+  case Kind::Control:
+    return "Tile shapes and control flow";
+  case Kind::Distributed:
+    return "Distributed: shmem primitives";
+  case Kind::Collective:
+    return "Distributed: collectives";
+  }
+  return "?";
+}
+
+const OpRow *find(std::string_view fn) {
+  for (const auto &r : ops())
+    if (r.fn == fn)
+      return &r;
+  return nullptr;
+}
+
+std::string_view short_name(std::string_view fn) {
+  size_t p = fn.rfind("::");
+  return p == std::string_view::npos ? fn : fn.substr(p + 2);
+}
+
+std::vector<const OpRow *> rows_for(std::string_view mindspore_name) {
+  std::vector<std::string> spellings;
+  size_t start = 0;
+  while (start <= mindspore_name.size()) {
+    size_t end = mindspore_name.find('/', start);
+    if (end == std::string_view::npos)
+      end = mindspore_name.size();
+    spellings.emplace_back(mindspore_name.substr(start, end - start));
+    start = end + 1;
+  }
+  std::vector<const OpRow *> out;
+  for (const auto &r : ops()) {
+    bool hit = false;
+    for (const auto &n : split_list(r.mindspore))
+      for (const auto &s : spellings)
+        hit = hit || n == s;
+    if (hit)
+      out.push_back(&r);
+  }
+  return out;
+}
+
+std::string render_ops_md() {
+  const auto &rows = ops();
+  size_t measured = 0;
+  for (const auto &r : rows)
+    measured += r.ulp.measured() ? 1 : 0;
+  std::ostringstream os;
+  os << "# ptojit operations\n\n"
+     << "<!-- Generated from tools/op_registry.cpp by gen_ops_doc; do not edit (README: "
+        "\"Regenerating the docs\"). -->\n\n"
+     << "Every user-facing operation of the DSL headers (`dsl/include/pto/`): " << rows.size()
+     << " operations, each run by the test files named in its row (a test checks that every "
+        "file exists and calls the op). Each header documents shapes, dtypes, errors and edge "
+        "values in full; this table is the index.\n\n"
+     << "- **PyPTO**: the op of the PyPTO catalogue it mirrors "
+        "([reference](../../shared/reference/pypto.md) §5-6); — when PyPTO has none.\n"
+     << "- **MindSpore**: the MindSpore operators with the same semantics (the names of "
+        "`reference/sharding.md`; the full mapping of that table is in "
+        "[sharding_ops.md](sharding_ops.md)).\n"
+     << "- **max ULP** (" << measured
+     << " float ops): the largest error measured by "
+        "[ulp_sweep](../tests/codegen/ulp_sweep_test.cpp), in units in the last place of the "
+        "result dtype, fp32 / fp64 / fp16 / bf16, over at least 100k inputs per dtype "
+        "(fp16/bf16 unary ops: all 65536) including 0, -0, subnormals, +-inf, NaN, the largest "
+        "finite values and points near poles and branch cuts, against a long double (fp64: "
+        "__float128) reference. NaN matches only NaN and infinities match exactly. fp16/bf16 are "
+        "computed in fp32 and rounded once. — means not measured (not a float math op).\n"
+     << "- **differs**: where the semantics differ from PyPTO or PyTorch (PyTorch's where PyPTO "
+        "leaves a case open).\n";
+  for (int k = 0; k <= static_cast<int>(Kind::Collective); ++k) {
+    const Kind kind = static_cast<Kind>(k);
+    bool any = false;
+    for (const auto &r : rows)
+      any = any || r.kind == kind;
+    if (!any)
+      continue;
+    os << "\n## " << title(kind) << "\n\n"
+       << "| op | header | PyPTO | MindSpore | dtypes | max ULP fp32 / fp64 / fp16 / bf16 | "
+          "tested in | differs |\n"
+       << "|---|---|---|---|---|---|---|---|\n";
+    for (const auto &r : rows) {
+      if (r.kind != kind)
+        continue;
+      std::string ulp = "—";
+      if (r.ulp.measured())
+        ulp = figure_text(r.ulp.fp32) + " / " + figure_text(r.ulp.fp64) + " / " +
+              figure_text(r.ulp.fp16) + " / " + figure_text(r.ulp.bf16);
+      std::string tests;
+      for (const auto &t : r.tests)
+        tests += (tests.empty() ? "" : ", ") + test_link(t);
+      if (r.planned)
+        tests = "**planned: not implemented yet**";
+      else if (tests.empty())
+        tests = "**untested**";
+      os << "| `" << r.fn << "` | `" << r.header << "` | " << cell(r.pypto) << " | "
+         << cell(r.mindspore) << " | " << cell(r.dtypes) << " | " << ulp << " | " << cell(tests)
+         << " | " << cell(r.notes) << " |\n";
+    }
+  }
+  return os.str();
+}
+
+std::string render_sharding_md() {
+  std::ostringstream os;
+  os << "# MindSpore distributed operators in ptojit\n\n"
+     << "<!-- Generated from tools/op_registry.cpp by gen_ops_doc; do not edit (README: "
+        "\"Regenerating the docs\"). -->\n\n"
+     << "Every operator name of [sharding.md](../../shared/reference/sharding.md) (MindSpore "
+        "r1.1's operators with a sharding strategy) and the ptojit op(s) that compute it on one "
+        "PE. ptojit has no sharding strategies yet (DESIGN §4: `pto::parallel` comes later): a "
+        "kernel computes the local slice and calls the collectives of `pto/collectives.h` where "
+        "MindSpore would insert them; the constraints of sharding.md apply to such hand-written "
+        "splits as they do to strategies. The ops and their semantics are in "
+        "[ops.md](ops.md).\n\n"
+     << "| MindSpore | ptojit | notes |\n|---|---|---|\n";
+  for (const auto &s : sharding_names()) {
+    std::string fns;
+    for (const auto *r : rows_for(s.name))
+      fns += (fns.empty() ? "" : ", ") + ("`" + std::string(r->fn) + "`");
+    os << "| " << s.name << " | " << cell(fns) << " | " << cell(s.notes) << " |\n";
+  }
+  return os.str();
+}
+
+std::vector<std::string> problems(const std::string &source_dir) {
+  std::vector<std::string> out;
+  std::map<std::string, std::string> headers;
+  for (const auto &r : ops()) {
+    const std::string fn(r.fn);
+    if (r.planned) {
+      out.push_back(fn + ": planned, not implemented yet; finish it or drop the row");
+      continue;
+    }
+    const std::string path = source_dir + "/dsl/include/" + std::string(r.header);
+    auto it = headers.find(path);
+    if (it == headers.end())
+      it = headers.emplace(path, read_file(path)).first;
+    if (it->second.empty()) {
+      out.push_back(fn + ": header " + path + " is missing");
+      continue;
+    }
+    const std::regex decl("\\b" + std::string(short_name(r.fn)) + "\\s*\\(");
+    if (!std::regex_search(it->second, decl))
+      out.push_back(fn + ": " + std::string(r.header) + " does not declare it");
+    if (r.tests.empty())
+      out.push_back(fn + ": no test file runs it");
+  }
+  for (const auto &s : sharding_names())
+    if (rows_for(s.name).empty() && s.notes.empty())
+      out.push_back("sharding.md operator " + std::string(s.name) +
+                    ": no row names it and no note says why");
+  return out;
+}
+
+std::string source_dir() { return PTO_SOURCE_DIR; }
+
+} // namespace pto::registry
