@@ -13,6 +13,7 @@
 #include "pto/ops.h"
 #include "pto/reduce_ops.h"
 #include "pto/shape_ops.h"
+#include "pto/sort_ops.h"
 #include "pto/symbolic.h"
 #include "pto/tensor.h"
 #include "pto/tile.h"

@@ -152,11 +152,15 @@ enum class OpKind : uint8_t {
   OneHot,       ///< (index) -> DT_INT64 out[..., c] = index[...] == c; ints[0] = num_classes
   SegmentReduce, ///< (data, segment_ids) -> unsorted_segment_{sum,min,max,prod}; ints[0] = mode
                  ///< (0 sum, 1 min, 2 max, 3 prod), ints[1] = num_segments
-  Sort,         ///< values and int indices along `axis` (stable); ints: descending
-  Topk,         ///< k largest/smallest along `axis`: values, indices
-  Unique,       ///< sorted distinct values (+ inverse, counts)
-  BesselI0e,    ///< exp(-|x|) I0(x)
-  BesselI1e,    ///< exp(-|x|) I1(x)
+  Sort,         ///< stable sort along `axis` (NaN largest, -0 == +0; sort_ops.h); inputs (x);
+                ///< outputs (values, indices) or (indices) for argsort; ints = [descending]
+  Topk,         ///< first k of each row in sort order along `axis`; inputs (x); outputs
+                ///< (values, indices); ints = [k, largest, sorted]
+  Unique,       ///< distinct values of the flattened valid region; inputs (x); outputs
+                ///< (values [N], count [1] DT_INT32[, inverse][, counts [N]]);
+                ///< ints = [sorted, return_inverse, return_counts]
+  BesselI0e,    ///< exp(-|x|) I0(x), elementwise; inputs (x); outputs (y); no attributes
+  BesselI1e,    ///< exp(-|x|) I1(x), elementwise; inputs (x); outputs (y); no attributes
   // Structured control flow.
   Paths, ///< PyPTO path enumeration: runs the first of `paths` whose guard is non-zero
   Loop, ///< for (idx = start; idx < stop; idx += step) body — traced once, not unrolled
