@@ -127,6 +127,7 @@ const std::vector<std::pair<std::string_view, Ulp>> kMeasuredUlp = {
     {"pto::div_no_nan", {0.50, 0.50, 0.50, 0.50}},
     {"pto::floor_mod", {kInf, kInf, 0.50, kInf}},
     {"pto::mod", {kInf, kInf, 0, kInf}},
+    {"pto::expand_exp_dif", {64.4, 114, 0.50, 0.50}},
 };
 
 std::vector<OpRow> make_rows() {
@@ -472,8 +473,10 @@ std::vector<OpRow> make_rows() {
        "PyTorch's two-sided form, lerp(a, b, 1) = b exactly"},
       {"pto::addcmul", kNnH, K::Elementwise, "", "Addcmul", kNumeric, tested_in(kNnT), kNone, ""},
       {"pto::addcdiv", kNnH, K::Elementwise, "", "Addcdiv", kFloats, tested_in(), kNone, ""},
-      {"pto::expand_exp_dif", kNnH, K::Elementwise, "expand_exp_dif", "", kFloats, tested_in(kNnT),
-       kNone, ""},
+      {"pto::expand_exp_dif", kNnH, K::Elementwise, "expand_exp_dif", "", kFloats,
+       tested_in(kNnT, kUlpT), kNone,
+       "exp of the rounded a - b, as PyPTO defines it: up to 64 (fp32) / 114 (fp64) ULP when |a - "
+       "b| is large"},
       {"pto::axpy", kNnH, K::Elementwise, "axpy_", "", "fp16, bf16, fp32, fp64; fp32 += fp16",
        tested_in(kNnT), kNone, "functional; assemble the result into y for PyPTO's in-place form"},
       {"pto::cast", kNnH, K::Elementwise, "cast(mode=)", "", kAll, tested_in(kNnT), kNone,

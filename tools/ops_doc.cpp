@@ -185,7 +185,9 @@ std::string render_ops_md() {
         "(fp16/bf16 unary ops: all 65536) including 0, -0, subnormals, +-inf, NaN, the largest "
         "finite values and points near poles and branch cuts, against a long double (fp64: "
         "__float128) reference. NaN matches only NaN and infinities match exactly. fp16/bf16 are "
-        "computed in fp32 and rounded once. — means not measured (not a float math op).\n"
+        "computed in fp32 and rounded once. inf: some finite result came out as an infinity or NaN "
+        "(the row says where). — means not measured: not float math, or a composite the sweep "
+        "does not cover yet.\n"
      << "- **differs**: where the semantics differ from PyPTO or PyTorch (PyTorch's where PyPTO "
         "leaves a case open).\n";
   for (int k = 0; k <= static_cast<int>(Kind::Collective); ++k) {
