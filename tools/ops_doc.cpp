@@ -162,17 +162,20 @@ std::vector<const OpRow *> rows_for(std::string_view mindspore_name) {
 
 std::string render_ops_md() {
   const auto &rows = ops();
-  size_t measured = 0;
-  for (const auto &r : rows)
+  size_t measured = 0, tested = 0;
+  for (const auto &r : rows) {
     measured += r.ulp.measured() ? 1 : 0;
+    tested += !r.planned && !r.tests.empty() ? 1 : 0;
+  }
   std::ostringstream os;
   os << "# ptojit operations\n\n"
      << "<!-- Generated from tools/op_registry.cpp by gen_ops_doc; do not edit (README: "
         "\"Regenerating the docs\"). -->\n\n"
      << "Every user-facing operation of the DSL headers (`dsl/include/pto/`): " << rows.size()
-     << " operations, each run by the test files named in its row (a test checks that every "
-        "file exists and calls the op). Each header documents shapes, dtypes, errors and edge "
-        "values in full; this table is the index.\n\n"
+     << " operations. " << tested
+     << " of them are run by the test files named in their row (a test checks that every such "
+        "file exists and calls the op); the others are marked untested. Each header documents "
+        "shapes, dtypes, errors and edge values in full; this table is the index.\n\n"
      << "- **PyPTO**: the op of the PyPTO catalogue it mirrors "
         "([reference](../../shared/reference/pypto.md) §5-6); — when PyPTO has none.\n"
      << "- **MindSpore**: the MindSpore operators with the same semantics (the names of "
