@@ -12,8 +12,9 @@
 // - Axes count from the end when negative; an axis outside [-rank, rank) is a ShapeError.
 // - Valid shapes (reference §2.4): an op reads its inputs only inside their valid regions. The
 //   positions it walks are those where every operand that covers them is valid (each op says
-//   which); the rest of the result is copied from x, or undefined where the op says so. An index
-//   value is checked against the VALID extent n of the dim it indexes: outside [0, n) the kernel
+//   which); the rest of the result's valid region is copied from x (scatter, index_add,
+//   index_put), and elements outside a result's valid shape are undefined. An index value is
+//   checked against the VALID extent n of the dim it indexes: outside [0, n) the kernel
 //   call throws RuntimeError naming the op's call site, the bad value, the range and the
 //   position in the index tensor. Nothing is ever read or written out of bounds.
 // - Negative index values are errors, as PyTorch's gather / index_select / scatter / index_add
@@ -79,10 +80,10 @@ struct IndexAddOptions {
 /// `index_add` / PyTorch `index_add(x, dim, index, source, alpha=1)`. `index` is 1-D; src has
 /// x's dtype (DTypeError), rank and dims except on `axis`, where its size is index's length
 /// (ShapeError). Duplicate indices accumulate, in index order. Each update is old + alpha * src
-/// in the data's dtype (see the common rules; fp16/bf16: fp32(old) + fp32(alpha) * fp32(src),
-/// rounded). DT_BOOL is a DTypeError. Walks the positions valid in src, in index (along `axis`)
-/// and in x (the other dims); the result has x's shape and valid shape. Index values must lie in
-/// [0, x.valid[axis]).
+/// in the data's dtype (see the common rules; fp16/bf16/fp32: p = fp32(alpha) * src rounded to
+/// fp32, then old + p rounded to fp32, then to the dtype; no fused multiply-add). DT_BOOL is a
+/// DTypeError. Walks the positions valid in src, in index (along `axis`) and in x (the other
+/// dims); the result has x's shape and valid shape. Index values must lie in [0, x.valid[axis]).
 Tensor index_add(const Tensor &x, int axis, const Tensor &index, const Tensor &src,
                  IndexAddOptions opts = {}, SrcLoc loc = SrcLoc::current());
 
