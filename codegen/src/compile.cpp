@@ -35,6 +35,8 @@ void collect_sites(const std::vector<ir::Op> &ops, std::vector<std::string> &out
   for (auto &op : ops) {
     out.push_back(format_location(op.where) + ": " + ir::op_info(op.kind).name);
     collect_sites(op.body, out);
+    for (auto &path : op.paths)
+      collect_sites(path.body, out);
   }
 }
 } // namespace

@@ -2,6 +2,7 @@
 #include "fuse.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace pto::codegen {
 
@@ -13,6 +14,70 @@ using ir::ValueId;
 namespace {
 
 bool is_one(const SymbolicScalar &s) { return s.is_concrete() && s.concrete() == 1; }
+
+/// Calls `fn` on every SymbolicScalar attribute of `op` itself (not its operands or bodies).
+void for_each_attr(const Op &op, const std::function<void(const SymbolicScalar &)> &fn) {
+  for (const SymbolicScalar *s :
+       {&op.pe, &op.target_pe, &op.diagonal, &op.start, &op.stop, &op.step})
+    fn(*s);
+  for (auto &s : op.view_offsets)
+    fn(s);
+  for (auto &s : op.view_valid)
+    fn(s);
+  if (op.slots)
+    for (auto &s : op.slots->view_offsets)
+      fn(s);
+  for (auto &path : op.paths)
+    fn(path.guard);
+}
+
+/// True when `op`'s attributes or its operands' valid shapes and view offsets read a tensor
+/// element (Tensor::at): such an op starts a fused group of its own, so the element is read
+/// after every earlier op has stored its results.
+bool reads_elements(const ir::Program &p, const Op &op) {
+  bool found = false;
+  auto look = [&](const SymbolicScalar &s) {
+    found = found || (!s.is_concrete() && mentions(s, SymKind::TensorElement));
+  };
+  for_each_attr(op, look);
+  for (const auto *ids : {&op.inputs, &op.outputs})
+    for (ValueId id : *ids) {
+      for (auto &s : p.value(id).valid)
+        look(s);
+      for (auto &s : p.value(id).offsets)
+        look(s);
+    }
+  return found;
+}
+
+/// The values (and their storage roots) whose elements run-time scalars read anywhere in `ops`
+/// (and, for the kernel body, in any value's valid shape or view offsets): they need storage.
+void collect_element_reads(const ir::Program &p, const std::vector<Op> &ops,
+                           std::set<ValueId> &out) {
+  auto note = [&](const SymbolicScalar &s) {
+    if (s.is_concrete())
+      return;
+    for_each_symbol(s, [&](const SymExpr &e) {
+      if (e.sym == SymKind::TensorElement) {
+        out.insert(static_cast<ValueId>(e.a));
+        out.insert(p.root(static_cast<ValueId>(e.a)).id);
+      }
+    });
+  };
+  for (const Op &op : ops) {
+    for_each_attr(op, note);
+    collect_element_reads(p, op.body, out);
+    for (auto &path : op.paths)
+      collect_element_reads(p, path.body, out);
+  }
+  if (&ops == &p.body)
+    for (auto &v : p.values) {
+      for (auto &s : v.valid)
+        note(s);
+      for (auto &s : v.offsets)
+        note(s);
+    }
+}
 
 bool same_dims(const std::vector<SymbolicScalar> &a, const std::vector<SymbolicScalar> &b) {
   if (a.size() != b.size())
@@ -74,10 +139,20 @@ bool fits(const ir::Program &p, const FusedGroup &g, const Op &op) {
     return false;
   if (!full && op.kind == OpKind::Assemble)
     return false;
+  // A reduction over a one-column (uniform) input is the identity; in a wider group it would
+  // accumulate the row value once per column.
+  if (!full && ir::op_info(op.kind).family == OpFamily::Reduce)
+    return false;
   if (!std::equal(g.tile.begin(), g.tile.end(), op.tile.vec.begin()))
     return false;
   for (ValueId in : op.inputs) {
     const ir::Value &v = p.value(in);
+    // A view of a value this group computes reads other rows and tiles of it: the value must be
+    // stored first, so the reader starts a group of its own.
+    if (v.kind == ir::ValueKind::View)
+      for (const Op *m : g.ops)
+        if (std::find(m->outputs.begin(), m->outputs.end(), v.base) != m->outputs.end())
+          return false;
     if (v.shape.size() > r)
       return false;
     size_t off = r - v.shape.size();
@@ -102,9 +177,11 @@ FusedGroup start_group(const ir::Program &p, const Op &op) {
   return g;
 }
 
-/// Levels, uniformity and scratch needs once the membership is fixed.
+/// Levels, uniformity and scratch needs once the membership is fixed. Values in `element_reads`
+/// are stored (run-time scalars read them).
 void finish_group(const ir::Program &p, FusedGroup &g,
-                  const std::map<ValueId, std::vector<const Op *>> &users) {
+                  const std::map<ValueId, std::vector<const Op *>> &users,
+                  const std::set<ValueId> &element_reads) {
   bool single_col = is_one(g.cols);
   std::set<const Op *> members(g.ops.begin(), g.ops.end());
   auto level_of = [&](ValueId v) { // leaves are level 0
@@ -144,6 +221,8 @@ void finish_group(const ir::Program &p, FusedGroup &g,
       for (const Op *u : it->second)
         if (!members.count(u))
           fv.store = true;
+    if (element_reads.count(out))
+      fv.store = true;
     g.values[out] = fv;
   }
   g.passes = max_pass + 1;
@@ -178,6 +257,8 @@ void collect_users(const ir::Program &p, const std::vector<Op> &ops,
       if (p.value(v).kind == ir::ValueKind::View) // assemble writes into a view's base
         users[p.value(v).base].push_back(&op);
     collect_users(p, op.body, users);
+    for (auto &path : op.paths)
+      collect_users(p, path.body, users);
   }
 }
 
@@ -188,6 +269,10 @@ void plan_region(const ir::Program &p, const std::vector<Op> &ops, FusionPlan &p
   for (const Op &op : ops) {
     if (op.kind == OpKind::Loop)
       plan_region(p, op.body, plan, users);
+    for (auto &path : op.paths)
+      plan_region(p, path.body, plan, users);
+    if (reads_elements(p, op))
+      open = -1;
     if (!groupable(p, op)) {
       open = -1;
       items.push_back(RegionItem{&op, -1});
@@ -210,9 +295,11 @@ FusionPlan plan_fusion(const ir::Program &p) {
   FusionPlan plan;
   std::map<ValueId, std::vector<const Op *>> users;
   collect_users(p, p.body, users);
+  std::set<ValueId> element_reads;
+  collect_element_reads(p, p.body, element_reads);
   plan_region(p, p.body, plan, users);
   for (auto &g : plan.groups) {
-    finish_group(p, g, users);
+    finish_group(p, g, users, element_reads);
     for (auto &[id, fv] : g.values)
       if (fv.store)
         plan.materialized.insert(id);
@@ -224,6 +311,10 @@ FusionPlan plan_fusion(const ir::Program &p) {
         for (ValueId v : it.op->outputs)
           if (p.value(v).kind == ir::ValueKind::Local)
             plan.materialized.insert(v);
+  // Locals whose elements run-time scalars read (Tensor::at) are stored.
+  for (ValueId v : element_reads)
+    if (p.value(v).kind == ir::ValueKind::Local)
+      plan.materialized.insert(v);
   return plan;
 }
 

@@ -25,6 +25,13 @@
 namespace pto::codegen {
 namespace interp {
 
+namespace {
+/// Carries a failed pto_status out of symbol evaluation (SymbolEnv returns plain values).
+struct SymFault {
+  int32_t status;
+};
+} // namespace
+
 using ir::Op;
 using ir::OpKind;
 using ir::Value;
@@ -40,6 +47,9 @@ Run::Run(const ir::Program &p, const SiteMap &sites, pto_ctx *ctx, void *const *
     base += static_cast<int64_t>(p_.value(id).shape.size());
   }
   loop_idx_.assign(static_cast<size_t>(p_.n_loops), 0);
+  loop_start_.assign(static_cast<size_t>(p_.n_loops), 0);
+  loop_stop_.assign(static_cast<size_t>(p_.n_loops), 0);
+  loop_step_.assign(static_cast<size_t>(p_.n_loops), 1);
   local_.resize(p_.values.size());
   local_shape_.resize(p_.values.size());
   allocated_.assign(p_.values.size(), 0);
@@ -48,6 +58,22 @@ Run::Run(const ir::Program &p, const SiteMap &sites, pto_ctx *ctx, void *const *
     case SymKind::InputDim: return dims_[dim_base_.at(static_cast<size_t>(s.a)) + s.b];
     case SymKind::LoopIndex: return loop_idx_.at(static_cast<size_t>(s.a));
     case SymKind::MyPe: return pto_rt_my_pe(ctx_, static_cast<int32_t>(s.a));
+    case SymKind::TensorElement: {
+      int64_t v = 0;
+      if (int32_t st = read_element(s, v))
+        throw SymFault{st};
+      return v;
+    }
+    case SymKind::LoopBegin: {
+      auto l = static_cast<size_t>(s.a);
+      return loop_idx_.at(l) == loop_start_.at(l);
+    }
+    case SymKind::LoopEnd: { // the next index would reach stop (or overflow)
+      auto l = static_cast<size_t>(s.a);
+      int64_t next = 0;
+      return __builtin_add_overflow(loop_idx_.at(l), loop_step_.at(l), &next) ||
+             next >= loop_stop_.at(l);
+    }
     case SymKind::Named: break;
     }
     throw InternalError("<interpreter>", "evaluate",
@@ -64,7 +90,33 @@ int32_t Run::eval(const SymbolicScalar &s, int64_t &out) {
     out = evaluate(s, env_);
   } catch (const RuntimeError &) {
     return fail(kFailDivZero, 0, 0);
+  } catch (const SymFault &f) { // a tensor-element read failed (already recorded)
+    return f.status;
   }
+  return PTO_OK;
+}
+
+int32_t Run::read_element(const SymExpr &e, int64_t &out) {
+  const auto id = static_cast<ValueId>(e.a);
+  std::vector<int64_t> idx(e.args.size());
+  for (size_t d = 0; d < idx.size(); ++d)
+    if (int32_t st = eval(SymbolicScalar(e.args[d]), idx[d]))
+      return st;
+  Ref r;
+  if (int32_t st = ref(id, r))
+    return st;
+  if (idx.size() != r.shape.size())
+    throw InternalError("<interpreter>", "at", "index count differs from the rank");
+  for (size_t d = 0; d < idx.size(); ++d) {
+    if (idx[d] < 0 || idx[d] >= r.shape[d])
+      return fail(kFailIndex, idx[d], r.shape[d]);
+    if (!r.offsets.empty()) { // a view: the element must also lie in the viewed tensor
+      const int64_t pos = r.offsets[d] + idx[d];
+      if (pos < 0 || pos >= r.root_shape[d])
+        return fail(kFailIndex, pos, r.root_shape[d]);
+    }
+  }
+  out = load_i(r.at(idx), r.dt);
   return PTO_OK;
 }
 
@@ -149,8 +201,8 @@ int32_t Run::exec(const std::vector<Op> &ops) {
   for (const auto &op : ops) {
     site_ = sites_.at(&op);
     // Compute ops get a timeline event (the runtime traces shmem calls itself).
-    const bool traced =
-        ir::op_info(op.kind).family != ir::OpFamily::Shmem && op.kind != OpKind::Loop;
+    const bool traced = ir::op_info(op.kind).family != ir::OpFamily::Shmem &&
+                        ir::op_info(op.kind).family != ir::OpFamily::Control;
     const int64_t t0 = traced ? pto_rt_trace_now(ctx_) : -1;
     if (int32_t st = exec_op(op))
       return st;
@@ -260,6 +312,7 @@ int32_t Run::exec_op(const Op &op) {
   case OpKind::ShmemClearSignal: return shmem_clear_signal(op);
   case OpKind::Nop: return PTO_OK;
   case OpKind::Loop: return loop(op);
+  case OpKind::Paths: return paths(op);
   default:
     throw InternalError(op.where, ir::op_info(op.kind).name,
                         "the interpreter has no case for this op (a ptojit bug)");
@@ -332,6 +385,10 @@ int32_t Run::loop(const Op &op) {
     return st;
   if (step <= 0)
     return PTO_OK;
+  const auto l = static_cast<size_t>(op.loop_id);
+  loop_start_.at(l) = start;
+  loop_stop_.at(l) = stop;
+  loop_step_.at(l) = step;
   const int32_t loop_site = site_;
   for (int64_t i = start; i < stop;) {
     loop_idx_.at(static_cast<size_t>(op.loop_id)) = i;
@@ -340,6 +397,21 @@ int32_t Run::loop(const Op &op) {
     site_ = loop_site;
     if (__builtin_add_overflow(i, step, &i))
       break;
+  }
+  return PTO_OK;
+}
+
+/// PyPTO path dispatch: every guard is evaluated at body entry, before any path runs (they are
+/// disjoint by construction); the first that holds runs.
+int32_t Run::paths(const Op &op) {
+  const int32_t paths_site = site_;
+  for (const auto &path : op.paths) {
+    int64_t g = 0;
+    site_ = paths_site;
+    if (int32_t st = eval(path.guard, g))
+      return st;
+    if (g != 0)
+      return exec(path.body);
   }
   return PTO_OK;
 }
@@ -384,11 +456,14 @@ public:
   }
 
 private:
-  /// Site numbers in site_table order: pre-order, loop bodies right after their loop op.
+  /// Site numbers in site_table order: pre-order, loop bodies right after their loop op, path
+  /// bodies right after their paths op.
   void number(const std::vector<ir::Op> &ops, int32_t &n) {
     for (const auto &op : ops) {
       site_[&op] = n++;
       number(op.body, n);
+      for (const auto &path : op.paths)
+        number(path.body, n);
     }
   }
 

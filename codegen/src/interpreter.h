@@ -15,6 +15,7 @@ namespace pto::codegen::interp {
 
 // pto_rt_fail kinds (abi.h).
 inline constexpr int32_t kFailDivZero = 1;
+inline constexpr int32_t kFailIndex = 2;
 inline constexpr int32_t kFailPe = 3;
 inline constexpr int32_t kFailOffset = 4;
 inline constexpr int32_t kFailViewBounds = 5;
@@ -106,6 +107,9 @@ private:
   int32_t matmul(const ir::Op &op);
   // interpreter.cpp
   int32_t loop(const ir::Op &op);
+  int32_t paths(const ir::Op &op);
+  /// The value of a SymKind::TensorElement symbol (bounds-checked: kind 2 when out of range).
+  int32_t read_element(const SymExpr &e, int64_t &out);
   int32_t library(const ir::Op &op);
 
   const ir::Program &p_;
@@ -115,6 +119,8 @@ private:
   const int64_t *dims_;
   std::vector<int64_t> dim_base_; ///< per param index: first entry in dims_
   std::vector<int64_t> loop_idx_;
+  /// Per loop id, the bounds evaluated when the loop last started (is_loop_begin/end).
+  std::vector<int64_t> loop_start_, loop_stop_, loop_step_;
   std::vector<std::vector<uint8_t>> local_; ///< per value id: local storage
   std::vector<std::vector<int64_t>> local_shape_;
   std::vector<char> allocated_;

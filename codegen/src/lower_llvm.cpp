@@ -41,7 +41,7 @@ using llvm::IRBuilder;
 using llvm::Type;
 using LV = llvm::Value;
 
-constexpr int kFailDivZero = 1, kFailPe = 3, kFailOffset = 4, kFailViewBounds = 5,
+constexpr int kFailDivZero = 1, kFailIndex = 2, kFailPe = 3, kFailOffset = 4, kFailViewBounds = 5,
               kFailSlotAlign = 6;
 
 bool is_unsigned(DataType dt) { return dt == DT_UINT8 || dt == DT_BOOL; }
@@ -95,6 +95,10 @@ private:
   FusionPlan plan_;
   std::map<const Op *, int> site_;
   std::map<int64_t, LV *> loop_index_;
+  struct LoopBounds {
+    LV *start = nullptr, *stop = nullptr, *step = nullptr; ///< as evaluated at loop entry
+  };
+  std::map<int64_t, LoopBounds> loop_bounds_;
   std::map<int64_t, LV *> my_pe_;
   std::map<ValueId, LV *> storage_; // materialized locals
   std::map<std::pair<int, ValueId>, LV *> scratch_;
@@ -105,6 +109,8 @@ private:
     for (auto &op : ops) {
       site_[&op] = static_cast<int>(site_.size());
       number_sites(op.body);
+      for (auto &path : op.paths)
+        number_sites(path.body);
     }
   }
 
@@ -169,6 +175,19 @@ private:
                                                                  static_cast<uint64_t>(off + e.b)));
       }
       case SymKind::MyPe: return my_pe_.at(e.a);
+      case SymKind::TensorElement: return read_element(e);
+      case SymKind::LoopBegin: {
+        const LoopBounds &lb = loop_bounds_.at(e.a);
+        return B.CreateZExt(B.CreateICmpEQ(loop_index_.at(e.a), lb.start), B.getInt64Ty());
+      }
+      case SymKind::LoopEnd: { // the next index reaches stop, or overflows
+        const LoopBounds &lb = loop_bounds_.at(e.a);
+        LV *next = B.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_with_overflow, loop_index_.at(e.a),
+                                           lb.step);
+        LV *last = B.CreateOr(B.CreateExtractValue(next, 1),
+                              B.CreateICmpSGE(B.CreateExtractValue(next, 0), lb.stop));
+        return B.CreateZExt(last, B.getInt64Ty());
+      }
       case SymKind::Named:
         throw InternalError("<codegen>", "lower_llvm",
                             "free symbol '" + e.name + "' cannot be compiled; rerun with PTO_DUMP=ir");
@@ -176,11 +195,52 @@ private:
       break;
     case SymExpr::Tag::Op: break;
     }
+    auto b01 = [&](LV *c) { return B.CreateZExt(c, B.getInt64Ty()); };
+    auto nz = [&](LV *v) { return B.CreateICmpNE(v, i64(0)); };
+    // `&`, `|` and ternary evaluate only the operands that decide the result when the others
+    // could fail (a tensor-element read, a division), as the interpreter does.
+    if ((e.op == SymOp::And || e.op == SymOp::Or) && may_fault(*e.args[1])) {
+      LV *l = nz(sym(SymbolicScalar(e.args[0])));
+      auto *from = B.GetInsertBlock();
+      auto *rhs = llvm::BasicBlock::Create(C, "sc.rhs", F);
+      auto *join = llvm::BasicBlock::Create(C, "sc.join", F);
+      if (e.op == SymOp::And)
+        B.CreateCondBr(l, rhs, join);
+      else
+        B.CreateCondBr(l, join, rhs);
+      B.SetInsertPoint(rhs);
+      LV *r = nz(sym(SymbolicScalar(e.args[1])));
+      auto *rhs_end = B.GetInsertBlock();
+      B.CreateBr(join);
+      B.SetInsertPoint(join);
+      auto *phi = B.CreatePHI(B.getInt1Ty(), 2);
+      phi->addIncoming(B.getInt1(e.op == SymOp::Or), from);
+      phi->addIncoming(r, rhs_end);
+      return b01(phi);
+    }
+    if (e.op == SymOp::Select && (may_fault(*e.args[1]) || may_fault(*e.args[2]))) {
+      LV *c = nz(sym(SymbolicScalar(e.args[0])));
+      auto *yes = llvm::BasicBlock::Create(C, "sel.t", F);
+      auto *no = llvm::BasicBlock::Create(C, "sel.f", F);
+      auto *join = llvm::BasicBlock::Create(C, "sel.join", F);
+      B.CreateCondBr(c, yes, no);
+      B.SetInsertPoint(yes);
+      LV *a = sym(SymbolicScalar(e.args[1]));
+      auto *yes_end = B.GetInsertBlock();
+      B.CreateBr(join);
+      B.SetInsertPoint(no);
+      LV *b = sym(SymbolicScalar(e.args[2]));
+      auto *no_end = B.GetInsertBlock();
+      B.CreateBr(join);
+      B.SetInsertPoint(join);
+      auto *phi = B.CreatePHI(B.getInt64Ty(), 2);
+      phi->addIncoming(a, yes_end);
+      phi->addIncoming(b, no_end);
+      return phi;
+    }
     std::vector<LV *> a;
     for (auto &x : e.args)
       a.push_back(sym(SymbolicScalar(x)));
-    auto b01 = [&](LV *c) { return B.CreateZExt(c, B.getInt64Ty()); };
-    auto nz = [&](LV *v) { return B.CreateICmpNE(v, i64(0)); };
     switch (e.op) {
     case SymOp::Add: return B.CreateAdd(a[0], a[1]);
     case SymOp::Sub: return B.CreateSub(a[0], a[1]);
@@ -210,6 +270,62 @@ private:
     case SymOp::Select: return B.CreateSelect(nz(a[0]), a[1], a[2]);
     }
     return i64(0);
+  }
+
+  /// True when evaluating `e` can fail at run time (a tensor-element read, a division by a
+  /// value not known now).
+  static bool may_fault(const SymExpr &e) {
+    if (e.tag == SymExpr::Tag::Symbol && e.sym == SymKind::TensorElement)
+      return true;
+    if (e.tag == SymExpr::Tag::Op && (e.op == SymOp::Div || e.op == SymOp::Mod) &&
+        e.args[1]->tag != SymExpr::Tag::Const)
+      return true;
+    for (auto &a : e.args)
+      if (may_fault(*a))
+        return true;
+    return false;
+  }
+
+  /// Tensor::at: the element of value `e.a` at indices `e.args`, widened to i64 (bool: 0/1).
+  /// Each index is checked against the value's dim (and, through a view, the viewed tensor's)
+  /// before the load: out of range fails the call (kind 2) at the current site.
+  LV *read_element(const SymExpr &e) {
+    const ir::Value &v = p_.value(static_cast<ValueId>(e.a));
+    const ir::Value &root = p_.root(v.id);
+    std::vector<LV *> pos;
+    for (size_t d = 0; d < e.args.size(); ++d) {
+      LV *i = sym(SymbolicScalar(e.args[d]));
+      LV *dim = sym(v.shape[d]);
+      fail_unless(B.CreateICmpULT(i, dim), kFailIndex, i, dim);
+      if (v.kind == ValueKind::View) {
+        LV *at = B.CreateAdd(sym(v.offsets[d]), i);
+        LV *root_dim = sym(root.shape[d]);
+        fail_unless(B.CreateICmpULT(at, root_dim), kFailIndex, at, root_dim);
+        i = at;
+      }
+      pos.push_back(i);
+    }
+    LV *base = nullptr;
+    if (root.kind == ValueKind::Param) {
+      base =
+          B.CreateLoad(B.getPtrTy(), B.CreateConstGEP1_64(B.getPtrTy(), args_,
+                                                          static_cast<uint64_t>(root.param_index)));
+    } else if (auto it = storage_.find(root.id); it != storage_.end()) {
+      base = it->second;
+    } else {
+      throw InternalError("<codegen>", "lower_llvm",
+                          "element read of %" + root.name +
+                              ", which has no storage; rerun with PTO_DUMP=ir");
+    }
+    std::vector<LV *> strides = strides_of(root.shape);
+    LV *lin = i64(0);
+    for (size_t d = 0; d < pos.size(); ++d)
+      lin = B.CreateAdd(lin, B.CreateMul(pos[d], strides[d]));
+    Type *st = storage_elem(v.dtype);
+    LV *x = B.CreateLoad(st, B.CreateGEP(st, base, lin));
+    if (v.dtype == DT_BOOL)
+      return B.CreateZExt(B.CreateICmpNE(x, llvm::ConstantInt::get(st, 0)), B.getInt64Ty());
+    return B.CreateIntCast(x, B.getInt64Ty(), !is_unsigned(v.dtype));
   }
 
   // ---- storage -------------------------------------------------------------------------------
@@ -376,17 +492,38 @@ private:
       }
       // Standalone compute ops (matmul, movement, axis reductions) get a timeline event; the
       // runtime traces shmem calls itself.
-      const bool traced = ir::op_info(op.kind).family != OpFamily::Shmem && op.kind != OpKind::Loop;
+      const bool traced = ir::op_info(op.kind).family != OpFamily::Shmem &&
+                          ir::op_info(op.kind).family != OpFamily::Control;
       LV *t0 = traced ? call_rt("pto_rt_trace_now", B.getInt64Ty(), {ctx_}) : nullptr;
       switch (op.kind) {
       case OpKind::Loop: {
         LV *start = sym(op.start), *stop = sym(op.stop), *step = sym(op.step);
         // A run-time step <= 0 runs no iteration (documented in control.h).
         stop = B.CreateSelect(B.CreateICmpSGT(step, i64(0)), stop, start);
+        loop_bounds_[op.loop_id] = LoopBounds{start, stop, step};
         for_loop(start, stop, step, [&](LV *i) {
           loop_index_[op.loop_id] = i;
           emit_region(op.body);
         }, "loop");
+        break;
+      }
+      case OpKind::Paths: {
+        // PyPTO path dispatch: guards are evaluated at body entry, before any path runs (they
+        // are disjoint by construction); the first that holds runs.
+        auto *done = llvm::BasicBlock::Create(C, "paths.end", F);
+        for (auto &path : op.paths) {
+          cur_site_ = site_.at(&op);
+          LV *g = sym(path.guard);
+          auto *run = llvm::BasicBlock::Create(C, "path", F);
+          auto *next = llvm::BasicBlock::Create(C, "path.next", F);
+          B.CreateCondBr(B.CreateICmpNE(g, i64(0)), run, next);
+          B.SetInsertPoint(run);
+          emit_region(path.body);
+          B.CreateBr(done);
+          B.SetInsertPoint(next);
+        }
+        B.CreateBr(done);
+        B.SetInsertPoint(done);
         break;
       }
       case OpKind::Sum:

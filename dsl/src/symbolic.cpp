@@ -129,6 +129,19 @@ SymbolicScalar SymbolicScalar::symbol(SymKind kind, int64_t a, int64_t b, std::s
   return SymbolicScalar(Ptr(e));
 }
 
+SymbolicScalar SymbolicScalar::tensor_element(int64_t value, uint64_t trace_id, std::string name,
+                                              const std::vector<SymbolicScalar> &indices) {
+  auto e = std::make_shared<SymExpr>();
+  e->tag = SymExpr::Tag::Symbol;
+  e->sym = SymKind::TensorElement;
+  e->a = value;
+  e->b = static_cast<int64_t>(trace_id);
+  e->name = std::move(name);
+  for (auto &i : indices)
+    e->args.push_back(i.ptr());
+  return SymbolicScalar(Ptr(e));
+}
+
 int64_t SymbolicScalar::concrete(std::source_location loc) const {
   if (!is_concrete())
     throw SymbolicError(loc, "concrete",
@@ -145,7 +158,14 @@ std::string SymbolicScalar::str() const {
   const SymExpr &e = *e_;
   switch (e.tag) {
   case SymExpr::Tag::Const: return std::to_string(e.value);
-  case SymExpr::Tag::Symbol: return e.name;
+  case SymExpr::Tag::Symbol:
+    if (e.sym == SymKind::TensorElement) {
+      std::string s = e.name + "[";
+      for (size_t i = 0; i < e.args.size(); ++i)
+        s += (i ? ", " : "") + SymbolicScalar(e.args[i]).str();
+      return s + "]";
+    }
+    return e.name;
   case SymExpr::Tag::Op: break;
   }
   auto arg = [&](size_t i) { return SymbolicScalar(e.args[i]).str(); };
@@ -168,7 +188,13 @@ bool SymbolicScalar::same_as(const SymbolicScalar &o) const {
   switch (a.tag) {
   case SymExpr::Tag::Const: return a.value == b.value;
   case SymExpr::Tag::Symbol:
-    return a.sym == b.sym && a.a == b.a && a.b == b.b && (a.sym != SymKind::Named || a.name == b.name);
+    if (a.sym != b.sym || a.a != b.a || a.b != b.b ||
+        (a.sym == SymKind::Named && a.name != b.name) || a.args.size() != b.args.size())
+      return false;
+    for (size_t i = 0; i < a.args.size(); ++i) // tensor-element indices
+      if (!SymbolicScalar(a.args[i]).same_as(SymbolicScalar(b.args[i])))
+        return false;
+    return true;
   case SymExpr::Tag::Op:
     if (a.op != b.op || a.args.size() != b.args.size())
       return false;
@@ -194,6 +220,8 @@ uint64_t SymbolicScalar::hash() const {
     h = mix(h, static_cast<uint64_t>(e.b));
     if (e.sym == SymKind::Named)
       h = mix(h, std::hash<std::string>{}(e.name));
+    for (auto &a : e.args)
+      h = mix(h, SymbolicScalar(a).hash());
     return h;
   case SymExpr::Tag::Op:
     h = mix(h, static_cast<uint64_t>(e.op));
@@ -343,6 +371,14 @@ int64_t evaluate(const SymbolicScalar &s, const SymbolEnv &env, const std::strin
     return evaluate(SymbolicScalar(e.args[0]), env, where) != 0
                ? evaluate(SymbolicScalar(e.args[1]), env, where)
                : evaluate(SymbolicScalar(e.args[2]), env, where);
+  // `&` and `|` short-circuit (as generated code does): a right operand that reads a tensor
+  // element or divides is only evaluated when it decides the result.
+  if (e.op == SymOp::And)
+    return evaluate(SymbolicScalar(e.args[0]), env, where) != 0 &&
+           evaluate(SymbolicScalar(e.args[1]), env, where) != 0;
+  if (e.op == SymOp::Or)
+    return evaluate(SymbolicScalar(e.args[0]), env, where) != 0 ||
+           evaluate(SymbolicScalar(e.args[1]), env, where) != 0;
   std::vector<int64_t> v;
   for (auto &a : e.args)
     v.push_back(evaluate(SymbolicScalar(a), env, where));
@@ -352,6 +388,20 @@ int64_t evaluate(const SymbolicScalar &s, const SymbolEnv &env, const std::strin
     throw RuntimeError(where, "SymbolicScalar",
                        "integer division by zero at run time in `" + s.str() + "`");
   return r;
+}
+
+void for_each_symbol(const SymbolicScalar &s, const std::function<void(const SymExpr &)> &fn) {
+  const SymExpr &e = s.expr();
+  if (e.tag == SymExpr::Tag::Symbol)
+    fn(e);
+  for (auto &a : e.args)
+    for_each_symbol(SymbolicScalar(a), fn);
+}
+
+bool mentions(const SymbolicScalar &s, SymKind kind) {
+  bool found = false;
+  for_each_symbol(s, [&](const SymExpr &e) { found = found || e.sym == kind; });
+  return found;
 }
 
 std::string str(const std::vector<SymbolicScalar> &dims) {

@@ -1,18 +1,59 @@
-// trace.cpp - The tracing recorder, Tensor accessors, tile-shape capture and traced loops.
+// trace.cpp - The tracing recorder, Tensor accessors (incl. element reads), tile-shape capture
+// and traced control flow (loops, path enumeration for cond, loop_unroll).
 #include "pto/control.h"
 #include "pto/ir/recorder.h"
 #include "pto/tile.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
+#include <functional>
 
 namespace pto::ir {
 namespace {
 thread_local Recorder *t_current = nullptr;
 std::atomic<uint64_t> g_next_trace{1};
+
+bool is_loop_symbol(SymKind k) {
+  return k == SymKind::LoopIndex || k == SymKind::LoopBegin || k == SymKind::LoopEnd;
+}
+
+/// True when an op of `ops` (or of their bodies) writes storage root `root`.
+bool writes_root(const Program &p, const std::vector<Op> &ops, ValueId root) {
+  for (const Op &op : ops) {
+    for (ValueId o : op.outputs)
+      if (p.root(o).id == root)
+        return true;
+    if (writes_root(p, op.body, root))
+      return true;
+    for (auto &path : op.paths)
+      if (writes_root(p, path.body, root))
+        return true;
+  }
+  return false;
+}
 } // namespace
+
+/// An open pto::loop: where its Loop op is, and the path enumeration of its body (control.h).
+struct LoopFrame {
+  int loop_id = -1;
+  std::source_location loc;
+  std::vector<Op> *parent_scope = nullptr; ///< holds the Loop op at `loop_pos`
+  size_t loop_pos = 0;
+  int parent_region = 0;
+  int pass_region = 0;         ///< the region of the pass being traced
+  size_t shmems_at_pass = 0;   ///< Program::shmems size when the pass began
+  std::vector<Op> pass_ops;    ///< the ops of the pass being traced
+  std::vector<bool> forced;    ///< outcomes of the first conds of this pass
+  std::vector<bool> decisions; ///< outcomes returned so far in this pass
+  std::vector<Op::Path> paths; ///< finished paths
+  /// This pass's conditions, and the last pass's.
+  std::vector<SymbolicScalar> conds, prev_conds;
+  std::source_location first_cond;
+  bool has_first_cond = false;
+};
 
 Recorder::Recorder(std::string kernel_name) {
   prog_.name = std::move(kernel_name);
@@ -54,7 +95,77 @@ void Recorder::emit(Op op) {
     for (ValueId root : used)
       flush_deferred(root);
   }
+  check_op(op);
   scopes_.back()->push_back(std::move(op));
+}
+
+void Recorder::check_symbols(const SymbolicScalar &s, const char *op,
+                             const std::source_location &loc) const {
+  if (s.is_concrete())
+    return;
+  for_each_symbol(s, [&](const SymExpr &e) {
+    if (e.sym == SymKind::TensorElement) {
+      if (static_cast<uint64_t>(e.b) != prog_.trace_id || e.a < 0 ||
+          static_cast<size_t>(e.a) >= prog_.values.size())
+        throw SymbolicError(loc, op,
+                            "element read `" + SymbolicScalar(std::make_shared<SymExpr>(e)).str() +
+                                "` belongs to another kernel's trace (kept from an earlier "
+                                "pto::jit call?); element reads cannot cross kernels or traces");
+      const Value &v = prog_.value(static_cast<ValueId>(e.a));
+      if (!region_within(regions_.back(), v.region))
+        throw SymbolicError(loc, op,
+                            "element read of tensor '" + v.name +
+                                "' is used outside the pto::loop body (or cond path) that "
+                                "created the tensor; read it inside that body");
+    } else if (is_loop_symbol(e.sym) && !loop_open(static_cast<int>(e.a))) {
+      throw SymbolicError(loc, op,
+                          "`" + e.name +
+                              "` belongs to a pto::loop whose body is not being traced here; "
+                              "use a loop's index only inside its body");
+    }
+  });
+}
+
+void Recorder::check_op(const Op &op) const {
+  const char *name = op_info(op.kind).name;
+  auto check = [&](const SymbolicScalar &s) { check_symbols(s, name, op.where); };
+  auto check_all = [&](const std::vector<SymbolicScalar> &v) {
+    for (auto &s : v)
+      check(s);
+  };
+  check(op.pe);
+  check(op.target_pe);
+  check(op.diagonal);
+  check(op.start);
+  check(op.stop);
+  check(op.step);
+  check_all(op.view_offsets);
+  check_all(op.view_valid);
+  if (op.slots)
+    check_all(op.slots->view_offsets);
+  auto check_value = [&](ValueId id) {
+    if (id < 0 || static_cast<size_t>(id) >= prog_.values.size())
+      return; // the verifier reports bad ids
+    const Value &v = prog_.value(id);
+    check_all(v.valid);
+    check_all(v.offsets);
+  };
+  for (ValueId id : op.inputs)
+    check_value(id);
+  for (ValueId id : op.outputs) {
+    check_value(id);
+    if (id < 0 || static_cast<size_t>(id) >= prog_.values.size())
+      continue;
+    // Storage is sized when the kernel starts: shapes cannot wait for run-time reads.
+    for (auto &d : prog_.value(id).shape)
+      if (mentions(d, SymKind::TensorElement) || mentions(d, SymKind::LoopBegin) ||
+          mentions(d, SymKind::LoopEnd))
+        throw ShapeError(op.where, name,
+                         "shape " + str(prog_.value(id).shape) +
+                             " depends on a tensor element or loop position, known only at run "
+                             "time; give a static shape and pass the run-time extent as "
+                             "valid_shape");
+  }
 }
 
 void Recorder::flush_deferred(ValueId root) {
@@ -87,11 +198,21 @@ ValueId Recorder::use(const Tensor &t, const char *op, const std::source_locatio
                          " belongs to another kernel's trace (kept from an earlier pto::jit "
                          "call?); tensors cannot cross kernels or traces");
   const Value &v = prog_.value(t.id());
-  if (!region_within(regions_.back(), v.region))
+  if (!region_within(regions_.back(), v.region)) {
+    // A tensor of another cond path of a loop still being traced: that path does not run in
+    // the same iteration.
+    for (int r = v.region; r >= 0; r = region_parent_[static_cast<size_t>(r)])
+      if (region_loop_[static_cast<size_t>(r)] >= 0 &&
+          loop_open(region_loop_[static_cast<size_t>(r)]))
+        throw ShapeError(loc, op,
+                         "tensor '" + v.name +
+                             "' was created on another path of this pto::loop body (pto::cond "
+                             "traces each path separately); create it before the cond");
     throw ShapeError(loc, op,
                      "tensor '" + v.name +
                          "' was created inside a pto::loop body and is used after the loop; "
                          "assemble it into a tensor created before the loop");
+  }
   if (deferred && !flushing_) {
     ValueId root = v.kind == ValueKind::View ? v.base : v.id;
     if (deferred->watches(root))
@@ -102,21 +223,167 @@ ValueId Recorder::use(const Tensor &t, const char *op, const std::source_locatio
 
 SymbolicScalar Recorder::open_loop(Op loop_op) {
   flush_deferred();
+  check_symbols(loop_op.start, "loop", loop_op.where);
+  check_symbols(loop_op.stop, "loop", loop_op.where);
+  check_symbols(loop_op.step, "loop", loop_op.where);
   loop_op.loop_id = prog_.n_loops++;
   SymbolicScalar index = SymbolicScalar::symbol(SymKind::LoopIndex, loop_op.loop_id, 0,
                                                 "i" + std::to_string(loop_op.loop_id));
+  auto f = std::make_unique<LoopFrame>();
+  f->loop_id = loop_op.loop_id;
+  f->loc = loop_op.where;
+  f->parent_scope = scopes_.back();
+  f->parent_region = regions_.back();
   scopes_.back()->push_back(std::move(loop_op));
-  scopes_.push_back(&scopes_.back()->back().body);
-  int region = static_cast<int>(region_parent_.size());
-  region_parent_.push_back(regions_.back());
-  regions_.push_back(region);
+  f->loop_pos = f->parent_scope->size() - 1;
+  scopes_.push_back(&f->pass_ops);
+  regions_.push_back(-1);
+  start_pass(*f);
+  frames_.push_back(std::move(f));
   return index;
 }
 
-void Recorder::close_loop() {
+void Recorder::start_pass(LoopFrame &f) {
+  // Each pass gets its own region, so a tensor of one path is not visible in another.
+  int region = static_cast<int>(region_parent_.size());
+  region_parent_.push_back(f.parent_region);
+  region_loop_.push_back(f.loop_id);
+  regions_.back() = region;
+  f.pass_region = region;
+  f.shmems_at_pass = prog_.shmems.size();
+  f.pass_ops.clear();
+  f.decisions.clear();
+  f.conds.clear();
+}
+
+bool Recorder::close_loop() {
   flush_deferred();
+  LoopFrame &f = *frames_.back();
+  if (f.decisions.size() < f.forced.size())
+    throw SymbolicError(f.loc, "cond",
+                        fmt::format("the loop body traced {} run-time conditions when re-run for "
+                                    "the next path, {} before; conditions must depend only on "
+                                    "traced values, not on host state that changes between passes",
+                                    f.decisions.size(), f.forced.size()));
+  if (!f.decisions.empty()) {
+    if (prog_.shmems.size() != f.shmems_at_pass)
+      throw DistributedError(f.loc, "loop",
+                             "a shmem tensor is created inside a pto::loop body with pto::cond "
+                             "paths: each path would get its own symmetric tensor, and PEs on "
+                             "different paths would not meet; create it before the loop");
+    SymbolicScalar guard;
+    for (size_t k = 0; k < f.conds.size(); ++k) {
+      SymbolicScalar lit = f.decisions[k] ? f.conds[k] : !f.conds[k];
+      guard = k == 0 ? lit : sym_apply(SymOp::And, {guard, lit});
+    }
+    f.paths.push_back(Op::Path{guard, std::move(f.pass_ops)});
+    // Depth-first: flip the last `true` outcome, drop the decisions after it.
+    size_t j = f.decisions.size();
+    while (j > 0 && !f.decisions[j - 1])
+      --j;
+    if (j > 0) {
+      if (f.paths.size() >= static_cast<size_t>(kMaxCondPaths))
+        throw SymbolicError(f.first_cond, "cond",
+                            fmt::format("the loop body has more than {} paths (every run-time "
+                                        "cond doubles them); merge conditions with & and |, or "
+                                        "split the body into several loops",
+                                        kMaxCondPaths));
+      f.forced.assign(f.decisions.begin(), f.decisions.begin() + static_cast<long>(j - 1));
+      f.forced.push_back(false);
+      f.prev_conds = f.conds;
+      start_pass(f);
+      return true;
+    }
+  }
+  Op &loop_op = (*f.parent_scope)[f.loop_pos];
+  if (f.paths.empty()) {
+    loop_op.body = std::move(f.pass_ops);
+  } else {
+    Op paths;
+    paths.kind = OpKind::Paths;
+    paths.where = f.first_cond;
+    paths.paths = std::move(f.paths);
+    loop_op.body.push_back(std::move(paths));
+  }
   scopes_.pop_back();
   regions_.pop_back();
+  frames_.pop_back();
+  return false;
+}
+
+void Recorder::abandon_loop(int loop_id) {
+  if (!loop_open(loop_id))
+    return;
+  while (!frames_.empty()) {
+    bool last = frames_.back()->loop_id == loop_id;
+    scopes_.pop_back();
+    regions_.pop_back();
+    frames_.pop_back();
+    if (last)
+      break;
+  }
+}
+
+bool Recorder::loop_open(int loop_id) const {
+  return std::any_of(frames_.begin(), frames_.end(),
+                     [&](const auto &f) { return f->loop_id == loop_id; });
+}
+
+void Recorder::check_cond_inputs(const LoopFrame &f, const SymbolicScalar &c,
+                                 const std::source_location &loc) const {
+  for_each_symbol(c, [&](const SymExpr &e) {
+    if (e.sym != SymKind::TensorElement)
+      return;
+    const Value &v = prog_.value(static_cast<ValueId>(e.a));
+    const Value &root = prog_.root(v.id);
+    const char *why = nullptr;
+    if (region_within(v.region, f.pass_region) || region_within(root.region, f.pass_region))
+      why = "' is computed in this loop body";
+    else if (writes_root(prog_, f.pass_ops, root.id))
+      why = "' is written by an op earlier in this loop body";
+    if (why)
+      throw SymbolicError(loc, "cond",
+                          "the condition reads tensor '" + root.name + why +
+                              ", but conditions are evaluated at body entry, before the body "
+                              "runs (as PyPTO); compute it before the loop");
+  });
+}
+
+bool Recorder::cond(const SymbolicScalar &c, const std::source_location &loc) {
+  check_symbols(c, "cond", loc);
+  if (frames_.empty())
+    throw SymbolicError(loc, "cond",
+                        "condition `" + c.str() +
+                            "` is only known at run time and needs an enclosing pto::loop "
+                            "(PyPTO wraps kernel code in an implicit loop(1)); wrap the code in "
+                            "`for (auto _ : pto::loop(1)) { ... }`");
+  // Pending work that writes a tensor the condition reads is traced first (and then caught
+  // as a write earlier in the body).
+  for_each_symbol(c, [&](const SymExpr &e) {
+    if (e.sym == SymKind::TensorElement)
+      flush_deferred(prog_.root(static_cast<ValueId>(e.a)).id);
+  });
+  LoopFrame &f = *frames_.back();
+  check_cond_inputs(f, c, loc);
+  size_t k = f.decisions.size();
+  bool outcome = true;
+  if (k < f.forced.size()) {
+    if (k >= f.prev_conds.size() || !f.prev_conds[k].same_as(c))
+      throw SymbolicError(loc, "cond",
+                          "the loop body traced condition `" + c.str() +
+                              "` when re-run for the next path, where it traced `" +
+                              (k < f.prev_conds.size() ? f.prev_conds[k].str() : "") +
+                              "` before; conditions must depend only on traced values, not on "
+                              "host state that changes between passes");
+    outcome = f.forced[k];
+  }
+  if (!f.has_first_cond) {
+    f.first_cond = loc;
+    f.has_first_cond = true;
+  }
+  f.decisions.push_back(outcome);
+  f.conds.push_back(c);
+  return outcome;
 }
 
 int Recorder::group_index(const std::string &group, int n_pes, const char *op,
@@ -232,12 +499,76 @@ std::vector<int64_t> get_vec_tile_shapes() {
   return r ? r->vec_tile.vec : std::vector<int64_t>{};
 }
 
+SymbolicScalar Tensor::at(const std::vector<SymbolicScalar> &indices,
+                          std::source_location loc) const {
+  const char *op = "at";
+  auto &r = Recorder::current(op, loc);
+  ir::ValueId id = r.use(*this, op, loc);
+  const ir::Value &v = r.program().value(id);
+  if (v.kind == ir::ValueKind::Token)
+    throw DTypeError(loc, op, "tensor '" + v.name + "' is a dependency token; it has no elements");
+  if (v.shmem >= 0)
+    throw DTypeError(loc, op,
+                     "tensor '" + v.name +
+                         "' is shmem data; read it with pto::distributed::shmem_get first");
+  if (!is_supported(v.dtype) || (!is_int(v.dtype) && v.dtype != DT_BOOL))
+    throw DTypeError(loc, op,
+                     "reads int8, int16, int32, int64, uint8 and bool elements, got " +
+                         pto::name(v.dtype) + " (tensor '" + v.name +
+                         "'); cast it to an integer dtype first (pto::cast truncates)");
+  if (indices.size() != v.shape.size())
+    throw ShapeError(loc, op,
+                     fmt::format("tensor '{}' has rank {}, got {} indices", v.name, v.shape.size(),
+                                 indices.size()));
+  std::vector<SymbolicScalar> idx = indices;
+  for (size_t d = 0; d < idx.size(); ++d) {
+    r.check_symbols(idx[d], op, loc);
+    if (!idx[d].is_concrete())
+      continue;
+    int64_t i = idx[d].concrete();
+    const SymbolicScalar &dim = v.shape[d];
+    if (i < 0 && dim.is_concrete()) // a negative index counts from the end, as PyPTO
+      i += dim.concrete();
+    if (i < 0 || (dim.is_concrete() && i >= dim.concrete()))
+      throw ShapeError(loc, op,
+                       fmt::format("index {} is out of range [0, {}) in dim {} of tensor '{}'",
+                                   idx[d].concrete(), dim.str(), d, v.name));
+    idx[d] = i;
+  }
+  return SymbolicScalar::tensor_element(id, r.program().trace_id, v.name, idx);
+}
+
+namespace {
+constexpr const char *kLeftEarly =
+    "the loop body was left early (break or return); a pto::loop body is traced, not run per "
+    "iteration: use pto::cond for run-time decisions";
+} // namespace
+
 LoopRange::LoopRange(SymbolicScalar start, SymbolicScalar stop, SymbolicScalar step,
-                     std::string name, std::source_location loc)
+                     LoopOptions opts, std::source_location loc)
     : start_(std::move(start)), stop_(std::move(stop)), step_(std::move(step)),
-      name_(std::move(name)), loc_(loc) {
+      opts_(std::move(opts)), loc_(loc), uncaught_(std::uncaught_exceptions()) {
   if (step_.is_concrete() && step_.concrete() <= 0)
     throw SymbolicError(loc, "loop", fmt::format("step must be > 0, got {}", step_.concrete()));
+  for (int64_t k : opts_.unroll_list)
+    if (k <= 0)
+      throw ArgumentError(loc, "loop", fmt::format("unroll_list factors must be > 0, got {}", k));
+}
+
+LoopRange::~LoopRange() noexcept(false) {
+  // Throwing here is how a `break`/`return` out of the traced body is reported; never while an
+  // exception is already unwinding the body.
+  if (abandon() && std::uncaught_exceptions() <= uncaught_)
+    throw SymbolicError(loc_, "loop", kLeftEarly);
+}
+
+bool LoopRange::abandon() {
+  if (!open_)
+    return false;
+  open_ = false;
+  if (auto *r = Recorder::current_or_null())
+    r->abandon_loop(loop_id_);
+  return true;
 }
 
 LoopRange::iterator LoopRange::begin() {
@@ -249,6 +580,7 @@ LoopRange::iterator LoopRange::begin() {
   op.stop = stop_;
   op.step = step_;
   index_ = r.open_loop(std::move(op));
+  loop_id_ = static_cast<int>(index_.expr().a);
   open_ = true;
   iterator it;
   it.range_ = this;
@@ -263,22 +595,132 @@ LoopRange::iterator &LoopRange::iterator::operator++() {
 bool LoopRange::iterator::operator!=(const iterator &) const {
   if (!done_)
     return true;
-  if (range_->open_) {
-    Recorder::current("loop", range_->loc_).close_loop();
-    range_->open_ = false;
+  if (!range_->open_)
+    return false;
+  if (Recorder::current("loop", range_->loc_).close_loop()) {
+    done_ = false; // the same index again, for the next cond path
+    return true;
+  }
+  range_->open_ = false;
+  return false;
+}
+
+LoopRange loop(SymbolicScalar stop, LoopOptions opts, std::source_location loc) {
+  return LoopRange(0, std::move(stop), 1, std::move(opts), loc);
+}
+LoopRange loop(SymbolicScalar start, SymbolicScalar stop, LoopOptions opts,
+               std::source_location loc) {
+  return LoopRange(std::move(start), std::move(stop), 1, std::move(opts), loc);
+}
+LoopRange loop(SymbolicScalar start, SymbolicScalar stop, SymbolicScalar step, LoopOptions opts,
+               std::source_location loc) {
+  return LoopRange(std::move(start), std::move(stop), std::move(step), std::move(opts), loc);
+}
+
+LoopUnrollRange::LoopUnrollRange(SymbolicScalar start, SymbolicScalar stop, SymbolicScalar step,
+                                 std::vector<int64_t> factors, std::source_location loc)
+    : start_(std::move(start)), stop_(std::move(stop)), step_(std::move(step)), cur_(start_),
+      loc_(loc), uncaught_(std::uncaught_exceptions()) {
+  if (step_.is_concrete() && step_.concrete() <= 0)
+    throw SymbolicError(loc, "loop_unroll",
+                        fmt::format("step must be > 0, got {}", step_.concrete()));
+  for (int64_t k : factors)
+    if (k <= 0)
+      throw ArgumentError(loc, "loop_unroll", fmt::format("unroll factors must be > 0, got {}", k));
+  // As PyPTO: de-duplicated, descending, 1 always present.
+  factors.push_back(1);
+  std::sort(factors.begin(), factors.end(), std::greater<>());
+  factors.erase(std::unique(factors.begin(), factors.end()), factors.end());
+  factors_ = std::move(factors);
+}
+
+LoopUnrollRange::~LoopUnrollRange() noexcept(false) {
+  if (sub_ && sub_->abandon() && std::uncaught_exceptions() <= uncaught_)
+    throw SymbolicError(loc_, "loop_unroll", kLeftEarly);
+}
+
+bool LoopUnrollRange::open_next() {
+  while (next_factor_ < factors_.size()) {
+    int64_t k = factors_[next_factor_++];
+    SymbolicScalar step = step_ * k;
+    // The last loop (k = 1) runs to `stop` itself, as pto::loop does.
+    SymbolicScalar end = k == 1 ? stop_ : stop_ - (stop_ - cur_) % SymDivisor(step, loc_);
+    SymbolicScalar from = cur_;
+    cur_ = end;
+    if (from.is_concrete() && end.is_concrete() && from.concrete() >= end.concrete())
+      continue; // no iteration: nothing to trace
+    sub_ = std::make_unique<LoopRange>(from, end, step, LoopOptions{}, loc_);
+    sub_it_ = sub_->begin();
+    return true;
   }
   return false;
 }
 
-LoopRange loop(SymbolicScalar stop, std::source_location loc) {
-  return LoopRange(0, std::move(stop), 1, "", loc);
+LoopUnrollRange::iterator LoopUnrollRange::begin() {
+  iterator it;
+  it.range_ = this;
+  it.done_ = !open_next();
+  return it;
 }
-LoopRange loop(SymbolicScalar start, SymbolicScalar stop, std::source_location loc) {
-  return LoopRange(std::move(start), std::move(stop), 1, "", loc);
+
+UnrollStep LoopUnrollRange::iterator::operator*() const {
+  return UnrollStep{*range_->sub_it_, range_->factors_[range_->next_factor_ - 1]};
 }
-LoopRange loop(SymbolicScalar start, SymbolicScalar stop, SymbolicScalar step,
-               std::source_location loc) {
-  return LoopRange(std::move(start), std::move(stop), std::move(step), "", loc);
+LoopUnrollRange::iterator &LoopUnrollRange::iterator::operator++() {
+  ++range_->sub_it_;
+  return *this;
+}
+bool LoopUnrollRange::iterator::operator!=(const iterator &) const {
+  if (done_)
+    return false;
+  if (range_->sub_it_ != range_->sub_->end() || range_->open_next())
+    return true;
+  done_ = true;
+  return false;
+}
+
+LoopUnrollRange loop_unroll(SymbolicScalar stop, std::vector<int64_t> factors,
+                            std::source_location loc) {
+  return LoopUnrollRange(0, std::move(stop), 1, std::move(factors), loc);
+}
+LoopUnrollRange loop_unroll(SymbolicScalar start, SymbolicScalar stop, std::vector<int64_t> factors,
+                            std::source_location loc) {
+  return LoopUnrollRange(std::move(start), std::move(stop), 1, std::move(factors), loc);
+}
+LoopUnrollRange loop_unroll(SymbolicScalar start, SymbolicScalar stop, SymbolicScalar step,
+                            std::vector<int64_t> factors, std::source_location loc) {
+  return LoopUnrollRange(std::move(start), std::move(stop), std::move(step), std::move(factors),
+                         loc);
+}
+
+bool cond(const SymbolicScalar &s, std::source_location loc) {
+  if (s.is_concrete())
+    return s.concrete() != 0;
+  return Recorder::current("cond", loc).cond(s, loc);
+}
+
+namespace {
+SymbolicScalar loop_position(const SymbolicScalar &i, SymKind kind, const char *op,
+                             const std::source_location &loc) {
+  const SymExpr &e = i.expr();
+  if (e.tag != SymExpr::Tag::Symbol || e.sym != SymKind::LoopIndex)
+    throw ArgumentError(loc, op,
+                        "not loop index: `" + i.str() +
+                            "` is not the index a pto::loop yields; pass the loop variable itself");
+  auto &r = Recorder::current(op, loc);
+  if (!r.loop_open(static_cast<int>(e.a)))
+    throw ArgumentError(loc, op,
+                        "not loop index: `" + e.name +
+                            "` is the index of a pto::loop whose body is not being traced here");
+  return SymbolicScalar::symbol(kind, e.a, 0, fmt::format("{}({})", op, e.name));
+}
+} // namespace
+
+SymbolicScalar is_loop_begin(const SymbolicScalar &i, std::source_location loc) {
+  return loop_position(i, SymKind::LoopBegin, "is_loop_begin", loc);
+}
+SymbolicScalar is_loop_end(const SymbolicScalar &i, std::source_location loc) {
+  return loop_position(i, SymKind::LoopEnd, "is_loop_end", loc);
 }
 
 } // namespace pto

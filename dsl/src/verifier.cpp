@@ -68,6 +68,10 @@ void verify_op(const Program &p, const Op &op) {
       fail(op, "a library op needs at least one output");
     break;
   case OpFamily::Control:
+    if (op.kind == OpKind::Loop && (!op.paths.empty() || op.loop_id < 0))
+      fail(op, "a loop has paths or no loop id");
+    if (op.kind == OpKind::Paths && (op.paths.empty() || !op.body.empty()))
+      fail(op, "a paths op needs paths and no body");
     for (auto &b : op.body)
       verify_op(p, b);
     for (auto &path : op.paths)

@@ -1,5 +1,6 @@
 // symbolic.h - pto::SymbolicScalar: an int64 expression over constants and run-time symbols
-// (loop indices, dynamic input dims, PE numbers), as PyPTO `SymbolicScalar` (reference §4).
+// (loop indices, dynamic input dims, PE numbers, tensor elements), as PyPTO `SymbolicScalar`
+// (reference §4).
 // Folds when concrete; otherwise generated code evaluates it at run time.
 #pragma once
 
@@ -30,6 +31,12 @@ enum class SymKind : uint8_t {
   InputDim,  ///< dim `b` of kernel tensor parameter `a`
   MyPe,      ///< this PE's number in group `a`, as PyPTO `my_symbolic_pe`
   Named,     ///< a free symbol, only meaningful to the interpreter's environment
+  /// One element of value `a` (a value id of the program traced with trace id `b`) at the indices
+  /// `args` (one per dim), read where the expression is evaluated, as PyPTO `GetTensorData`
+  /// (Tensor::at). Integer and bool elements only, widened to int64 (bool: 0/1).
+  TensorElement,
+  LoopBegin, ///< 1 on the first iteration of loop `a`, else 0 (PyPTO `is_loop_begin`)
+  LoopEnd,   ///< 1 on the last iteration of loop `a`, else 0 (PyPTO `is_loop_end`)
 };
 
 /// One node of a symbolic expression tree. Immutable and shared.
@@ -40,7 +47,8 @@ struct SymExpr {
   int64_t a = 0, b = 0;    ///< Tag::Symbol: kind-specific ids (see SymKind)
   std::string name;        ///< Tag::Symbol: printed name (`i0`, `N`, `pe`)
   SymOp op = SymOp::Add;   ///< Tag::Op
-  std::vector<std::shared_ptr<const SymExpr>> args; ///< Tag::Op operands
+  /// Tag::Op operands; for a SymKind::TensorElement symbol, its indices.
+  std::vector<std::shared_ptr<const SymExpr>> args;
 };
 
 class SymbolicScalar;
@@ -63,6 +71,10 @@ public:
 
   /// A run-time symbol of the given kind (used by loops, jit parameters and my_symbolic_pe).
   static SymbolicScalar symbol(SymKind kind, int64_t a, int64_t b, std::string name);
+  /// A SymKind::TensorElement symbol: element `indices` of value `value` (named `name`) of the
+  /// trace `trace_id`, printed `name[i, j]`. Built by Tensor::at, which checks its operands.
+  static SymbolicScalar tensor_element(int64_t value, uint64_t trace_id, std::string name,
+                                       const std::vector<SymbolicScalar> &indices);
 
   /// As PyPTO: a constant.
   bool is_immediate() const { return e_->tag == SymExpr::Tag::Const; }
@@ -142,7 +154,9 @@ SymbolicScalar ternary(const SymbolicScalar &c, const SymbolicScalar &a, const S
 /// Binds symbols to values when evaluating on the host (interpreter, tests).
 using SymbolEnv = std::function<int64_t(const SymExpr &symbol)>;
 /// Evaluates `s` with C semantics. Throws RuntimeError on division or modulo by zero, naming
-/// `where` (a "file:line" string) and the expression.
+/// `where` (a "file:line" string) and the expression. `&`, `|` and `ternary` evaluate only the
+/// operands that decide the result (as C's `&&`, `||` and `?:`, and as generated code does), so
+/// `(i < n) & (x.at({i}) == 1)` never reads x out of range.
 int64_t evaluate(const SymbolicScalar &s, const SymbolEnv &env, const std::string &where = "");
 
 /// Folds `op` over concrete operands with C semantics; sets `*div_zero` (and returns 0) for a
@@ -151,5 +165,10 @@ int64_t sym_fold(SymOp op, const std::vector<int64_t> &operands, bool *div_zero)
 
 /// `[a, b, c]` with each dim printed by SymbolicScalar::str.
 std::string str(const std::vector<SymbolicScalar> &dims);
+
+/// Calls `fn` on every symbol node of `s` (including those inside tensor-element indices).
+void for_each_symbol(const SymbolicScalar &s, const std::function<void(const SymExpr &)> &fn);
+/// True when `s` mentions a symbol of kind `kind`.
+bool mentions(const SymbolicScalar &s, SymKind kind);
 
 } // namespace pto

@@ -37,6 +37,22 @@ public:
   /// The trace this tensor belongs to (unique per trace in the process).
   uint64_t trace_id() const { return trace_; }
 
+  /// One element, `t.at({i, j})`, as a run-time SymbolicScalar, as PyPTO `GetTensorData`
+  /// (`t[i, j]`): usable wherever a SymbolicScalar is (loop bounds, view offsets and valid
+  /// shapes, shmem PE arguments, pto::cond), but not in tensor shapes (ShapeError when an op's
+  /// output shape depends on it). One index per dim; indices may be symbolic; a concrete negative
+  /// index counts from the end of a static dim, as PyPTO. Dtypes: int8, int16, int32, int64,
+  /// uint8 (widened to int64) and bool (0/1); float elements are a DTypeError (cast first). The
+  /// tensor is a kernel parameter or a local (or a view of one); shmem data and tokens are a
+  /// DTypeError. The read happens where the scalar is evaluated, in program order: by the op
+  /// that uses it (a loop's bounds when the loop starts, a cond at its body's entry), so it sees
+  /// the element as written by the ops traced before that use. Do not use it in an op that
+  /// writes the same tensor. Errors: ShapeError for a wrong index count or a concrete index out
+  /// of range; at run time an index outside [0, dim) (for a view, also outside the viewed
+  /// tensor) fails the call with RuntimeError naming the op's site, before any memory is read.
+  SymbolicScalar at(const std::vector<SymbolicScalar> &indices,
+                    std::source_location loc = std::source_location::current()) const;
+
 private:
   const ir::Program *prog_ = nullptr;
   ir::ValueId id_ = ir::kNoValue;

@@ -44,7 +44,8 @@ std::shared_ptr<const Executable> compile_jit(const ir::Program &p, const Compil
 /// The reference interpreter over `p`: scalar C++ semantics, the same runtime calls.
 std::shared_ptr<const Executable> make_interpreter(const ir::Program &p);
 
-/// The site table of `p`: one entry per op in pre-order (loop bodies after their loop op).
+/// The site table of `p`: one entry per op in pre-order (loop bodies after their loop op, the
+/// bodies of a paths op after it, path by path).
 std::vector<std::string> site_table(const ir::Program &p);
 
 } // namespace pto::codegen

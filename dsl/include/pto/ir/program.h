@@ -162,7 +162,9 @@ enum class OpKind : uint8_t {
   BesselI0e,    ///< exp(-|x|) I0(x), elementwise; inputs (x); outputs (y); no attributes
   BesselI1e,    ///< exp(-|x|) I1(x), elementwise; inputs (x); outputs (y); no attributes
   // Structured control flow.
-  Paths, ///< PyPTO path enumeration: runs the first of `paths` whose guard is non-zero
+  Paths, ///< PyPTO path enumeration (pto::cond): a loop body's only op; the guards (disjoint
+         ///< conjunctions of cond outcomes) are evaluated at body entry, before any path runs,
+         ///< and the first of `paths` whose guard is non-zero runs
   Loop, ///< for (idx = start; idx < stop; idx += step) body — traced once, not unrolled
 };
 

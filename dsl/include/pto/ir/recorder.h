@@ -15,6 +15,7 @@
 namespace pto::ir {
 
 class Recorder;
+struct LoopFrame;
 
 /// Work traced later than the call that asks for it: allreduce fusion (collectives.cpp) records
 /// fusable allreduce calls and traces each group of them as one packed exchange. The owner
@@ -51,7 +52,9 @@ public:
   /// Adds a value (its id and region are set here) and returns its id.
   ValueId add_value(Value v);
   Tensor tensor(ValueId id) const { return Tensor(&prog_, id); }
-  /// Appends an op to the innermost open loop body (or the kernel body).
+  /// Appends an op to the innermost open loop body (or the kernel body). Checks the run-time
+  /// symbols of its attributes and operands (check_symbols), and that its outputs' shapes do not
+  /// depend on tensor elements or loop positions (ShapeError).
   void emit(Op op);
   /// Checks that `t` belongs to this trace and is visible here; returns its id. When `t`'s
   /// storage is watched by `deferred`, that work is traced before the next op is emitted.
@@ -66,9 +69,24 @@ public:
   /// into the scope it was recorded in).
   const std::vector<Op> *current_scope() const { return scopes_.back(); }
 
-  /// Loops: open appends a Loop op and makes its body current; close returns to the parent.
+  /// Checks that every symbol of `s` can be evaluated here: tensor elements of this trace whose
+  /// tensor is visible, indices and positions of open loops. SymbolicError naming `op` otherwise.
+  void check_symbols(const SymbolicScalar &s, const char *op,
+                     const std::source_location &loc) const;
+
+  /// Loops (control.h): open_loop appends a Loop op to the current scope and starts the first
+  /// pass over its body; it returns the index symbol. close_loop ends a pass: true when the body
+  /// must be traced again (the next cond path), false when the loop is closed (its body is the
+  /// pass's ops, or one Paths op when the body called cond on run-time values).
   SymbolicScalar open_loop(Op loop_op);
-  void close_loop();
+  bool close_loop();
+  /// Closes loop `loop_id` and the loops opened inside it, unfinished (after an exception or a
+  /// body left early).
+  void abandon_loop(int loop_id);
+  /// True while the body of loop `loop_id` is being traced.
+  bool loop_open(int loop_id) const;
+  /// pto::cond on a run-time condition: the outcome of the path being traced (see control.h).
+  bool cond(const SymbolicScalar &c, const std::source_location &loc);
   int current_region() const { return regions_.back(); }
 
   TileShape vec_tile;
@@ -83,10 +101,17 @@ public:
                   const std::source_location &loc);
 
 private:
+  void start_pass(LoopFrame &f);
+  void check_op(const Op &op) const;
+  void check_cond_inputs(const LoopFrame &f, const SymbolicScalar &c,
+                         const std::source_location &loc) const;
+
   Program prog_;
   std::vector<std::vector<Op> *> scopes_;
   std::vector<int> regions_{0};
   std::vector<int> region_parent_{-1};
+  std::vector<int> region_loop_{-1}; ///< per region: the loop whose body pass it is, or -1
+  std::vector<std::unique_ptr<LoopFrame>> frames_; ///< open loops, outermost first
   Recorder *prev_ = nullptr;
   /// Watched roots used since the last flush (use() is const: it only notes them).
   mutable std::vector<ValueId> deferred_used_;
