@@ -34,6 +34,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -872,9 +873,19 @@ uint64_t seed_of(const std::string &name) {
   return h;
 }
 
+/// The sweep measures generated code; without the JIT (PTO_TEST_INTERPRET_ONLY=1) it skips.
+bool jit_available() {
+  const auto modes = support::run_modes();
+  return std::find(modes.begin(), modes.end(), pto::RunMode::Jit) != modes.end();
+}
+
 } // namespace
 
 TEST_CASE("ulp sweep: unary float ops against a higher-precision reference") {
+  if (!jit_available()) {
+    MESSAGE("skipped: the JIT is off (PTO_TEST_INTERPRET_ONLY=1)");
+    return;
+  }
   for (const auto &c : unary_cases())
     for (const Format &f : kFormats) {
       const std::string name = std::string(c.name) + " " + pto::short_name(f.dt);
@@ -883,6 +894,10 @@ TEST_CASE("ulp sweep: unary float ops against a higher-precision reference") {
 }
 
 TEST_CASE("ulp sweep: binary float ops against a higher-precision reference") {
+  if (!jit_available()) {
+    MESSAGE("skipped: the JIT is off (PTO_TEST_INTERPRET_ONLY=1)");
+    return;
+  }
   for (const auto &c : binary_cases())
     for (const Format &f : kFormats) {
       const std::string name = std::string(c.name) + " " + pto::short_name(f.dt);
