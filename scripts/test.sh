@@ -12,6 +12,7 @@ scripts/check_collectives.sh
 for pes in 2 4 8; do
   for dt in fp32 bf16 int32; do
     build/samples/allreduce_add_allreduce --pes "$pes" --dtype "$dt" --check
+    build/samples/moe_dispatch_combine --pes "$pes" --dtype "$dt" --check
   done
   for dt in fp32 bf16; do
     build/samples/multi_comm_groups --pes "$pes" --dtype "$dt" --check
@@ -23,3 +24,5 @@ for dt in fp32 fp16 bf16; do
   build/samples/allreduce_softmax --pes 8 --dtype "$dt" --check
   build/samples/allreduce_softmax --pes 8 --dtype "$dt" --check --interpret
 done
+build/samples/moe_dispatch_combine --pes 4 --dtype bf16 --check --interpret
+build/samples/moe_dispatch_combine --pes 2 --tokens 64 --hidden 100 --experts 6 --topk 3 --check

@@ -261,6 +261,15 @@ SymbolicScalar my_symbolic_pe(const std::string &group, SrcLoc loc) {
   for (size_t i = 0; i < groups.size(); ++i)
     if (groups[i].name == group)
       return SymbolicScalar::symbol(SymKind::MyPe, static_cast<int64_t>(i), 0, "pe");
+  // A group no shmem tensor uses yet: "world" and World::create_group's groups are known while
+  // tracing under pto::jit, so register it here (group_index checks the name).
+  int size = group == ir::kWorldGroup ? r.world_n_pes : 0;
+  if (auto it = r.known_groups.find(group); it != r.known_groups.end())
+    size = it->second;
+  if (size > 0) {
+    int g = r.group_index(group, size, "my_symbolic_pe", loc);
+    return SymbolicScalar::symbol(SymKind::MyPe, static_cast<int64_t>(g), 0, "pe");
+  }
   throw DistributedError(loc, "my_symbolic_pe",
                          "unknown group '" + group + "'; create a shmem tensor in it first");
 }

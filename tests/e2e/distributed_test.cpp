@@ -216,3 +216,35 @@ TEST_CASE("deadlock message, as a user sees it") {
     CHECK(std::string(e.what()).find("after 100 ms") != std::string::npos);
   }
 }
+
+TEST_CASE("my_symbolic_pe works before any shmem tensor of the group exists") {
+  const int n = 3;
+  for (auto mode : support::run_modes()) {
+    CAPTURE(support::mode_name(mode));
+    auto k = pto::jit(
+        "pe_first",
+        [](pto::Tensor x, pto::Tensor y) {
+          pto::set_vec_tile_shapes(1, 4);
+          auto me = dist::my_symbolic_pe("world"); // no shmem tensor yet
+          pto::assemble(pto::view(x, {1, 4}, {me, 0}), {0, 0}, y);
+        },
+        support::opts(mode));
+    auto xs = tensors(n, pto::DT_INT32, {n, 4}), ys = tensors(n, pto::DT_INT32, {1, 4});
+    for (int p = 0; p < n; ++p)
+      for (int64_t i = 0; i < n * 4; ++i)
+        xs[size_t(p)].set(i, static_cast<double>(100 * p + i));
+    pto::runtime::World world(n);
+    world.run([&](int pe) { k(xs[size_t(pe)], ys[size_t(pe)]); });
+    for (int p = 0; p < n; ++p)
+      for (int64_t c = 0; c < 4; ++c)
+        REQUIRE(ys[size_t(p)].get(c) == 100 * p + 4 * p + c);
+  }
+  // A group nobody created is still an error at the user's line.
+  auto bad = pto::jit("pe_unknown", [](pto::Tensor x, pto::Tensor y) {
+    pto::set_vec_tile_shapes(1, 4);
+    pto::assemble(pto::view(x, {1, 4}, {dist::my_symbolic_pe("nope"), 0}), {0, 0}, y);
+  });
+  pto::HostTensor x(pto::DT_INT32, {2, 4}), y(pto::DT_INT32, {1, 4});
+  pto::runtime::World world(2);
+  CHECK_THROWS_AS(world.run([&](int) { bad(x, y); }), pto::DistributedError);
+}
