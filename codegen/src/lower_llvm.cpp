@@ -1093,29 +1093,57 @@ private:
             llvm::ArrayType::get(i64t, kXMaxRank), llvm::ArrayType::get(i64t, kXMaxRank)});
     std::vector<ValueId> ids = op.inputs;
     ids.insert(ids.end(), op.outputs.begin(), op.outputs.end());
-    LV *arr = entry_alloca(llvm::ArrayType::get(xt, ids.size()), "xt");
+    // The descriptors are mostly compile-time constants: copy them from a constant global and
+    // store only the run-time fields (base pointers, symbolic extents). Field-by-field stores of
+    // every entry cost the SLP vectorizer a third of the compile time of library-heavy kernels.
+    auto *arr_t = llvm::ArrayType::get(xt, ids.size());
+    auto *dims_t = llvm::ArrayType::get(i64t, kXMaxRank);
+    LV *arr = entry_alloca(arr_t, "xt");
+    struct Patch {
+      LV *value;
+      unsigned k, field, d;
+    };
+    std::vector<Patch> patches;
+    std::vector<llvm::Constant *> descs;
+    auto as_const = [&](LV *v, unsigned k, unsigned f, unsigned d) -> llvm::Constant * {
+      if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(v))
+        return c;
+      patches.push_back({v, k, f, d});
+      return B.getInt64(0);
+    };
     for (size_t k = 0; k < ids.size(); ++k) {
       const ir::Value &v = p_.value(ids[k]);
       if (v.shape.size() > static_cast<size_t>(kXMaxRank))
         throw InternalError(op.where, ir::op_info(op.kind).name, "rank above kXMaxRank");
       Addr a = addr(ids[k]);
-      LV *t = B.CreateConstGEP2_32(llvm::ArrayType::get(xt, ids.size()), arr, 0,
-                                   static_cast<unsigned>(k));
-      B.CreateStore(a.base, B.CreateStructGEP(xt, t, 0));
-      B.CreateStore(i64(static_cast<int64_t>(v.dtype)), B.CreateStructGEP(xt, t, 1));
-      B.CreateStore(i64(static_cast<int64_t>(v.shape.size())), B.CreateStructGEP(xt, t, 2));
+      const auto ku = static_cast<unsigned>(k);
+      patches.push_back({a.base, ku, 0, 0});
+      std::vector<llvm::Constant *> shape(kXMaxRank, B.getInt64(0)), valid = shape,
+                                           strides = shape;
       for (size_t d = 0; d < v.shape.size(); ++d) {
-        LV *s = sym(v.shape[d]), *val = sym(v.valid[d]);
-        LV *c = B.CreateSelect(B.CreateICmpSLT(val, s), val, s);
+        const auto du = static_cast<unsigned>(d);
+        LV *sz = sym(v.shape[d]), *val = sym(v.valid[d]);
+        LV *c = B.CreateSelect(B.CreateICmpSLT(val, sz), val, sz);
         c = B.CreateSelect(B.CreateICmpSLT(c, i64(0)), i64(0), c);
-        auto field = [&](unsigned f) {
-          return B.CreateConstGEP2_32(llvm::ArrayType::get(i64t, kXMaxRank),
-                                      B.CreateStructGEP(xt, t, f), 0, static_cast<unsigned>(d));
-        };
-        B.CreateStore(s, field(3));
-        B.CreateStore(c, field(4));
-        B.CreateStore(a.strides[d], field(5));
+        shape[d] = as_const(sz, ku, 3, du);
+        valid[d] = as_const(c, ku, 4, du);
+        strides[d] = as_const(a.strides[d], ku, 5, du);
       }
+      descs.push_back(llvm::ConstantStruct::get(
+          xt, {llvm::ConstantPointerNull::get(B.getPtrTy()), B.getInt64(static_cast<uint64_t>(v.dtype)),
+               B.getInt64(v.shape.size()), llvm::ConstantArray::get(dims_t, shape),
+               llvm::ConstantArray::get(dims_t, valid), llvm::ConstantArray::get(dims_t, strides)}));
+    }
+    auto *init = new llvm::GlobalVariable(M, arr_t, true, llvm::GlobalValue::PrivateLinkage,
+                                          llvm::ConstantArray::get(arr_t, descs), "xop.desc");
+    B.CreateMemCpy(arr, llvm::MaybeAlign(8), init, llvm::MaybeAlign(8),
+                   M.getDataLayout().getTypeAllocSize(arr_t));
+    for (const auto &pt : patches) {
+      LV *t = B.CreateConstGEP2_32(arr_t, arr, 0, pt.k);
+      LV *field = B.CreateStructGEP(xt, t, pt.field);
+      if (pt.field >= 3)
+        field = B.CreateConstGEP2_32(dims_t, field, 0, pt.d);
+      B.CreateStore(pt.value, field);
     }
     auto const_array = [&](llvm::Type *et, std::vector<llvm::Constant *> elems) -> LV * {
       if (elems.empty())
