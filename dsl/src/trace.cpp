@@ -67,8 +67,9 @@ Recorder::~Recorder() { t_current = prev_; }
 
 Recorder &Recorder::current(const char *op, const std::source_location &loc) {
   if (!t_current)
-    throw Error(loc, op,
-                "no kernel is being traced; call pto ops inside a function passed to pto::jit");
+    throw ArgumentError(loc, op,
+                        "no kernel is being traced; call pto ops inside a function passed to "
+                        "pto::jit");
   return *t_current;
 }
 

@@ -112,9 +112,11 @@ public:
       : fn_(std::move(fn)),
         core_(std::make_shared<detail::KernelCore>(std::move(name), std::move(opts), loc)) {}
 
-  /// Runs the kernel. Throws ArgumentError for arguments that do not match the traced signature
-  /// (dtype, rank, a fixed dim), any pto::Error the trace raises, RuntimeError/DistributedError/
-  /// DeadlockError raised while running, CompileError if LLVM fails.
+  /// Runs the kernel. Arguments whose dtype or rank differ from an earlier call are traced again
+  /// (a new specialization, as PyPTO's cache key); ArgumentError only for arguments that
+  /// contradict a declared JitOptions spec (its dtype or a fixed dim). Also throws any pto::Error
+  /// the trace raises, RuntimeError/DistributedError/DeadlockError raised while running, and
+  /// CompileError if LLVM fails.
   template <class... Args> void operator()(detail::FirstTensor first, Args &&...rest) {
     call(first.loc, first.tensor, rest...);
   }
