@@ -161,11 +161,14 @@ int64_t int_max(DataType dt) {
 // ---------------------------------------------------------------------------------------------
 // Scalar op semantics.
 
+// IEEE 754 maximum / minimum, as lower_elementwise.cpp fp_max_min: NaN propagates, -0 < +0.
 template <class C> C nan_max(C a, C b) {
   if (std::isnan(a))
     return a;
   if (std::isnan(b))
     return b;
+  if (a == b)
+    return std::signbit(a) ? b : a;
   return a > b ? a : b;
 }
 template <class C> C nan_min(C a, C b) {
@@ -173,7 +176,27 @@ template <class C> C nan_min(C a, C b) {
     return a;
   if (std::isnan(b))
     return b;
+  if (a == b)
+    return std::signbit(a) ? a : b;
   return a < b ? a : b;
+}
+
+/// 1 / (1 + e^-x), as e^x / (1 + e^x) for x < 0 (as lower_elementwise.cpp sigmoid).
+template <class C> C sigmoid_f(C x) {
+  const C e = std::exp(-std::fabs(x));
+  return (x < C(0) ? e : C(1)) / (C(1) + e);
+}
+
+/// x/2 erfc(-x / sqrt 2) with the tail correction of lower_elementwise.cpp gelu.
+template <class C> C gelu_f(C x) {
+  constexpr bool dbl = sizeof(C) == 8;
+  const C c_hi = dbl ? C(-0x1.6a09e667f3bcdp-1) : C(-0x1.6a09e6p-1f);
+  const C c_lo = dbl ? C(0x1.bdd3413b26456p-55) : C(-0x1.9fcef4p-27f);
+  const C z = x * c_hi;
+  const C d = std::fma(x, c_lo, std::fma(x, c_hi, -z));
+  const C g = C(2) * z + C(1) / (z + C(0.9));
+  const C corr = z > C(0) && z < C(64) ? std::fma(-g, d, C(1)) : C(1);
+  return C(0.5) * x * std::erfc(z) * corr;
 }
 
 /// A floating unary op in compute type C (float for fp16/bf16/fp32, double for DT_DOUBLE).
@@ -209,14 +232,14 @@ template <class C> C unary_f(const Op &op, C x) {
   case OpKind::Erf: return std::erf(x);
   case OpKind::Erfc: return std::erfc(x);
   case OpKind::Cbrt: return std::cbrt(x);
-  case OpKind::Sigmoid: return C(1) / (C(1) + std::exp(-x));
+  case OpKind::Sigmoid: return sigmoid_f(x);
   case OpKind::Softplus: return x > C(20) ? x : std::log1p(std::exp(x));
   case OpKind::Softsign: return x / (C(1) + std::fabs(x));
   case OpKind::Elu: return x > C(0) ? x : attr * std::expm1(x);
-  case OpKind::Gelu: return C(0.5) * x * std::erfc(x * C(-0.70710678118654752440));
+  case OpKind::Gelu: return gelu_f(x);
   case OpKind::GeluTanh: {
     C u = C(0.79788456080286535588) * (x + C(0.044715) * x * x * x);
-    return x / (C(1) + std::exp(C(-2) * u));
+    return x * sigmoid_f(C(2) * u);
   }
   case OpKind::Lrelu: return x >= C(0) ? x : x * attr;
   case OpKind::Relu: return nan_max(x, C(0));

@@ -5,6 +5,7 @@
 #include "pto/error.h"
 
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
 
 #include <cmath>
 #include <string>
@@ -33,6 +34,193 @@ LV *intrinsic1(VecMath &vm, llvm::Intrinsic::ID id, LV *x) {
   return vm.B.CreateUnaryIntrinsic(id, x);
 }
 
+constexpr double kLn2 = 0.69314718055994530942;
+
+LV *fma(VecMath &vm, LV *a, LV *b, LV *c) {
+  return vm.B.CreateIntrinsic(llvm::Intrinsic::fma, {a->getType()}, {a, b, c});
+}
+bool is_double(LV *v) { return v->getType()->getScalarType()->isDoubleTy(); }
+LV *is_inf(VecMath &vm, LV *x) {
+  return vm.B.CreateFCmpOEQ(intrinsic1(vm, llvm::Intrinsic::fabs, x), cf(x, INFINITY));
+}
+
+/// `base`, with the lanes where `rare` holds replaced by `fix()`. The fix is emitted behind a
+/// branch taken only when some lane needs it, so the common path pays one or-reduce.
+LV *patch_rare_lanes(VecMath &vm, LV *rare, LV *base, const std::function<LV *()> &fix,
+                     const char *name) {
+  auto &B = vm.B;
+  auto &C = B.getContext();
+  llvm::Function *F = B.GetInsertBlock()->getParent();
+  auto *pre = B.GetInsertBlock();
+  auto *slow = llvm::BasicBlock::Create(C, std::string(name) + ".rare", F);
+  auto *join = llvm::BasicBlock::Create(C, std::string(name) + ".join", F);
+  B.CreateCondBr(B.CreateOrReduce(rare), slow, join,
+                 llvm::MDBuilder(C).createBranchWeights(1, 1000));
+  B.SetInsertPoint(slow);
+  LV *fixed = B.CreateSelect(rare, fix(), base);
+  auto *slow_end = B.GetInsertBlock();
+  B.CreateBr(join);
+  B.SetInsertPoint(join);
+  auto *phi = B.CreatePHI(base->getType(), 2);
+  phi->addIncoming(base, pre);
+  phi->addIncoming(fixed, slow_end);
+  return phi;
+}
+
+/// `base`, with the lanes where `rare` holds replaced by `scalar(lane values of args)`, one
+/// lane at a time in a loop behind a branch taken only when some lane needs it. For results
+/// the vector library gets wrong on rare inputs, recomputed by libm (frem, llvm.pow).
+LV *scalar_rare_lanes(VecMath &vm, LV *rare, LV *base, const std::vector<LV *> &args,
+                      const std::function<LV *(const std::vector<LV *> &)> &scalar,
+                      const char *name) {
+  auto &B = vm.B;
+  auto &C = B.getContext();
+  return patch_rare_lanes(
+      vm, rare, base,
+      [&] {
+        llvm::Function *F = B.GetInsertBlock()->getParent();
+        auto *pre = B.GetInsertBlock();
+        auto *head = llvm::BasicBlock::Create(C, std::string(name) + ".lane", F);
+        auto *call = llvm::BasicBlock::Create(C, std::string(name) + ".call", F);
+        auto *latch = llvm::BasicBlock::Create(C, std::string(name) + ".next", F);
+        auto *exit = llvm::BasicBlock::Create(C, std::string(name) + ".done", F);
+        const auto n = llvm::cast<llvm::FixedVectorType>(base->getType())->getNumElements();
+        B.CreateBr(head);
+        B.SetInsertPoint(head);
+        auto *i = B.CreatePHI(B.getInt32Ty(), 2);
+        auto *acc = B.CreatePHI(base->getType(), 2);
+        i->addIncoming(B.getInt32(0), pre);
+        acc->addIncoming(base, pre);
+        B.CreateCondBr(B.CreateExtractElement(rare, i), call, latch);
+        B.SetInsertPoint(call);
+        std::vector<LV *> lane;
+        for (LV *a : args)
+          lane.push_back(B.CreateExtractElement(a, i));
+        LV *with = B.CreateInsertElement(acc, scalar(lane), i);
+        B.CreateBr(latch);
+        B.SetInsertPoint(latch);
+        auto *next_acc = B.CreatePHI(base->getType(), 2);
+        next_acc->addIncoming(acc, head);
+        next_acc->addIncoming(with, call);
+        LV *next_i = B.CreateAdd(i, B.getInt32(1));
+        i->addIncoming(next_i, latch);
+        acc->addIncoming(next_acc, latch);
+        B.CreateCondBr(B.CreateICmpULT(next_i, B.getInt32(n)), head, exit);
+        B.SetInsertPoint(exit);
+        return static_cast<LV *>(next_acc);
+      },
+      name);
+}
+
+/// IEEE 754 maximum / minimum: NaN propagates (a's first, quieted), -0 < +0. On the integer
+/// bits, not llvm.maximum: for fp16 (fpext'ed half) InstCombine narrows llvm.maximum to half,
+/// which LLVM 19 scalarizes on AVX2 and gets wrong for (+0, NaN).
+LV *fp_max_min(VecMath &vm, LV *a, LV *b, bool is_max) {
+  auto &B = vm.B;
+  const unsigned bits = a->getType()->getScalarSizeInBits();
+  llvm::Type *it = like(a, B.getIntNTy(bits));
+  LV *ai = B.CreateBitCast(a, it), *bi = B.CreateBitCast(b, it);
+  // Flipping the magnitude bits of negatives orders the patterns like the values (signed).
+  auto key = [&](LV *v) {
+    return B.CreateXor(v, B.CreateLShr(B.CreateAShr(v, ci(v, bits - 1)), ci(v, 1)));
+  };
+  LV *a_wins =
+      is_max ? B.CreateICmpSGT(key(ai), key(bi)) : B.CreateICmpSLT(key(ai), key(bi));
+  LV *r = B.CreateSelect(a_wins, ai, bi);
+  LV *abs_mask = llvm::ConstantInt::get(it, llvm::APInt::getSignedMaxValue(bits));
+  LV *inf_bits = B.CreateBitCast(cf(a, INFINITY), it);
+  LV *quiet = llvm::ConstantInt::get(it, llvm::APInt::getOneBitSet(bits, bits == 64 ? 51 : 22));
+  auto is_nan = [&](LV *v) { return B.CreateICmpUGT(B.CreateAnd(v, abs_mask), inf_bits); };
+  r = B.CreateSelect(is_nan(bi), B.CreateOr(bi, quiet), r);
+  r = B.CreateSelect(is_nan(ai), B.CreateOr(ai, quiet), r);
+  return B.CreateBitCast(r, a->getType());
+}
+
+/// C fmod, exact. Sleef_fmod is exact but NaN where |a / b| overflows the dtype (or b is
+/// subnormal and |a| large); those lanes (finite a, nonzero b, NaN result) go to libm's fmod.
+LV *exact_fmod(VecMath &vm, LV *a, LV *b) {
+  auto &B = vm.B;
+  LV *r = sleef_call(vm, "fmod", "", {a, b});
+  LV *bad = B.CreateAnd(B.CreateFCmpUNO(r, r),
+                        B.CreateAnd(B.CreateFCmpOLT(intrinsic1(vm, llvm::Intrinsic::fabs, a),
+                                                    cf(a, INFINITY)),
+                                    B.CreateFCmpONE(b, cf(b, 0))));
+  return scalar_rare_lanes(
+      vm, bad, r, {a, b}, [&](const std::vector<LV *> &s) { return B.CreateFRem(s[0], s[1]); },
+      "fmod");
+}
+
+/// e^x. Sleef_expd*_u10 returns inf above 709.78271115 though e^x is finite up to ln DBL_MAX =
+/// 709.78271289; there e^x = e^x0 (1 + expm1(t)), t = x - x0 exact for x0 = 709.78125, e^x0
+/// in two doubles, expm1 by its Taylor series to t^5 (t < 0.0015: the t^6 term is below 2^-63).
+/// Past ln DBL_MAX the final add overflows to inf as it should.
+LV *exp_full_range(VecMath &vm, LV *x) {
+  auto &B = vm.B;
+  LV *r = sleef_call(vm, "exp", "u10", {x});
+  if (!is_double(x))
+    return r;
+  constexpr double kX0 = 709.78125;
+  LV *big = B.CreateFCmpOGT(x, cf(x, kX0));
+  return patch_rare_lanes(
+      vm, big, r,
+      [&] {
+        LV *t = B.CreateFSub(x, cf(x, kX0));
+        LV *p = cf(x, 1.0 / 120);
+        for (double c : {1.0 / 24, 1.0 / 6, 0.5, 1.0})
+          p = fma(vm, p, t, cf(x, c));
+        LV *m = B.CreateFMul(p, t);
+        LV *hi = cf(x, 0x1.ff40655482d39p+1023), *lo = cf(x, 0x1.c3d018ea0ae29p+968);
+        return B.CreateFAdd(hi, fma(vm, hi, m, lo));
+      },
+      "exp");
+}
+
+/// e^|x| / 2, where e^-|x| is negligible (|x| > 88 fp32, > 709 fp64): sinh and cosh there.
+/// fp32 in double (one rounding); fp64 as e^(|x| - L1) (1 - L2), ln 2 = L1 + L2 with L1 a
+/// multiple of 2^-43, so |x| - L1 is exact for |x| < 1024.
+LV *half_exp_abs(VecMath &vm, LV *x) {
+  auto &B = vm.B;
+  LV *ax = intrinsic1(vm, llvm::Intrinsic::fabs, x);
+  if (!is_double(x)) {
+    LV *d = B.CreateFPExt(ax, like(x, B.getDoubleTy()));
+    LV *e = sleef_call(vm, "exp", "u10", {B.CreateFSub(d, cf(d, kLn2))});
+    return B.CreateFPTrunc(e, x->getType());
+  }
+  LV *e = exp_full_range(vm, B.CreateFSub(ax, cf(x, 0x1.62e42fefa38p-1)));
+  LV *r = fma(vm, e, cf(x, -0x1.ef35793c7673p-45), e);
+  return B.CreateSelect(is_inf(vm, e), e, r); // inf * -L2 + inf would be NaN
+}
+
+/// 1 / (1 + e^-x), as e^x / (1 + e^x) for x < 0 so that e^-x never overflows (the result
+/// stays accurate down to the subnormals). Mirrors interpreter_compute.cpp sigmoid_f.
+LV *sigmoid(VecMath &vm, LV *x) {
+  auto &B = vm.B;
+  LV *e = sleef_call(vm, "exp", "u10", {B.CreateFNeg(intrinsic1(vm, llvm::Intrinsic::fabs, x))});
+  LV *num = B.CreateSelect(B.CreateFCmpOLT(x, cf(x, 0)), e, cf(x, 1));
+  return B.CreateFDiv(num, B.CreateFAdd(cf(x, 1), e));
+}
+
+/// x/2 erfc(z), z = -x / sqrt 2. For x < 0 the rounding error d of z is amplified by the
+/// tail's slope, erfc(z + d) ~ erfc(z) (1 - g d) with g = -erfc'(z) / erfc(z) ~ 2z + 1/z; d is
+/// recovered by fma (with the constant's own error), and g approximated as
+/// 2z + 1 / (z + 0.9) (within 7% for z >= 0, enough for a correction of a few ULP). Mirrors
+/// interpreter_compute.cpp gelu_f.
+LV *gelu(VecMath &vm, LV *x) {
+  auto &B = vm.B;
+  const bool dbl = is_double(x);
+  LV *c_hi = cf(x, dbl ? -0x1.6a09e667f3bcdp-1 : static_cast<double>(-0x1.6a09e6p-1f));
+  LV *c_lo = cf(x, dbl ? 0x1.bdd3413b26456p-55 : static_cast<double>(-0x1.9fcef4p-27f));
+  LV *z = B.CreateFMul(x, c_hi);
+  LV *d = fma(vm, x, c_lo, fma(vm, x, c_hi, B.CreateFNeg(z)));
+  LV *g = B.CreateFAdd(B.CreateFMul(cf(x, 2), z),
+                       B.CreateFDiv(cf(x, 1), B.CreateFAdd(z, cf(x, 0.9))));
+  // Only where erfc(z) > 0 and g is finite (z < 64; erfc underflows from z = 27).
+  LV *tail = B.CreateAnd(B.CreateFCmpOGT(z, cf(x, 0)), B.CreateFCmpOLT(z, cf(x, 64)));
+  LV *corr = B.CreateSelect(tail, fma(vm, B.CreateFNeg(g), d, cf(x, 1)), cf(x, 1));
+  LV *t = sleef_call(vm, "erfc", "u15", {z});
+  return B.CreateFMul(B.CreateFMul(B.CreateFMul(cf(x, 0.5), x), t), corr);
+}
+
 /// The integer divisor with masked-off lanes set to 1, after failing on any live zero.
 LV *checked_divisor(VecMath &vm, LV *b, LV *mask) {
   auto &B = vm.B;
@@ -47,7 +235,7 @@ LV *checked_divisor(VecMath &vm, LV *b, LV *mask) {
 LV *floor_div_fp(VecMath &vm, LV *a, LV *b) {
   auto &B = vm.B;
   LV *zero = cf(a, 0);
-  LV *mod = sleef_call(vm, "fmod", "", {a, b});
+  LV *mod = exact_fmod(vm, a, b);
   LV *div = B.CreateFDiv(B.CreateFSub(a, mod), b);
   LV *adj = B.CreateAnd(B.CreateFCmpUNE(mod, zero),
                         B.CreateXor(B.CreateFCmpOLT(b, zero), B.CreateFCmpOLT(mod, zero)));
@@ -176,6 +364,8 @@ LV *lower_unary_ext(VecMath &vm, const ir::Op &op, LV *x, DataType in_dt) {
   const double attr = op.scalar ? op.scalar->f : 0.0;
   if (fp) {
     switch (op.kind) {
+    case OpKind::Exp:
+      return exp_full_range(vm, x);
     case OpKind::Exp2:
       return s10("exp2");
     case OpKind::Expm1:
@@ -184,8 +374,12 @@ LV *lower_unary_ext(VecMath &vm, const ir::Op &op, LV *x, DataType in_dt) {
       return s10("log2");
     case OpKind::Log10:
       return s10("log10");
-    case OpKind::Log1p:
-      return s10("log1p");
+    case OpKind::Log1p: {
+      // Sleef_log1p is inf above 1e38 (fp32) / 1e307 (fp64); above 1e18, log1p(x) = log(x) to
+      // far below one ULP (they differ by ~1/x).
+      LV *big = B.CreateFCmpOGT(x, cf(x, 1e18));
+      return patch_rare_lanes(vm, big, s10("log1p"), [&] { return s10("log"); }, "log1p");
+    }
     case OpKind::Sin:
       return s10("sin");
     case OpKind::Cos:
@@ -199,9 +393,19 @@ LV *lower_unary_ext(VecMath &vm, const ir::Op &op, LV *x, DataType in_dt) {
     case OpKind::Atan:
       return s10("atan");
     case OpKind::Sinh:
-      return s10("sinh");
-    case OpKind::Cosh:
-      return s10("cosh");
+    case OpKind::Cosh: {
+      // SLEEF's sinh/cosh overflow where e^|x| does (|x| = 88.72 fp32, 709.78 fp64), though the
+      // results are finite up to 89.4 / 710.5; past |x| = 88 / 709 they are +-e^|x| / 2.
+      const bool sinh = op.kind == OpKind::Sinh;
+      LV *big = B.CreateFCmpOGT(intrinsic1(vm, I::fabs, x), cf(x, is_double(x) ? 709 : 88));
+      return patch_rare_lanes(
+          vm, big, s10(sinh ? "sinh" : "cosh"),
+          [&] {
+            LV *h = half_exp_abs(vm, x);
+            return sinh ? B.CreateBinaryIntrinsic(I::copysign, h, x) : h;
+          },
+          sinh ? "sinh" : "cosh");
+    }
     case OpKind::Tanh:
       return s10("tanh");
     case OpKind::Asinh:
@@ -223,10 +427,8 @@ LV *lower_unary_ext(VecMath &vm, const ir::Op &op, LV *x, DataType in_dt) {
       return sleef_call(vm, "erfc", "u15", {x});
     case OpKind::Cbrt:
       return s10("cbrt");
-    case OpKind::Sigmoid: {
-      LV *e = sleef_call(vm, "exp", "u10", {B.CreateFNeg(x)});
-      return B.CreateFDiv(cf(x, 1), B.CreateFAdd(cf(x, 1), e));
-    }
+    case OpKind::Sigmoid:
+      return sigmoid(vm, x);
     case OpKind::Softplus: {
       LV *sp = sleef_call(vm, "log1p", "u10", {s10("exp")});
       return B.CreateSelect(B.CreateFCmpOGT(x, cf(x, 20)), x, sp);
@@ -235,15 +437,12 @@ LV *lower_unary_ext(VecMath &vm, const ir::Op &op, LV *x, DataType in_dt) {
       return B.CreateFDiv(x, B.CreateFAdd(cf(x, 1), intrinsic1(vm, I::fabs, x)));
     case OpKind::Elu:
       return B.CreateSelect(B.CreateFCmpOGT(x, zero), x, B.CreateFMul(cf(x, attr), s10("expm1")));
-    case OpKind::Gelu: {
-      LV *t = sleef_call(vm, "erfc", "u15", {B.CreateFMul(x, cf(x, -0.70710678118654752440))});
-      return B.CreateFMul(B.CreateFMul(cf(x, 0.5), x), t);
-    }
+    case OpKind::Gelu:
+      return gelu(vm, x);
     case OpKind::GeluTanh: {
       LV *cube = B.CreateFMul(B.CreateFMul(B.CreateFMul(cf(x, 0.044715), x), x), x);
       LV *u = B.CreateFMul(cf(x, 0.79788456080286535588), B.CreateFAdd(x, cube));
-      LV *e = sleef_call(vm, "exp", "u10", {B.CreateFMul(cf(x, -2), u)});
-      return B.CreateFDiv(x, B.CreateFAdd(cf(x, 1), e));
+      return B.CreateFMul(x, sigmoid(vm, B.CreateFMul(cf(x, 2), u)));
     }
     case OpKind::Lrelu:
       return B.CreateSelect(B.CreateFCmpOGE(x, zero), x, B.CreateFMul(x, cf(x, attr)));
@@ -351,8 +550,27 @@ LV *lower_binary_ext(VecMath &vm, const ir::Op &op, LV *a, LV *b, DataType dt, L
   }
   if (fp) {
     switch (k) {
-    case OpKind::Pow:
-      return sleef_call(vm, "pow", "u10", {a, b});
+    case OpKind::Maximum:
+    case OpKind::Minimum:
+      return fp_max_min(vm, a, b, k == OpKind::Maximum);
+    case OpKind::Pow: {
+      LV *r = sleef_call(vm, "pow", "u10", {a, b});
+      if (!is_double(a))
+        return r;
+      // Sleef_powd*_u10 is +-inf where |a^b| lies in (e^709.78271115, DBL_MAX] (its exp's
+      // overflow threshold): lanes with an infinite result from finite nonzero operands go to
+      // libm's pow (true overflows too, which are as rare).
+      LV *fin_a = B.CreateFCmpOLT(intrinsic1(vm, llvm::Intrinsic::fabs, a), cf(a, INFINITY));
+      LV *fin_b = B.CreateFCmpOLT(intrinsic1(vm, llvm::Intrinsic::fabs, b), cf(b, INFINITY));
+      LV *bad = B.CreateAnd(B.CreateAnd(is_inf(vm, r), B.CreateFCmpONE(a, cf(a, 0))),
+                            B.CreateAnd(fin_a, fin_b));
+      return scalar_rare_lanes(
+          vm, bad, r, {a, b},
+          [&](const std::vector<LV *> &s) {
+            return B.CreateBinaryIntrinsic(llvm::Intrinsic::pow, s[0], s[1]);
+          },
+          "pow");
+    }
     case OpKind::Hypot:
       return sleef_call(vm, "hypot", "u05", {a, b});
     case OpKind::Atan2:
@@ -360,10 +578,10 @@ LV *lower_binary_ext(VecMath &vm, const ir::Op &op, LV *a, LV *b, DataType dt, L
     case OpKind::Copysign:
       return B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, a, b);
     case OpKind::Fmod:
-      return sleef_call(vm, "fmod", "", {a, b});
+      return exact_fmod(vm, a, b);
     case OpKind::Remainder: {
       LV *zero = cf(a, 0);
-      LV *mod = sleef_call(vm, "fmod", "", {a, b});
+      LV *mod = exact_fmod(vm, a, b);
       LV *adj = B.CreateAnd(B.CreateFCmpUNE(mod, zero),
                             B.CreateXor(B.CreateFCmpOLT(b, zero), B.CreateFCmpOLT(mod, zero)));
       return B.CreateSelect(adj, B.CreateFAdd(mod, b), mod);

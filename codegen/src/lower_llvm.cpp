@@ -639,7 +639,6 @@ private:
     case OpKind::Abs:
       return fp ? B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x)
                 : B.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, B.getFalse());
-    case OpKind::Exp: return sleef("exp", x);
     case OpKind::Log: return sleef("log", x);
     case OpKind::Sqrt: return B.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
     case OpKind::Rsqrt:
@@ -717,11 +716,13 @@ private:
       return B.CreateSelect(m1, B.CreateNeg(a), B.CreateSDiv(a, safe));
     }
     case OpKind::Maximum:
-      return fp ? B.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, b)
-                : B.CreateBinaryIntrinsic(is_unsigned(dt) ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, a, b);
+      if (fp)
+        break; // lower_binary_ext, which avoids llvm.maximum (see fp_max_min)
+      return B.CreateBinaryIntrinsic(is_unsigned(dt) ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, a, b);
     case OpKind::Minimum:
-      return fp ? B.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a, b)
-                : B.CreateBinaryIntrinsic(is_unsigned(dt) ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, a, b);
+      if (fp)
+        break;
+      return B.CreateBinaryIntrinsic(is_unsigned(dt) ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, a, b);
     default: break;
     }
     VecMath vm = vec_math();

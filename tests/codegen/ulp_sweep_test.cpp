@@ -812,20 +812,9 @@ struct KnownExcess {
   const char *cause;
 };
 const std::vector<KnownExcess> kKnownExcesses = {
-    {"exp", pto::DT_DOUBLE,
-     "Sleef_expd4_u10 returns inf for x in (709.78271115, ln DBL_MAX = 709.78271289]"},
-    {"log1p", pto::DT_FP32, "Sleef_log1pf8_u10 returns inf for x > 1e38"},
-    {"log1p", pto::DT_DOUBLE, "Sleef_log1pd4_u10 returns inf for x > 1e307"},
     {"erf", pto::DT_FP32, "Sleef_erff8_u10 is 1.02 ULP off near x = 3.6e-38"},
     {"hypot", pto::DT_FP32, "Sleef_hypotf8_u05 is up to 0.9 ULP off near FLT_MIN"},
     {"hypot", pto::DT_DOUBLE, "Sleef_hypotd4_u05 is up to 0.85 ULP off near DBL_MIN"},
-    {"pow", pto::DT_DOUBLE, "Sleef_powd4_u10(+-DBL_MAX, 1) is +-inf"},
-    {"fmod", pto::DT_FP32, "Sleef_fmodf8 is NaN when |a / b| > FLT_MAX"},
-    {"fmod", pto::DT_DOUBLE, "Sleef_fmodd4 is NaN when |a / b| > DBL_MAX"},
-    {"mod", pto::DT_FP32, "pto::mod is pto::fmod: NaN when |a / b| > FLT_MAX"},
-    {"mod", pto::DT_DOUBLE, "pto::mod is pto::fmod: NaN when |a / b| > DBL_MAX"},
-    {"maximum", pto::DT_FP16, "maximum(+0, NaN) and maximum(NaN, +0) give +0 for fp16"},
-    {"minimum", pto::DT_FP16, "minimum(-0, NaN) and minimum(NaN, -0) give -0 for fp16"},
 };
 
 void check(const char *op, const Format &f, const Measured &m, bool binary) {
