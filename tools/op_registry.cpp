@@ -53,6 +53,7 @@ constexpr std::string_view kDistT = "tests/e2e/distributed_test.cpp";
 constexpr std::string_view kPipeT = "tests/e2e/pipelining_test.cpp";
 constexpr std::string_view kRegressT = "tests/e2e/regressions_test.cpp";
 constexpr std::string_view kCollT = "tests/e2e/collectives_test.cpp";
+constexpr std::string_view kShmemT = "tests/e2e/shmem_primitives_test.cpp";
 constexpr std::string_view kGoldenT = "tests/e2e/golden_st_test.cpp";
 constexpr std::string_view kReuseS = "samples/allreduce_add_allreduce.cpp";
 
@@ -551,29 +552,30 @@ std::vector<OpRow> make_rows() {
       {"pto::distributed::shmem_get", kDistH, K::Distributed, "shmem_get", "", kShmemTypes,
        tested_in(kDistT, kPipeT), kNone, "converts to any dtype (C++ targetDtype)"},
       {"pto::distributed::shmem_get_with_token", kDistH, K::Distributed, "shmem_get", "",
-       kShmemTypes, tested_in(), kNone, "the get's token and data (C++'s two results)"},
+       kShmemTypes, tested_in(kShmemT), kNone, "the get's token and data (C++'s two results)"},
       {"pto::distributed::shmem_signal", kDistH, K::Distributed, "shmem_signal", "", "",
        tested_in(kDistT, kPipeT), kNone, "release ordering after this PE's earlier puts"},
       {"pto::distributed::shmem_signal_all", kDistH, K::Distributed, "shmem_signal(target_pe=-1)",
-       "", "", tested_in(), kNone, ""},
+       "", "", tested_in(kShmemT), kNone, ""},
       {"pto::distributed::shmem_wait_until", kDistH, K::Distributed, "shmem_wait_until", "", "",
        tested_in(kDistT, kPipeT), kNone,
        "also NE, LT, LE, GT, GE (PyPTO: EQ only); DeadlockError after the timeout"},
       {"pto::distributed::shmem_barrier_all", kDistH, K::Distributed, "shmem_barrier_all", "", "",
        tested_in(kDistT), kNone, ""},
       {"pto::distributed::shmem_clear_data", kDistH, K::Distributed, "shmem_clear_data", "", "",
-       tested_in(), kNone, "zeroes exactly the view (PyPTO: a contiguous run)"},
+       tested_in(kShmemT), kNone, "zeroes exactly the view (PyPTO: a contiguous run)"},
       {"pto::distributed::shmem_clear_signal", kDistH, K::Distributed, "shmem_clear_signal", "", "",
-       tested_in(), kNone, "zeroes every slot (PyPTO's device loop may leave a tail)"},
+       tested_in(kShmemT), kNone, "zeroes every slot (PyPTO's device loop may leave a tail)"},
       {"pto::distributed::shmem_store", kDistH, K::Distributed, "experimental.shmem_store", "",
-       kShmemTypes, tested_in(), kNone, "the data path of shmem_put (no separate on-chip buffer)"},
+       kShmemTypes, tested_in(kShmemT), kNone,
+       "the data path of shmem_put (no separate on-chip buffer)"},
       {"pto::distributed::shmem_load", kDistH, K::Distributed, "experimental.shmem_load", "",
-       kShmemTypes, tested_in(), kNone, "the data path of shmem_get"},
-      {"pto::distributed::nop", kDistH, K::Distributed, "experimental.nop", "", "", tested_in(),
-       kNone, ""},
+       kShmemTypes, tested_in(kShmemT), kNone, "the data path of shmem_get"},
+      {"pto::distributed::nop", kDistH, K::Distributed, "experimental.nop", "", "",
+       tested_in(kShmemT), kNone, ""},
 
       // ---- distributed: collectives ------------------------------------------------------
-      {"pto::distributed::n_pes", kCollH, K::Collective, "", "", "", tested_in(), kNone,
+      {"pto::distributed::n_pes", kCollH, K::Collective, "", "", "", tested_in(kShmemT), kNone,
        "the group's size at trace time"},
       {"pto::distributed::allreduce", kCollH, K::Collective, "AllReduce (C++ library)", "AllReduce",
        kShmemTypes, tested_in(kCollT, kGoldenT), kNone,

@@ -1526,6 +1526,9 @@ private:
 
   void emit_clear(const Op &op) {
     const auto &s = p_.shmems[static_cast<size_t>(op.shmem)];
+    // Per dim, as the interpreter: a window that leaves a dim can still lie inside the heap
+    // block, where the runtime's byte-limit check would let it zero the neighbouring rows.
+    check_whole_window(s, op);
     auto st = shmem_strides(s);
     std::vector<LV *> ds;
     for (auto d : st)
