@@ -278,6 +278,7 @@ int32_t Run::exec_op(const Op &op) {
   case OpKind::Hypot:
   case OpKind::Atan2:
   case OpKind::Copysign:
+  case OpKind::Gcd:
   case OpKind::Fmod:
   case OpKind::Remainder:
   case OpKind::FloorDiv:

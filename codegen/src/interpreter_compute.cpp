@@ -369,6 +369,32 @@ bool binary_i(OpKind k, int64_t a, int64_t b, DataType dt, int64_t &r) {
     if (k == OpKind::Remainder && r != 0 && (r < 0) != (b < 0))
       r += b;
     return true;
+  case OpKind::Pow: {
+    // PyTorch's integral pow: square-and-multiply (wrapping); negative exponents truncate 1/a^-b.
+    if (b < 0) {
+      r = a == 1 ? 1 : a == -1 ? ((b & 1) != 0 ? -1 : 1) : 0;
+      return true;
+    }
+    uint64_t acc = 1, base = ua;
+    for (uint64_t e = ub; e != 0; e >>= 1) {
+      if ((e & 1) != 0)
+        acc *= base;
+      base *= base;
+    }
+    r = wrap(acc);
+    return true;
+  }
+  case OpKind::Gcd: {
+    // Euclid on the magnitudes (|INT_MIN| as unsigned); the store wraps it like the vector code.
+    uint64_t x = a < 0 ? 0 - ua : ua, y = b < 0 ? 0 - ub : ub;
+    while (y != 0) {
+      uint64_t t = x % y;
+      x = y;
+      y = t;
+    }
+    r = wrap(x);
+    return true;
+  }
   case OpKind::LogicalAnd: r = a != 0 && b != 0; return true;
   case OpKind::LogicalOr: r = a != 0 || b != 0; return true;
   case OpKind::LogicalXor: r = (a != 0) != (b != 0); return true;

@@ -287,6 +287,85 @@ LV *shift(VecMath &vm, OpKind k, LV *a, LV *b, DataType dt) {
   return B.CreateSelect(in_range, B.CreateAShr(a, bsafe), B.CreateAShr(a, ci(a, bits - 1)));
 }
 
+/// A loop at B's insertion point that runs `step` while any lane of `live(state)` is true;
+/// `state` starts as `init` (one vector per entry). Leaves B at the exit; returns the final state.
+std::vector<LV *> while_any(llvm::IRBuilder<> &B, std::vector<LV *> init,
+                            const std::function<LV *(const std::vector<LV *> &)> &live,
+                            const std::function<std::vector<LV *>(const std::vector<LV *> &)> &step,
+                            const char *name) {
+  auto &C = B.getContext();
+  llvm::Function *F = B.GetInsertBlock()->getParent();
+  auto *pre = B.GetInsertBlock();
+  auto *head = llvm::BasicBlock::Create(C, std::string(name) + ".head", F);
+  auto *body = llvm::BasicBlock::Create(C, std::string(name) + ".body", F);
+  auto *exit = llvm::BasicBlock::Create(C, std::string(name) + ".exit", F);
+  B.CreateBr(head);
+  B.SetInsertPoint(head);
+  std::vector<LV *> state;
+  std::vector<llvm::PHINode *> phis;
+  for (LV *v : init) {
+    auto *phi = B.CreatePHI(v->getType(), 2);
+    phi->addIncoming(v, pre);
+    phis.push_back(phi);
+    state.push_back(phi);
+  }
+  B.CreateCondBr(B.CreateOrReduce(live(state)), body, exit);
+  B.SetInsertPoint(body);
+  std::vector<LV *> next = step(state);
+  for (size_t i = 0; i < phis.size(); ++i)
+    phis[i]->addIncoming(next[i], B.GetInsertBlock());
+  B.CreateBr(head);
+  B.SetInsertPoint(exit);
+  return state;
+}
+
+/// Integer a^b by square-and-multiply over the bits of b (wrapping), looping while any live lane
+/// has exponent bits left; negative exponents give 1 (a = 1), +-1 (a = -1) or 0, as PyTorch.
+LV *int_pow(VecMath &vm, LV *a, LV *b, DataType dt, LV *mask) {
+  auto &B = vm.B;
+  LV *zero = llvm::Constant::getNullValue(b->getType());
+  LV *neg = is_unsigned_dt(dt) ? nullptr : B.CreateICmpSLT(b, zero);
+  LV *e = neg ? B.CreateSelect(neg, zero, b) : b;
+  if (mask)
+    e = B.CreateSelect(mask, e, zero);
+  auto state = while_any(
+      B, {ci(a, 1), a, e}, [&](const std::vector<LV *> &s) { return B.CreateICmpNE(s[2], zero); },
+      [&](const std::vector<LV *> &s) {
+        LV *bit = B.CreateICmpNE(B.CreateAnd(s[2], ci(b, 1)), zero);
+        return std::vector<LV *>{B.CreateSelect(bit, B.CreateMul(s[0], s[1]), s[0]),
+                                 B.CreateMul(s[1], s[1]), B.CreateLShr(s[2], ci(b, 1))};
+      },
+      "ipow");
+  if (!neg)
+    return state[0];
+  LV *odd = B.CreateICmpNE(B.CreateAnd(b, ci(b, 1)), zero);
+  LV *minus = B.CreateSelect(odd, ci(a, -1), ci(a, 1));
+  LV *inv = B.CreateSelect(B.CreateICmpEQ(a, ci(a, 1)), ci(a, 1),
+                           B.CreateSelect(B.CreateICmpEQ(a, ci(a, -1)), minus, zero));
+  return B.CreateSelect(neg, inv, state[0]);
+}
+
+/// gcd of the magnitudes (unsigned Euclid, so |INT_MIN| stays exact and wraps on the store).
+LV *int_gcd(VecMath &vm, LV *a, LV *b, DataType dt, LV *mask) {
+  auto &B = vm.B;
+  LV *zero = llvm::Constant::getNullValue(b->getType());
+  auto mag = [&](LV *v) {
+    return is_unsigned_dt(dt) ? v : B.CreateBinaryIntrinsic(llvm::Intrinsic::abs, v, B.getFalse());
+  };
+  LV *y = mag(b);
+  if (mask)
+    y = B.CreateSelect(mask, y, zero);
+  auto state = while_any(
+      B, {mag(a), y}, [&](const std::vector<LV *> &s) { return B.CreateICmpNE(s[1], zero); },
+      [&](const std::vector<LV *> &s) {
+        LV *nz = B.CreateICmpNE(s[1], zero);
+        LV *r = B.CreateURem(s[0], B.CreateSelect(nz, s[1], ci(b, 1)));
+        return std::vector<LV *>{B.CreateSelect(nz, s[1], s[0]), B.CreateSelect(nz, r, s[1])};
+      },
+      "gcd");
+  return state[0];
+}
+
 LV *compare(VecMath &vm, OpKind k, LV *a, LV *b, bool fp, bool uns) {
   auto &B = vm.B;
   using P = llvm::CmpInst::Predicate;
@@ -606,6 +685,10 @@ LV *lower_binary_ext(VecMath &vm, const ir::Op &op, LV *a, LV *b, DataType dt, L
     case OpKind::ShiftLeft:
     case OpKind::ShiftRight:
       return shift(vm, k, a, b, dt);
+    case OpKind::Pow:
+      return int_pow(vm, a, b, dt, mask);
+    case OpKind::Gcd:
+      return int_gcd(vm, a, b, dt, mask);
     default:
       break;
     }

@@ -151,14 +151,14 @@ Accepts accepts(OpKind k) {
   case OpKind::Tanh: case OpKind::Asinh: case OpKind::Acosh: case OpKind::Atanh:
   case OpKind::Erf: case OpKind::Erfc: case OpKind::Cbrt: case OpKind::Sigmoid:
   case OpKind::Softplus: case OpKind::Softsign: case OpKind::Elu: case OpKind::Gelu:
-  case OpKind::GeluTanh: case OpKind::Lrelu: case OpKind::Pow: case OpKind::Hypot:
+  case OpKind::GeluTanh: case OpKind::Lrelu: case OpKind::Hypot:
   case OpKind::Atan2: case OpKind::Copysign: return Accepts::Float;
   case OpKind::LogicalNot: case OpKind::Clone: case OpKind::Cast: case OpKind::LogicalAnd:
   case OpKind::LogicalOr: case OpKind::LogicalXor: case OpKind::Eq: case OpKind::Ne:
   case OpKind::Lt: case OpKind::Le: case OpKind::Gt: case OpKind::Ge: return Accepts::Any;
   case OpKind::BitwiseNot: case OpKind::BitwiseAnd: case OpKind::BitwiseOr:
   case OpKind::BitwiseXor: return Accepts::IntBool;
-  case OpKind::ShiftLeft: case OpKind::ShiftRight: return Accepts::Int;
+  case OpKind::ShiftLeft: case OpKind::ShiftRight: case OpKind::Gcd: return Accepts::Int;
   default: return Accepts::Arith;
   }
 }
@@ -239,6 +239,11 @@ Tensor binary(OpKind kind, const Operand &a, const Operand &b, const SrcLoc &loc
   o.scalar_first = !a.is_tensor();
   if (int_divides(kind) && !o.scalar_first && !is_float(vt.dtype) && o.scalar->i == 0)
     throw RuntimeError(loc, op, "integer division by a zero scalar");
+  if (kind == OpKind::Pow && !o.scalar_first && !is_float(vt.dtype) && o.scalar->i < 0)
+    throw ArgumentError(loc, op,
+                        fmt::format("integers to negative integer powers are not allowed, got "
+                                    "exponent {} (as PyTorch)",
+                                    o.scalar->i));
   o.inputs = {vt.id};
   o.tile = ir::capture_tile(r, vt.shape.size(), op, loc);
   Tensor out = make_local(r, bool_result(kind) ? DT_BOOL : vt.dtype, vt.shape, vt.valid);
@@ -391,6 +396,9 @@ Tensor square(const Tensor &x, SrcLoc loc) { return unary(OpKind::Square, x, loc
 Tensor clone(const Tensor &x, SrcLoc loc) { return unary(OpKind::Clone, x, loc); }
 Tensor pow(const Operand &a, const Operand &b, SrcLoc loc) {
   return binary(OpKind::Pow, a, b, loc);
+}
+Tensor gcd(const Operand &a, const Operand &b, SrcLoc loc) {
+  return binary(OpKind::Gcd, a, b, loc);
 }
 Tensor hypot(const Operand &a, const Operand &b, SrcLoc loc) {
   return binary(OpKind::Hypot, a, b, loc);

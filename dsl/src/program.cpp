@@ -7,7 +7,7 @@
 namespace pto::ir {
 
 const OpInfo &op_info(OpKind k) {
-  static const std::array<OpInfo, 121> table{{
+  static const std::array<OpInfo, 122> table{{
       {"neg", OpFamily::Unary},
       {"abs", OpFamily::Unary},
       {"exp", OpFamily::Unary},
@@ -76,6 +76,7 @@ const OpInfo &op_info(OpKind k) {
       {"hypot", OpFamily::Binary},
       {"atan2", OpFamily::Binary},
       {"copysign", OpFamily::Binary},
+      {"gcd", OpFamily::Binary},
       {"fmod", OpFamily::Binary},
       {"remainder", OpFamily::Binary},
       {"floor_div", OpFamily::Binary},

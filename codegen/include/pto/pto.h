@@ -10,6 +10,7 @@
 #include "pto/index_ops.h"
 #include "pto/jit.h"
 #include "pto/matmul.h"
+#include "pto/nn_ops.h"
 #include "pto/ops.h"
 #include "pto/reduce_ops.h"
 #include "pto/shape_ops.h"

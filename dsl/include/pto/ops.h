@@ -138,8 +138,14 @@ Tensor square(const Tensor &x, SrcLoc loc = SrcLoc::current());
 Tensor clone(const Tensor &x, SrcLoc loc = SrcLoc::current());
 
 // Binary, with add's broadcasting and scalar rules. Floats only unless noted.
-/// a^b, as C `pow` (pow(x, 0) = 1 even for NaN, pow(-8, 1/3) = NaN).
+/// a^b, as C `pow` (pow(x, 0) = 1 even for NaN, pow(-8, 1/3) = NaN). Ints too (PyPTO `pow`):
+/// exact square-and-multiply that wraps, as PyTorch's integral pow (0^0 = 1); a negative
+/// exponent gives 1 for a = 1, +-1 for a = -1 and 0 otherwise, and a negative scalar exponent is
+/// an ArgumentError (as PyTorch).
 Tensor pow(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+/// Greatest common divisor, >= 0, with gcd(a, 0) = |a| and gcd(0, 0) = 0, as PyPTO / PyTorch
+/// `gcd` (Euclid on the magnitudes). Ints only (DTypeError); gcd(INT_MIN, 0) wraps to INT_MIN.
+Tensor gcd(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
 /// sqrt(a^2 + b^2) without overflow; inf if either is inf (even with NaN).
 Tensor hypot(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
 /// atan2(y, x) in [-pi, pi], quadrant from both signs (also of zeros).

@@ -98,7 +98,8 @@ enum class OpKind : uint8_t {
   Square,     ///< x * x
   Clone,      ///< copy
   // Elementwise binary of the op catalogue, numpy broadcasting, scalar forms.
-  Pow, Hypot, Atan2, Copysign,
+  Pow, Hypot, Atan2, Copysign, ///< Pow also on ints: square-and-multiply, wrapping
+  Gcd,       ///< ints: greatest common divisor of the magnitudes (>= 0; wraps for INT_MIN)
   Fmod,      ///< remainder with the sign of the dividend (C fmod)
   Remainder, ///< remainder with the sign of the divisor (Python %, PyTorch remainder)
   FloorDiv,  ///< floor(a / b) (PyTorch floor_divide); ints: a zero divisor fails the call
