@@ -121,6 +121,94 @@ Space space_of(const ir::Program &p, const Op &op) {
   return {v.shape, v.valid};
 }
 
+/// The window of storage value `id` covers: its view offsets (zeros for a whole value) and
+/// shape.
+struct Window {
+  std::vector<SymbolicScalar> offsets, shape;
+};
+Window window_of(const ir::Program &p, ValueId id) {
+  const ir::Value &v = p.value(id);
+  if (v.kind == ir::ValueKind::View)
+    return {v.offsets, v.shape};
+  return {std::vector<SymbolicScalar>(v.shape.size(), SymbolicScalar(0)), v.shape};
+}
+bool same_window(const Window &a, const Window &b) {
+  return same_dims(a.offsets, b.offsets) && same_dims(a.shape, b.shape);
+}
+/// True when the windows share no element for sure (concrete and apart in some dim).
+bool disjoint(const Window &a, const Window &b) {
+  for (size_t d = 0; d < a.offsets.size() && d < b.offsets.size(); ++d) {
+    const SymbolicScalar *s[] = {&a.offsets[d], &a.shape[d], &b.offsets[d], &b.shape[d]};
+    if (!std::all_of(std::begin(s), std::end(s), [](auto *x) { return x->is_concrete(); }))
+      continue;
+    if (a.offsets[d].concrete() + a.shape[d].concrete() <= b.offsets[d].concrete() ||
+        b.offsets[d].concrete() + b.shape[d].concrete() <= a.offsets[d].concrete())
+      return true;
+  }
+  return false;
+}
+
+/// A group runs its members row by row: values flow in registers, and each row is stored (or
+/// assembled) as soon as it is computed. An assemble writes into the storage of its output's
+/// base, so `op` must start a group of its own when, inside `g`, it would
+/// - read storage an assemble member writes (it must see every row written, not only rows done);
+/// - assemble into a value a member computes (members read that value's registers, not the
+///   assembled data, and the producer's store could land after the assemble's);
+/// - assemble into storage a member reads, unless every such read is this window, feeds this
+///   assemble and the group has one pass (an in-place update: each row is loaded, then stored);
+/// - assemble into storage an assemble member writes, unless the windows are equal or apart
+///   (overlapping windows at other offsets, written row by row, would interleave).
+bool storage_hazard(const ir::Program &p, const FusedGroup &g, const Op &op) {
+  auto root = [&](ValueId v) { return p.root(v).id; };
+  std::set<ValueId> computed;
+  std::map<ValueId, const Op *> producer;
+  bool one_pass = true;
+  for (const Op *m : g.ops) {
+    if (m->kind == OpKind::Assemble)
+      continue;
+    computed.insert(m->outputs[0]);
+    producer[m->outputs[0]] = m;
+    one_pass = one_pass && ir::op_info(m->kind).family != OpFamily::Reduce;
+  }
+  for (ValueId in : op.inputs)
+    for (const Op *m : g.ops)
+      if (m->kind == OpKind::Assemble && root(m->outputs[0]) == root(in))
+        return true;
+  if (op.kind != OpKind::Assemble)
+    return false;
+  const ValueId dst = root(op.outputs[0]);
+  const Window w = window_of(p, op.outputs[0]);
+  if (computed.count(dst))
+    return true;
+  // The members this assemble's input is computed from (in-place reads must be among them).
+  std::set<ValueId> cone;
+  std::vector<ValueId> todo{op.inputs[0]};
+  while (!todo.empty()) {
+    ValueId v = todo.back();
+    todo.pop_back();
+    auto it = producer.find(v);
+    if (it == producer.end() || !cone.insert(v).second)
+      continue;
+    todo.insert(todo.end(), it->second->inputs.begin(), it->second->inputs.end());
+  }
+  for (const Op *m : g.ops) {
+    if (m->kind == OpKind::Assemble && root(m->outputs[0]) == dst) {
+      const Window mw = window_of(p, m->outputs[0]);
+      if (!same_window(mw, w) && !disjoint(mw, w))
+        return true;
+    }
+    for (ValueId in : m->inputs) {
+      if (computed.count(in) || root(in) != dst)
+        continue;
+      bool in_place = one_pass && m->kind != OpKind::Assemble && cone.count(m->outputs[0]) &&
+                      same_window(window_of(p, in), w);
+      if (!in_place)
+        return true;
+    }
+  }
+  return false;
+}
+
 /// Can `op` join `g` (whose space is set)? Its space must be g's, or a uniform (last dim 1)
 /// variant of it; tiles must agree; leaves must broadcast into the space.
 bool fits(const ir::Program &p, const FusedGroup &g, const Op &op) {
@@ -144,6 +232,8 @@ bool fits(const ir::Program &p, const FusedGroup &g, const Op &op) {
   if (!full && ir::op_info(op.kind).family == OpFamily::Reduce)
     return false;
   if (!std::equal(g.tile.begin(), g.tile.end(), op.tile.vec.begin()))
+    return false;
+  if (storage_hazard(p, g, op))
     return false;
   for (ValueId in : op.inputs) {
     const ir::Value &v = p.value(in);

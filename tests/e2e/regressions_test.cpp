@@ -6,6 +6,12 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
 namespace dist = pto::distributed;
 using doctest::Contains;
 
@@ -169,5 +175,156 @@ TEST_CASE("signal/wait misuse found in review: misaligned windows, run-time src_
                            pto::assemble(dist::shmem_get(v, me, {.pred = {x}}), {0, 0}, x);
                          }),
                          Contains("out of bounds"), pto::DistributedError);
+  }
+}
+
+namespace {
+/// x[i][j] = 8i + j + 1 for a [rows, 8] input (small integers: exact in fp32).
+double x_at(int64_t i, int64_t j) { return static_cast<double>(8 * i + j + 1); }
+} // namespace
+
+// Fusion runs a group row by row, storing each row as it is done. An assemble writes into its
+// destination's storage, so a member that read (or wrote) that storage elsewhere saw it half
+// written, and a local written only through assemble and read in the same group had no storage
+// ("local %t has no storage" from the JIT). Every case: x [4, 8], y [5, 8] starting at -1.
+TEST_CASE("assemble into storage its fused group also reads or writes keeps program order") {
+  struct Case {
+    const char *name;
+    std::function<void(pto::Tensor, pto::Tensor)> body;
+    std::function<double(int64_t, int64_t)> want; // y[i][j] after the call
+  };
+  const std::vector<Case> cases{
+      {"local written only through assemble, then read",
+       [](pto::Tensor x, pto::Tensor y) {
+         auto acc = pto::zeros({4, 8});
+         pto::assemble(x, {0, 0}, acc);
+         pto::assemble(acc * 2.0, {0, 0}, y);
+       },
+       [](int64_t i, int64_t j) { return i < 4 ? 2 * x_at(i, j) : -1.0; }},
+      {"local assembled in row blocks, then cumsum over rows",
+       [](pto::Tensor x, pto::Tensor y) {
+         auto acc = pto::zeros({4, 8});
+         pto::assemble(pto::view(x, {2, 8}, {2, 0}) * 1.0, {0, 0}, acc); // rows 2, 3 first
+         pto::assemble(pto::view(x, {2, 8}, {0, 0}) * 1.0, {2, 0}, acc);
+         pto::assemble(pto::cumsum(acc, 0), {1, 0}, y);
+       },
+       [](int64_t i, int64_t j) {
+         const int64_t order[] = {2, 3, 0, 1}; // acc row r holds x row order[r]
+         double s = 0;
+         for (int64_t r = 0; r < i; ++r)
+           s += x_at(order[r], j);
+         return i == 0 ? -1.0 : s;
+       }},
+      {"local assembled whole, then put and got back",
+       [](pto::Tensor x, pto::Tensor y) {
+         auto acc = pto::zeros({4, 8});
+         pto::assemble(x + 1.0, {0, 0}, acc);
+         auto s = dist::create_shmem_tensor("world", 1, pto::DT_FP32, {4, 8});
+         auto put = dist::shmem_put(acc, {0, 0}, s, 0);
+         pto::assemble(dist::shmem_get(s, 0, {.pred = {put}}), {1, 0}, y);
+       },
+       [](int64_t i, int64_t j) { return i == 0 ? -1.0 : x_at(i - 1, j) + 1; }},
+      {"assemble into a value computed in a later pass",
+       [](pto::Tensor x, pto::Tensor y) {
+         auto t = x - pto::amax(x, -1, {.keepdim = true}); // pass 1 of its group
+         pto::assemble(x * 3.0, {0, 0}, t);                // pass 0: must land after t
+         pto::assemble(pto::cumsum(t, 1), {0, 0}, y);
+       },
+       [](int64_t i, int64_t j) {
+         double s = 0;
+         for (int64_t q = 0; q <= j; ++q)
+           s += 3 * x_at(i, q);
+         return i < 4 ? s : -1.0;
+       }},
+      {"read a window of a tensor after assembling into another window",
+       [](pto::Tensor x, pto::Tensor y) {
+         pto::assemble(x, {0, 0}, y);
+         pto::assemble(pto::view(y, {4, 8}, {1, 0}) * 2.0, {1, 0}, y); // rows 1-3 of x, row 4
+       },
+       [](int64_t i, int64_t j) { return i == 0  ? x_at(0, j)
+                                         : i < 4 ? 2 * x_at(i, j)
+                                                 : -2.0; }},
+      {"assemble over rows another member read at other offsets",
+       [](pto::Tensor x, pto::Tensor y) {
+         pto::assemble(pto::view(y, {4, 8}, {0, 0}) + x, {1, 0}, y); // reads old rows 0-3
+       },
+       [](int64_t i, int64_t j) { return i == 0 ? -1.0 : -1.0 + x_at(i - 1, j); }},
+      {"overlapping assembles at different offsets: the later one wins",
+       [](pto::Tensor x, pto::Tensor y) {
+         pto::assemble(x, {0, 0}, y);
+         pto::assemble(x * 2.0, {1, 0}, y);
+       },
+       [](int64_t i, int64_t j) { return i == 0 ? x_at(0, j) : 2 * x_at(i - 1, j); }},
+      {"in-place update of one window (stays fused)",
+       [](pto::Tensor x, pto::Tensor y) {
+         pto::assemble(pto::view(y, {4, 8}, {1, 0}) * 2.0 + x, {1, 0}, y);
+       },
+       [](int64_t i, int64_t j) { return i == 0 ? -1.0 : -2.0 + x_at(i - 1, j); }},
+      {"in-place update of one window through a row reduction",
+       [](pto::Tensor x, pto::Tensor y) {
+         pto::assemble(x, {0, 0}, y);
+         auto w = pto::view(y, {4, 8}, {0, 0});
+         pto::assemble(w - pto::amax(w, -1, {.keepdim = true}), {0, 0}, w);
+       },
+       [](int64_t i, int64_t j) { return i < 4 ? x_at(i, j) - x_at(i, 7) : -1.0; }},
+  };
+  for (auto mode : support::run_modes())
+    for (const Case &c : cases) {
+      CAPTURE(std::string(support::mode_name(mode)));
+      CAPTURE(std::string(c.name));
+      auto body = c.body;
+      auto k = pto::jit(
+          "assemble_order",
+          [body](pto::Tensor x, pto::Tensor y) {
+            pto::set_vec_tile_shapes(4, 8);
+            body(x, y);
+          },
+          support::opts(mode));
+      pto::HostTensor x(pto::DT_FP32, {4, 8}), y(pto::DT_FP32, {5, 8});
+      for (int64_t i = 0; i < 32; ++i)
+        x.set(i, x_at(i / 8, i % 8));
+      y.fill(-1);
+      pto::runtime::World world(1);
+      try {
+        world.run([&](int) { k(x, y); });
+      } catch (const pto::Error &e) { // report every case, not only the first failing one
+        FAIL_CHECK(std::string(e.what()));
+        continue;
+      }
+      for (int64_t i = 0; i < 40; ++i) {
+        CAPTURE(i);
+        CHECK(y.get(i) == c.want(i / 8, i % 8));
+      }
+    }
+}
+
+// The brief's kernel (t = x + 1; v = view(t); y = v * 2) and a row of t at a loop index read by
+// the group computing t: both need t stored before the read. x [4, 8]; y [16, 8].
+TEST_CASE("a view of a fused intermediate, at a concrete or loop offset, reads it whole") {
+  for (auto mode : support::run_modes()) {
+    CAPTURE(std::string(support::mode_name(mode)));
+    auto k = pto::jit(
+        "view_of_fused_loop",
+        [](pto::Tensor x, pto::Tensor y, pto::Tensor z) {
+          pto::set_vec_tile_shapes(2, 8);
+          auto t = x + 1.0;
+          pto::assemble(pto::view(t, {4, 8}, {0, 0}) * 2.0, {0, 0}, z);
+          for (auto i : pto::loop(0, 4)) {
+            auto u = x + 1.0;
+            pto::assemble(u * pto::view(u, {1, 8}, {i, 0}), {i * 4, 0}, y);
+          }
+        },
+        support::opts(mode));
+    pto::HostTensor x(pto::DT_FP32, {4, 8}), y(pto::DT_FP32, {16, 8}), z(pto::DT_FP32, {4, 8});
+    for (int64_t i = 0; i < 32; ++i)
+      x.set(i, x_at(i / 8, i % 8));
+    k(x, y, z);
+    for (int64_t i = 0; i < 32; ++i)
+      CHECK(z.get(i) == 2 * (x_at(i / 8, i % 8) + 1));
+    for (int64_t i = 0; i < 128; ++i) {
+      int64_t it = i / 32, a = (i / 8) % 4, j = i % 8;
+      CAPTURE(i);
+      CHECK(y.get(i) == (x_at(a, j) + 1) * (x_at(it, j) + 1));
+    }
   }
 }
