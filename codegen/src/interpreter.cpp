@@ -22,6 +22,10 @@
 #include "pto/error.h"
 #include "pto/ir/printer.h"
 
+#include <cstdint>
+#include <new>
+#include <string>
+
 namespace pto::codegen {
 namespace interp {
 
@@ -147,10 +151,23 @@ int32_t Run::ref(ValueId id, Ref &out) {
     if (!allocated_[r]) {
       if (int32_t st = eval_all(root.shape, local_shape_[r]))
         return st;
-      int64_t n = 1;
+      // As generated code (pto_rt_alloc): a size past int64, or memory the host refuses, is a
+      // RuntimeError recorded in the context, not a C++ exception out of the kernel.
+      int64_t bytes = bytes_of(root.dtype);
+      bool over = false;
       for (auto d : local_shape_[r])
-        n *= d < 0 ? 0 : d;
-      local_[r].assign(static_cast<size_t>(n * bytes_of(root.dtype)), 0);
+        over = over || __builtin_mul_overflow(bytes, d < 0 ? 0 : d, &bytes);
+      try {
+        if (over)
+          throw std::bad_alloc();
+        local_[r].assign(static_cast<size_t>(bytes), 0);
+      } catch (const std::exception &) { // bad_alloc, or length_error past max_size()
+        const std::string what =
+            over ? "more than " + std::to_string(INT64_MAX) : std::to_string(bytes);
+        return pto_rt_fail_msg(
+            ctx_, PTO_ERROR_RUNTIME, site_,
+            ("cannot allocate " + what + " bytes of scratch memory for a local tensor").c_str());
+      }
       allocated_[r] = 1;
     }
     out.root = local_[r].data();

@@ -447,14 +447,23 @@ private:
             call_rt("pto_rt_my_pe", B.getInt32Ty(), {ctx_, B.getInt32(static_cast<int>(g))}),
             B.getInt64Ty());
     }
-    // Storage for materialized locals, and row scratch for fused groups.
+    // Storage for materialized locals, and row scratch for fused groups. A size past int64 asks
+    // for INT64_MAX bytes, which pto_rt_alloc refuses; a refused allocation (its RuntimeError
+    // recorded) returns at once instead of writing through a null pointer.
     for (ValueId id : plan_.materialized) {
       const ir::Value &v = p_.value(id);
-      LV *n = i64(1);
+      LV *n = i64(1), *over = B.getFalse();
+      auto mul = [&](LV *a, LV *b) {
+        LV *r = B.CreateBinaryIntrinsic(llvm::Intrinsic::smul_with_overflow, a, b);
+        over = B.CreateOr(over, B.CreateExtractValue(r, 1));
+        return B.CreateExtractValue(r, 0);
+      };
       for (auto &d : v.shape)
-        n = B.CreateMul(n, sym(d));
-      LV *bytes = B.CreateMul(n, i64(bytes_of(v.dtype)));
+        n = mul(n, sym(d));
+      LV *bytes = mul(n, i64(bytes_of(v.dtype)));
+      bytes = B.CreateSelect(over, i64(INT64_MAX), bytes);
       storage_[id] = call_rt("pto_rt_alloc", B.getPtrTy(), {ctx_, bytes});
+      ret_if_error(B.CreateZExt(B.CreateIsNull(storage_[id]), B.getInt32Ty()));
     }
     for (size_t g = 0; g < plan_.groups.size(); ++g) {
       auto &grp = plan_.groups[g];

@@ -6,6 +6,7 @@
 
 #include "world_state.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 
@@ -147,9 +148,12 @@ int32_t pto_rt_n_pes(pto_ctx *ctx, int32_t group) {
 }
 
 void *pto_rt_alloc(pto_ctx *ctx, int64_t bytes) {
-  const size_t rounded = size_t((bytes < 1 ? 1 : bytes) + 63) / 64 * 64;
   void *p = nullptr;
   try {
+    // Generated code asks for INT64_MAX bytes when a size overflows; rounding it would too.
+    if (bytes > INT64_MAX - 63)
+      throw std::bad_alloc();
+    const size_t rounded = size_t((bytes < 1 ? 1 : bytes) + 63) / 64 * 64;
     ctx->scratch.reserve(ctx->scratch.size() + 1);
     p = ::operator new(rounded, std::align_val_t(64));
   } catch (const std::bad_alloc &) {

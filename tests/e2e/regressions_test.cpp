@@ -328,3 +328,51 @@ TEST_CASE("a view of a fused intermediate, at a concrete or loop offset, reads i
     }
   }
 }
+
+// A local too large to allocate on PE 0 only: its rows follow a DYNAMIC row count (2^45 rows
+// per input row, 2^50 bytes: past any address space); PE 1 has 0 input rows. The JIT wrote
+// through the null pointer pto_rt_alloc returned (SIGSEGV: the whole process died); the
+// interpreter let std::bad_alloc out of the kernel. Now both record a RuntimeError, PE 1 (in a
+// barrier) is released, World::run rethrows PE 0's error, and the world runs again. A size past
+// int64 (2^62 rows) is the same error, not a wrapped small allocation.
+TEST_CASE("a local that cannot be allocated mid-kernel is PE 0's RuntimeError, others released") {
+  for (auto mode : support::run_modes())
+    for (int64_t scale : {int64_t{1} << 45, int64_t{1} << 62}) {
+      CAPTURE(std::string(support::mode_name(mode)));
+      CAPTURE(scale);
+      auto k = pto::jit(
+          "alloc_fails",
+          [scale](pto::Tensor x, pto::Tensor y) {
+            pto::set_vec_tile_shapes(1, 8);
+            auto me = dist::my_symbolic_pe("world");
+            auto s = dist::create_shmem_tensor("world", 2, pto::DT_FP32, {1, 8});
+            auto met = dist::shmem_barrier_all(dist::create_shmem_signal("world", 2));
+            auto big = pto::full({x.shape()[0] * scale + 1, 8}, 3.0, pto::DT_FP32);
+            auto put =
+                dist::shmem_put(pto::view(big, {1, 8}, {0, 0}), {0, 0}, s, 1 - me, {.pred = {met}});
+            auto done =
+                dist::shmem_barrier_all(dist::create_shmem_signal("world", 2), {.pred = {put}});
+            pto::assemble(dist::shmem_get(s, me, {.pred = {done}}), {0, 0}, y);
+          },
+          support::opts(mode, {{{pto::DYNAMIC, 8}}, {}}));
+      pto::HostTensor big_x(pto::DT_FP32, {1, 8}), no_x(pto::DT_FP32, {0, 8});
+      std::vector<pto::HostTensor> ys{pto::HostTensor(pto::DT_FP32, {1, 8}),
+                                      pto::HostTensor(pto::DT_FP32, {1, 8})};
+      pto::runtime::World world(2);
+      std::string released;
+      CHECK_THROWS_WITH_AS(world.run([&](int pe) {
+        try {
+          k(pe == 0 ? big_x : no_x, ys[size_t(pe)]);
+        } catch (const pto::DistributedError &e) {
+          if (pe == 1)
+            released = e.what();
+          throw;
+        }
+      }),
+                           Contains("cannot allocate"), pto::RuntimeError);
+      CHECK(released.find("released because PE 0 failed") != std::string::npos);
+      world.run([&](int pe) { k(no_x, ys[size_t(pe)]); }); // 1-row locals: fine
+      for (int64_t i = 0; i < 16; ++i)
+        CHECK(ys[size_t(i / 8)].get(i % 8) == 3.0);
+    }
+}
