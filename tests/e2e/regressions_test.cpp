@@ -437,3 +437,30 @@ TEST_CASE("allreduce of rank-3 and rank-4 partly valid views matches a plain red
             }
         }
 }
+
+// Found by the property suite (seeds 972, 1279, 1311): a last-axis reduction of a per-row value
+// (the keepdim result of another last-axis reduction) joined the wider fused group and added the
+// row value once per column in the JIT: sum(amax(x, -1, keepdim), -1) gave 4 * max for 4
+// columns. Over one element a reduction is the identity. x[i][j] = 4i + j + 1.
+TEST_CASE("a reduction over a one-column reduction result is the identity") {
+  for (auto mode : support::run_modes()) {
+    CAPTURE(std::string(support::mode_name(mode)));
+    auto k = pto::jit(
+        "reduce_of_reduce",
+        [](pto::Tensor x, pto::Tensor y, pto::Tensor z) {
+          pto::set_vec_tile_shapes(2, 4);
+          auto m = pto::amax(x, -1, {.keepdim = true});
+          pto::assemble(pto::sum(m, -1, {.keepdim = true}), {0, 0}, y);
+          pto::assemble(m + pto::prod(m, -1, {.keepdim = true}), {0, 0}, z);
+        },
+        support::opts(mode));
+    pto::HostTensor x(pto::DT_FP32, {2, 4}), y(pto::DT_FP32, {2, 1}), z(pto::DT_FP32, {2, 1});
+    for (int64_t i = 0; i < 8; ++i)
+      x.set(i, static_cast<double>(i + 1));
+    k(x, y, z);
+    CHECK(y.get(0) == 4.0); // the max of row 0, summed over its one element
+    CHECK(y.get(1) == 8.0);
+    CHECK(z.get(0) == 4.0 + 4.0);
+    CHECK(z.get(1) == 8.0 + 8.0);
+  }
+}
