@@ -1304,4 +1304,25 @@ TEST_CASE("nn_ops: bad input is a typed error naming the composite and the call 
                       i32),
                   pto::RuntimeError);
   CHECK_THROWS_AS(run([](T x, T) { pto::fillpad(x, 0.5); }, i32), pto::DTypeError);
+  CHECK_THROWS_AS(f([](T, T) { pto::dropout_gen_mask({4, 0}, 0.5, 1, 2); }), pto::ShapeError);
+  {
+    pto::HostTensor x(pto::DT_FP32, {4, 8});
+    auto dynamic = pto::jit(
+        "dynamic_rows",
+        [](T t) {
+          pto::set_vec_tile_shapes(4, 8);
+          pto::gathermask(t, 1);
+        },
+        support::opts(pto::RunMode::Interpret, {{{pto::DYNAMIC, 8}}}));
+    CHECK_THROWS_WITH_AS(dynamic(x), Contains("gathermask: needs static dims"), pto::ShapeError);
+  }
+  // No vec tile: the composites' own intermediates do not hide the missing tile.
+  auto untiled = [](auto fn) {
+    pto::HostTensor x(pto::DT_FP32, {4, 8});
+    pto::jit(
+        "untiled", [&](T t) { fn(t); }, support::opts(pto::RunMode::Interpret))(x);
+  };
+  CHECK_THROWS_WITH_AS(untiled([](T x) { pto::gathermask(x, 1); }),
+                       Contains("gathermask: no vec tile shape is set"), pto::TileShapeError);
+  CHECK_THROWS_AS(untiled([](T x) { pto::softmax(x, -1); }), pto::TileShapeError);
 }

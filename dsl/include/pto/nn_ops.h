@@ -19,6 +19,10 @@
 //   part). EMPTY reductions (valid extent 0 on the reduced axis) follow the rules of
 //   reduce_ops.h (sum 0, amax -inf): logsumexp gives -inf (as PyTorch), the cross-entropy losses
 //   0; the elementwise results (softmax, norms) have no valid element on that axis.
+// - Every composite captures the current vec tile like the ops it is made of (TileShapeError
+//   when none is set or its rank is below the result's); the movement composites (gathermask,
+//   interleave, deinterleave) give their own [rows, n] / [rows, m, k] intermediates a tile made
+//   of the caller's first and last entries.
 // - Errors name the composite as the user spelled it and the caller's file:line.
 #pragma once
 
@@ -27,6 +31,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace pto {
@@ -103,7 +108,7 @@ SoftmaxCrossEntropy softmax_cross_entropy_with_logits(const Tensor &logits, cons
 /// counter, DT_FP32) (Philox4x32-10, shape_ops.h), p rounded to fp32; so it is kept with
 /// probability 1 - p, and the same (shape, key, counter) give the same mask on every run, PE and
 /// tile shape. As MindSpore DropoutGenMask (a bool mask instead of packed bits). ArgumentError
-/// unless 0 <= p <= 1.
+/// unless 0 <= p <= 1; ShapeError for a rank outside 1..4 or a dim < 1.
 Tensor dropout_gen_mask(const std::vector<SymbolicScalar> &shape, double p, uint64_t key,
                         uint64_t counter, SrcLoc loc = SrcLoc::current());
 /// where(mask, x / (1 - p), 0), as MindSpore DropoutDoMask: dropped elements are exactly 0 (NaN
@@ -122,7 +127,8 @@ Tensor dropout(const Tensor &x, double p, uint64_t key, uint64_t counter,
 enum class DataFormat : uint8_t { NCHW, NHWC };
 /// x + bias along the channel dim, as MindSpore BiasAdd: bias is 1-D of length C, the channel
 /// being dim 1 for NCHW and the last dim for NHWC (the same for rank 2). x of rank 2..4
-/// (ShapeError), bias of x's dtype (DTypeError). Floats and ints (ints wrap).
+/// (ShapeError), bias of x's dtype (DTypeError). Floats and ints (ints wrap; DT_BOOL is a
+/// DTypeError).
 Tensor bias_add(const Tensor &x, const Tensor &bias, DataFormat format = DataFormat::NCHW,
                 SrcLoc loc = SrcLoc::current());
 
@@ -156,6 +162,7 @@ Tensor greater(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current(
 /// `round(x, decimals=d)` / PyPTO `round`: round(x * 10^d) / 10^d for d > 0, round(x / 10^-d) *
 /// 10^-d for d < 0, in fp32 for fp16/bf16 (then rounded once). Ints: d >= 0 is the identity, d <
 /// 0 rounds to a multiple of 10^-d, ties to the even multiple (exact; wraps on overflow).
+/// DT_BOOL is a DTypeError.
 Tensor round(const Tensor &x, int decimals, SrcLoc loc = SrcLoc::current());
 
 /// start + weight * (end - start), as PyTorch `lerp` (its two-sided form: end - (end - start) *
@@ -173,7 +180,8 @@ Tensor addcdiv(const Tensor &input, const Tensor &t1, const Tensor &t2, double v
 Tensor expand_exp_dif(const Tensor &a, const Tensor &b, SrcLoc loc = SrcLoc::current());
 /// y + alpha * x, as PyPTO `axpy_` without the in-place update (assemble the result into y's
 /// storage for that). x broadcasts to y; y is never broadcast (ShapeError). Dtypes: equal
-/// floating dtypes, or y fp32 with x fp16 (PyPTO's mixed case; x is widened exactly).
+/// floating dtypes, or y fp32 with x fp16 (PyPTO's mixed case; x is widened exactly), else
+/// DTypeError. ArgumentError for a non-finite alpha.
 Tensor axpy(const Tensor &y, const Tensor &x, double alpha = 1.0, SrcLoc loc = SrcLoc::current());
 
 /// PyPTO / Ascend cast rounding modes (reference §2.3).
@@ -188,8 +196,9 @@ enum class CastMode : uint8_t {
 };
 /// cast(x, dtype) with PyPTO's rounding `mode` for float -> int (then saturating, NaN -> 0, as
 /// pto::cast). Widening and int -> float casts ignore the mode (PyPTO). For float -> narrower
-/// float only CAST_NONE and CAST_RINT are supported (ArgumentError otherwise), and CAST_ODD only
-/// there (ArgumentError elsewhere).
+/// float only CAST_NONE and CAST_RINT are supported (ArgumentError otherwise: CAST_ODD, the
+/// directed modes), and CAST_ODD is an ArgumentError for float -> int too. DTypeError for a
+/// dtype ptojit does not support.
 Tensor cast(const Tensor &x, DataType dtype, CastMode mode, SrcLoc loc = SrcLoc::current());
 
 // ---- creation and selection ----------------------------------------------------------------
@@ -220,13 +229,15 @@ Tensor fillpad(const Tensor &x, double value = 0, SrcLoc loc = SrcLoc::current()
 
 /// Picks elements of the last dim by a fixed pattern, as PyPTO `gathermask(x, pattern_mode)`:
 /// 1 = every 2nd from 0, 2 = every 2nd from 1, 3..6 = every 4th from 0..3, 7 = all (a copy).
-/// The last dim must be static and a multiple of 2 (modes 1, 2) or 4 (modes 3..6) (ShapeError);
-/// ArgumentError for another mode. Every dtype.
+/// Every dim must be static and the last a multiple of 2 (modes 1, 2) or 4 (modes 3..6)
+/// (ShapeError); ArgumentError for another mode. Every dtype. The result's valid extent on the
+/// last dim counts the picked positions below x's; the other dims keep x's.
 Tensor gathermask(const Tensor &x, int pattern_mode, SrcLoc loc = SrcLoc::current());
 
 /// Two tensors of a's shape, as PyPTO `interleave(input, other)`: the stream a0 b0 a1 b1 ... of
 /// the last dims, split at its middle (first half, second half). Same shape (static, last dim
-/// even: ShapeError) and dtype. Every dtype.
+/// even: ShapeError) and dtype (DTypeError). Every dtype. The results are valid over their full
+/// shape; input elements outside the inputs' valid regions read as 0.
 std::pair<Tensor, Tensor> interleave(const Tensor &a, const Tensor &b,
                                      SrcLoc loc = SrcLoc::current());
 /// The inverse, as PyPTO `deinterleave(input, other)`: the even and odd elements of the last
@@ -262,8 +273,9 @@ struct OnlineSoftmax {
   Tensor output;     ///< online_softmax_update: the merged unnormalized output, DT_FP32
 };
 /// PyPTO `experimental.online_softmax(scores, scale)` for FlashAttention blocks: scores [k, q]
-/// DT_FP32 (DTypeError, ShapeError); s = scale * scores; max = amax(s, 0) and sum = sum(exp(s -
-/// max), 0), both [1, q]; exp_scores = exp(s - max) rounded to DT_BF16.
+/// DT_FP32 (DTypeError, ShapeError); s = scale * scores (scale rounded to fp32; ArgumentError
+/// unless finite); max = amax(s, 0) and sum = sum(exp(s - max), 0), both [1, q]; exp_scores =
+/// exp(s - max) rounded to DT_BF16.
 OnlineSoftmax online_softmax(const Tensor &scores, double scale, SrcLoc loc = SrcLoc::current());
 /// PyPTO `experimental.online_softmax_update`: merges a previous state (max, sum [1, q], output
 /// [d, q]) with the current block's: m = max(pm, cm), a = exp(pm - m), c = exp(cm - m) (0 for a
