@@ -508,9 +508,9 @@ std::vector<OpRow> make_rows() {
       {"pto::experimental::online_softmax", kNnH, K::Composite, "experimental.online_softmax", "",
        "fp32 -> bf16, fp32", tested_in(kNnT), kNone, ""},
       {"pto::experimental::online_softmax_update", kNnH, K::Composite,
-       "experimental.online_softmax_update", "", "fp32", tested_in(), kNone, ""},
+       "experimental.online_softmax_update", "", "fp32", tested_in(kNnT), kNone, ""},
       {"pto::experimental::transposed_batchmatmul", kNnH, K::Matmul,
-       "experimental.transposed_batchmatmul", "", "as matmul", tested_in(), kNone, ""},
+       "experimental.transposed_batchmatmul", "", "as matmul", tested_in(kNnT), kNone, ""},
 
       // ---- tile shapes and control flow --------------------------------------------------
       {"pto::set_vec_tile_shapes", kTileH, K::Control, "set_vec_tile_shapes", "", "",
