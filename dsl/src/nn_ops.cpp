@@ -9,6 +9,7 @@
 
 #include "trace_checks.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -170,7 +171,10 @@ public:
   ~RowsTile() { r_.vec_tile.vec = saved_; }
   /// The tile for [L, m, k] intermediates (k the innermost).
   void use_3d(int64_t k) { r_.vec_tile.vec = {rows_, std::max<int64_t>(1, cols_ / k), k}; }
+  /// The tile for [pre, n, k, post] intermediates.
+  void use_4d(int64_t k) { r_.vec_tile.vec = {rows_, 1, k, cols_}; }
   void use_2d() { r_.vec_tile.vec = {rows_, cols_}; }
+  void use_caller() { r_.vec_tile.vec = saved_; }
 
 private:
   Recorder &r_;
@@ -796,6 +800,73 @@ std::pair<Tensor, Tensor> deinterleave(const Tensor &a, SrcLoc loc) {
     parts = even_odd(as_rows(a, dims, loc), lead_of(dims), n2, tile, loc);
   }
   return reshaped_pair(parts, out, loc);
+}
+
+Tensor strided_slice(const Tensor &x, const std::vector<int64_t> &begin,
+                     const std::vector<int64_t> &end, const std::vector<int64_t> &strides,
+                     SrcLoc loc) {
+  const char *op = "strided_slice";
+  Value v = operand(x, op, loc);
+  auto dims = static_dims(v, op, loc);
+  size_t r = dims.size();
+  if (begin.size() != r || end.size() != r || strides.size() != r)
+    throw ShapeError(loc, op,
+                     fmt::format("begin, end and strides need {} entries (the rank of x), got {}, "
+                                 "{} and {}",
+                                 r, begin.size(), end.size(), strides.size()));
+  std::vector<int64_t> start(r), count(r);
+  for (size_t d = 0; d < r; ++d) {
+    int64_t s = strides[d];
+    if (s <= 0)
+      throw ArgumentError(loc, op,
+                          fmt::format("strides must be > 0 (negative strides are not supported), "
+                                      "got {} for dim {}",
+                                      s, d));
+    auto clamped = [&](int64_t i) {
+      return std::clamp<int64_t>(i < 0 ? i + dims[d] : i, 0, dims[d]);
+    };
+    int64_t b = clamped(begin[d]), e = clamped(end[d]);
+    count[d] = e > b ? (e - b + s - 1) / s : 0;
+    if (count[d] == 0)
+      throw ShapeError(
+          loc, op,
+          fmt::format("dim {}: [{}, {}) with stride {} of a dim of {} selects nothing; "
+                      "ptojit has no empty tensors",
+                      d, begin[d], end[d], s, dims[d]));
+    start[d] = b;
+  }
+  // The window from `start` holding every picked element: count * stride elements, or fewer at
+  // the end of a dim (the missing tail is padded with zeros that are never picked).
+  std::vector<int64_t> cur(r);
+  for (size_t d = 0; d < r; ++d)
+    cur[d] = strides[d] == 1 ? count[d] : std::min(count[d] * strides[d], dims[d] - start[d]);
+  Tensor y = view(x, cur, sym(start), {}, loc);
+  RowsTile tile(r, op, loc);
+  for (size_t d = 0; d < r; ++d) {
+    int64_t s = strides[d], n = count[d];
+    if (s == 1)
+      continue;
+    tile.use_caller();
+    if (cur[d] < n * s) {
+      auto pad_shape = sym(cur);
+      pad_shape[d] = SymbolicScalar(n * s - cur[d]);
+      y = concat({y, full(pad_shape, 0.0, v.dtype, {}, loc)}, static_cast<int>(d), loc);
+      cur[d] = n * s;
+    }
+    // [pre, n, s, post]: element 0 of each group of s along dim d.
+    int64_t pre = 1, post = 1;
+    for (size_t e = 0; e < d; ++e)
+      pre *= cur[e];
+    for (size_t e = d + 1; e < r; ++e)
+      post *= cur[e];
+    tile.use_4d(s);
+    Tensor groups = reshape(y, {pre, n, s, post}, {}, loc);
+    Tensor firsts = view(groups, {pre, n, 1, post}, {0, 0, 0, 0}, {}, loc);
+    tile.use_caller();
+    cur[d] = n;
+    y = reshape(firsts, sym(cur), {}, loc);
+  }
+  return y;
 }
 
 // ---- quantization --------------------------------------------------------------------------

@@ -890,8 +890,8 @@ TEST_CASE("cast with CastMode rounds float -> int by the mode, then saturates") 
   check_all(a, a, cases);
 }
 
-TEST_CASE("movement composites: gathermask, interleave, deinterleave as PyPTO's examples and "
-          "at ranks 1-4") {
+TEST_CASE("movement composites: gathermask, interleave, deinterleave, strided_slice as PyPTO's "
+          "examples and at ranks 1-4") {
   for (pto::DataType dt : {pto::DT_FP32, pto::DT_INT16, pto::DT_BF16}) {
     SUBCASE(pto::name(dt).c_str()) {
       auto a = naive::random_tensor(dt, kShape, 601, -50, 50);
@@ -997,8 +997,65 @@ TEST_CASE("movement composites: gathermask, interleave, deinterleave as PyPTO's 
       }
       // Movement compiles to scalar copy loops (~0.2 s of JIT time per case): JIT-compile one case
       // per code path; the interpreter runs every case.
+      // strided_slice: x[b:e:s] per dim with Python's negative indices and clamping.
+      auto slice_ref = [](const Array &x, std::vector<int64_t> b, std::vector<int64_t> e,
+                          const std::vector<int64_t> &st) {
+        size_t r = x.shape.size();
+        Array out;
+        std::vector<std::vector<int64_t>> picks(r);
+        for (size_t d = 0; d < r; ++d) {
+          int64_t n = x.shape[d];
+          auto norm = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
+          for (int64_t i = norm(b[d]); i < norm(e[d]); i += st[d])
+            picks[d].push_back(i);
+          out.shape.push_back(static_cast<int64_t>(picks[d].size()));
+        }
+        std::vector<size_t> idx(r, 0);
+        for (int64_t k = 0; k < numel(out.shape); ++k) {
+          int64_t flat = 0;
+          for (size_t d = 0; d < r; ++d)
+            flat = flat * x.shape[d] + picks[d][idx[d]];
+          out.v.push_back(x.v[static_cast<size_t>(flat)]);
+          for (size_t d = r; d-- > 0;) {
+            if (++idx[d] < picks[d].size())
+              break;
+            idx[d] = 0;
+          }
+        }
+        return out;
+      };
+      cases.push_back({"strided_slice 2-D, a padded row window",
+                       [](T x, T) {
+                         return pto::strided_slice(x, {1, 2}, {6, 37}, {2, 5});
+                       },
+                       slice_ref(A, {1, 2}, {6, 37}, {2, 5}),
+                       {}});
+      cases.push_back({"strided_slice negative indices",
+                       [](T x, T) {
+                         return pto::strided_slice(x, {-4, -30}, {-1, 37}, {1, 3});
+                       },
+                       slice_ref(A, {-4, -30}, {-1, 37}, {1, 3}),
+                       {}});
+      cases.push_back({"strided_slice clamps",
+                       [](T x, T) {
+                         return pto::strided_slice(x, {0, 0}, {100, 100}, {4, 16});
+                       },
+                       slice_ref(A, {0, 0}, {100, 100}, {4, 16}),
+                       {}});
+      cases.push_back({"strided_slice stride 1 is a view",
+                       [](T x, T) {
+                         return pto::strided_slice(x, {2, 3}, {5, 30}, {1, 1});
+                       },
+                       slice_ref(A, {2, 3}, {5, 30}, {1, 1}),
+                       {}});
+      cases.push_back(r3("strided_slice rank 3",
+                         [](T x, T) {
+                           return pto::strided_slice(rank3(x), {0, 0, 1}, {6, 3, 12}, {2, 1, 4});
+                         },
+                         slice_ref(rank3(A), {0, 0, 1}, {6, 3, 12}, {2, 1, 4}), {}));
       std::vector<std::string> jit_only = {"gathermask 1", "interleave first",
-                                           "deinterleave one input even"};
+                                           "deinterleave one input even",
+                                           "strided_slice 2-D, a padded row window"};
       if (dt == pto::DT_FP32)
         jit_only.insert(jit_only.end(),
                         {"gathermask 6", "gathermask 7", "gathermask rank 4", "interleave second",
@@ -1305,6 +1362,19 @@ TEST_CASE("nn_ops: bad input is a typed error naming the composite and the call 
                   pto::RuntimeError);
   CHECK_THROWS_AS(run([](T x, T) { pto::fillpad(x, 0.5); }, i32), pto::DTypeError);
   CHECK_THROWS_AS(f([](T, T) { pto::dropout_gen_mask({4, 0}, 0.5, 1, 2); }), pto::ShapeError);
+  CHECK_THROWS_WITH_AS(f([](T x, T) {
+                         pto::strided_slice(x, {0, 0}, {4, 8}, {1, 0});
+                       }),
+                       Contains("strided_slice: strides must be > 0"), pto::ArgumentError);
+  CHECK_THROWS_AS(f([](T x, T) {
+                    pto::strided_slice(x, {0, 0}, {4, 8}, {-1, 1});
+                  }),
+                  pto::ArgumentError);
+  CHECK_THROWS_WITH_AS(f([](T x, T) {
+                         pto::strided_slice(x, {3, 0}, {2, 8}, {1, 1});
+                       }),
+                       Contains("selects nothing"), pto::ShapeError);
+  CHECK_THROWS_AS(f([](T x, T) { pto::strided_slice(x, {0}, {4}, {1}); }), pto::ShapeError);
   {
     pto::HostTensor x(pto::DT_FP32, {4, 8});
     auto dynamic = pto::jit(

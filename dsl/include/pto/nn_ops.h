@@ -21,8 +21,8 @@
 //   0; the elementwise results (softmax, norms) have no valid element on that axis.
 // - Every composite captures the current vec tile like the ops it is made of (TileShapeError
 //   when none is set or its rank is below the result's); the movement composites (gathermask,
-//   interleave, deinterleave) give their own [rows, n] / [rows, m, k] intermediates a tile made
-//   of the caller's first and last entries.
+//   interleave, deinterleave, strided_slice) give their own [rows, n] / [rows, m, k] /
+//   [pre, n, k, post] intermediates a tile made of the caller's first and last entries.
 // - Errors name the composite as the user spelled it and the caller's file:line.
 #pragma once
 
@@ -247,6 +247,17 @@ std::pair<Tensor, Tensor> deinterleave(const Tensor &a, const Tensor &b,
 /// The even and odd elements of a's last dim (static and even: ShapeError), as PyPTO
 /// `deinterleave(input)`: two tensors with the last dim halved.
 std::pair<Tensor, Tensor> deinterleave(const Tensor &a, SrcLoc loc = SrcLoc::current());
+
+/// x[begin:end:strides] per dim, as MindSpore StridedSlice with all masks 0 (Python slicing: a
+/// negative begin or end counts from the end of the dim, both are clamped to [0, dim]). Every
+/// dim static (ShapeError); strides > 0 (ArgumentError: negative strides are not supported);
+/// begin, end and strides one entry per dim and every dim selecting at least one element
+/// (ShapeError). Every dtype. A view of x when every stride is 1 (valid shape as `view` infers
+/// it); a copy otherwise, valid over its full shape (elements picked from outside x's valid
+/// region are undefined).
+Tensor strided_slice(const Tensor &x, const std::vector<int64_t> &begin,
+                     const std::vector<int64_t> &end, const std::vector<int64_t> &strides,
+                     SrcLoc loc = SrcLoc::current());
 
 // ---- quantization --------------------------------------------------------------------------
 
