@@ -72,13 +72,16 @@ bool fits(i128 off, i128 size, i128 dim) { return off >= 0 && size >= 0 && off +
 
 /// numel * bytes of `s`, or -1 when a dim is negative; saturates at 2^100.
 i128 bytes_of(const Shape &s, DataType dt) {
+  constexpr i128 kCap = i128{1} << 100;
   i128 b = pto::bytes_of(dt);
+  bool zero = false;
   for (int64_t d : s) {
     if (d < 0)
       return -1;
-    b = std::min<i128>(b * d, i128{1} << 100);
+    zero = zero || d == 0;
+    b = d != 0 && b > kCap / d ? kCap : b * (d == 0 ? 1 : d);
   }
-  return b;
+  return zero ? 0 : b;
 }
 
 /// `x` wrapped to the integer dtype `dt` (two's complement; bool: 0/1).
@@ -215,6 +218,13 @@ private:
     return pick<DataType>({pto::DT_FP32, pto::DT_FP32, pto::DT_INT32, pto::DT_FP16, pto::DT_BF16,
                            pto::DT_INT16, pto::DT_INT8, pto::DT_INT64, pto::DT_DOUBLE,
                            pto::DT_UINT8});
+  }
+  /// A dtype other than `dt` (for mismatches).
+  DataType other_dtype(DataType dt) {
+    DataType o = dt;
+    while (o == dt)
+      o = pick<DataType>({pto::DT_FP32, pto::DT_INT32, pto::DT_FP16, pto::DT_INT64});
+    return o;
   }
   /// Integer data in [lo, hi] (exact in every dtype drawn; uint8 takes |x|).
   Val data(DataType dt, const Shape &s, int64_t lo = -20, int64_t hi = 20) {
@@ -495,13 +505,15 @@ void Gen::window() {
   const int op = static_cast<int>(irand(0, 2));
   const bool bad_at = coin(0.03);
   // Arguments: x, idx, y.
+  const bool bad_dt = coin(0.04);
+  const DataType ydt = bad_dt ? other_dtype(dt) : dt;
   Val x = data(dt, {R, C});
-  c_.args = {{x, filled(dt, {R2, C2}, kSentinel)}};
+  c_.args = {{x, filled(ydt, {R2, C2}, kSentinel)}};
   c_.want = c_.args;
   if (dyn)
     c_.specs = {{{pto::DYNAMIC, pto::DYNAMIC}}};
   line("x = " + pto::short_name(dt) + " " + shape_str({R, C}) + (dyn ? " DYNAMIC" : "") +
-       "; y = " + shape_str({R2, C2}) + " (sentinel)");
+       "; y = " + pto::short_name(ydt) + " " + shape_str({R2, C2}) + " (sentinel)");
   line("set_vec_tile_shapes" + shape_str(tl));
   line("v = view(x, " + shape_str({h, w}) + ", " + list_str({o0, o1}) +
        (valid ? ", valid " + list_str(*valid) : "") + ")" + (bad_at ? " with idx.at({8})" : ""));
@@ -512,12 +524,13 @@ void Gen::window() {
   check(!bad_at, false, "ShapeError", "", "at-index-outside");
   check(h > 0 && w > 0, false, "ShapeError", "view", "view-size");
   const bool view_rt = o0.rt() || o1.rt() || dyn;
-  check(fits(o0.v, h, R) && fits(o1.v, w, C), view_rt, "ShapeError", "view", "view-outside");
+  check(fits(o0.v, h, R), o0.rt() || dyn, "ShapeError", "view", "view-outside");
+  check(fits(o1.v, w, C), o1.rt() || dyn, "ShapeError", "view", "view-outside");
   int64_t vh = h, vw = w;
   if (valid) {
     const Scal &v0 = (*valid)[0], &v1 = (*valid)[1];
-    check(fits(0, v0.v, h) && fits(0, v1.v, w), v0.rt() || v1.rt(), "ShapeError", "view",
-          "valid-bad");
+    check(fits(0, v0.v, h), v0.rt(), "ShapeError", "view", "valid-bad");
+    check(fits(0, v1.v, w), v1.rt(), "ShapeError", "view", "valid-bad");
     vh = v0.v;
     vw = v1.v;
   }
@@ -525,11 +538,14 @@ void Gen::window() {
   const bool full_fits = fits(a0.v, h, R2) && fits(a1.v, w, C2);
   const bool valid_fits = fits(a0.v, vh, R2) && fits(a1.v, vw, C2);
   if (full_fits)
-    check(true, asm_rt, "", "", "");
+    check(!bad_dt, false, "DTypeError", "assemble", "dtype-mismatch");
   else if (valid_fits)
     check(false, asm_rt, "ShapeError", "assemble", "assemble-valid-fits", /*either=*/true);
-  else
-    check(false, a0.rt() || a1.rt(), "ShapeError", "assemble", "assemble-outside");
+  else // decided at trace time when a concrete offset alone puts the window outside
+    check(false,
+          !((!a0.rt() && !fits(a0.v, h, R2)) || (!a1.rt() && !fits(a1.v, w, C2))) &&
+              (a0.rt() || a1.rt() || asm_rt),
+          "ShapeError", "assemble", "assemble-outside");
   resolve(view_rt || asm_rt);
   if (c_.expect != Expect::Throw && vh >= 0 && vw >= 0) {
     Val &y = c_.want[0][1];
@@ -587,8 +603,8 @@ void Gen::valid() {
                           pto::short_name(dt)
                     : std::string("reshape(x, ") + shape_str({R, C})) +
          ", valid " + list_str({v0, v1}) + "); assemble(t, {0, 0}, y " + shape_str({R, C}) + ")");
-    check(fits(0, v0.v, R) && fits(0, v1.v, C), v0.rt() || v1.rt(), "ShapeError", op,
-          "valid-bad");
+    check(fits(0, v0.v, R), v0.rt(), "ShapeError", op, "valid-bad");
+    check(fits(0, v1.v, C), v1.rt(), "ShapeError", op, "valid-bad");
     resolve(v0.rt() || v1.rt());
     if (c_.expect != Expect::Throw) {
       Val &y = c_.want[0].back();
@@ -842,12 +858,14 @@ void Gen::shmem() {
   std::vector<Val> xs;
   const bool y_ok = h > 0 && w > 0 && h <= 64 && w <= 64;
   const Shape ys = y_ok ? Shape{h, w} : Shape{1, 1};
+  const bool bad_put_dt = !bad_dt && coin(0.04);
+  const DataType xdt = bad_put_dt ? other_dtype(dt) : dt;
   for (int p = 0; p < n; ++p) {
-    xs.push_back(data(dt, {R, C}));
+    xs.push_back(data(xdt, {R, C}));
     c_.args[static_cast<size_t>(p)] = {xs.back(), filled(dt, ys, kSentinel)};
   }
   c_.want = c_.args;
-  line(std::to_string(n) + " PEs; x = " + pto::short_name(dt) + " " + shape_str({R, C}) +
+  line(std::to_string(n) + " PEs; x = " + pto::short_name(xdt) + " " + shape_str({R, C}) +
        " per PE; y = " + shape_str(ys) + " (sentinel)");
   line("set_vec_tile_shapes" + shape_str(tl));
   line("buf = create_shmem_tensor(\"" + (group.size() > 20 ? group.substr(0, 8) + "..." : group) +
@@ -869,14 +887,16 @@ void Gen::shmem() {
   check(bytes * n <= kBigBytes, false, "", "", "shape-huge", /*either=*/true);
   if (use_view) {
     check(h > 0 && w > 0, false, "ShapeError", "shmem_view", "view-size");
-    check(fits(o0.v, h, bs[0]) && fits(o1.v, w, bs[1]), o0.rt() || o1.rt(), "ShapeError",
-          "shmem_view", "view-outside");
-    if (valid)
-      check(fits(0, vh, h) && fits(0, vw, w), (*valid)[0].rt() || (*valid)[1].rt(), "ShapeError",
-            "shmem_view", "valid-bad");
+    check(fits(o0.v, h, bs[0]), o0.rt(), "ShapeError", "shmem_view", "view-outside");
+    check(fits(o1.v, w, bs[1]), o1.rt(), "ShapeError", "shmem_view", "view-outside");
+    if (valid) {
+      check(fits(0, vh, h), (*valid)[0].rt(), "ShapeError", "shmem_view", "valid-bad");
+      check(fits(0, vw, w), (*valid)[1].rt(), "ShapeError", "shmem_view", "valid-bad");
+    }
   }
-  check(fits(p0.v, R, h) && fits(p1.v, C, w), p0.rt() || p1.rt(), "DistributedError", "shmem_put",
-        "put-outside");
+  check(!bad_put_dt, false, "DTypeError", "shmem_put", "dtype-mismatch");
+  check(fits(p0.v, R, h), p0.rt(), "DistributedError", "shmem_put", "put-outside");
+  check(fits(p1.v, C, w), p1.rt(), "DistributedError", "shmem_put", "put-outside");
   if (bad_pe)
     check(false, dst_bad.rt(), "DistributedError", "shmem_put", "dst-pe-bad");
   check(y_ok, false, "", "", "window-large", /*either=*/true);
@@ -1036,8 +1056,10 @@ void Gen::collective() {
   check_tile(tl);
   check(group == "world", false, "DistributedError", names[which], "group-bad");
   if (use_valid)
-    check(fits(0, v0.v, R) && fits(0, v1.v, C), v0.rt() || v1.rt(), "ShapeError", "view",
-          "valid-bad");
+  {
+    check(fits(0, v0.v, R), v0.rt(), "ShapeError", "view", "valid-bad");
+    check(fits(0, v1.v, C), v1.rt(), "ShapeError", "view", "valid-bad");
+  }
   if (which == 3)
     check(root >= 0 && root < n, false, "DistributedError", "broadcast", "root-bad");
   if (which == 4)
