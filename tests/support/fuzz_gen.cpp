@@ -286,9 +286,14 @@ void Gen::resolve(bool any_rt) {
   for (const Check &k : checks_)
     if (!k.ok && !k.rt && !k.either) {
       c_.expect = Expect::Throw;
-      c_.error_types = {k.type};
       c_.error_op = k.op;
       c_.feature = k.reason;
+      // One op may test its rules in any order: every failing rule of that op is accepted.
+      for (const Check &o : checks_)
+        if (!o.ok && !o.rt && !o.either && o.op == k.op &&
+            std::find(c_.error_types.begin(), c_.error_types.end(), o.type) ==
+                c_.error_types.end())
+          c_.error_types.push_back(o.type);
       return;
     }
   std::vector<const Check *> rt;
@@ -524,8 +529,11 @@ void Gen::window() {
   check(!bad_at, false, "ShapeError", "", "at-index-outside");
   check(h > 0 && w > 0, false, "ShapeError", "view", "view-size");
   const bool view_rt = o0.rt() || o1.rt() || dyn;
-  check(fits(o0.v, h, R), o0.rt() || dyn, "ShapeError", "view", "view-outside");
-  check(fits(o1.v, w, C), o1.rt() || dyn, "ShapeError", "view", "view-outside");
+  // A negative offset is known at trace time whatever the dims; the upper end needs them.
+  check(o0.v >= 0, o0.rt(), "ShapeError", "view", "view-outside");
+  check(o1.v >= 0, o1.rt(), "ShapeError", "view", "view-outside");
+  check(o0.v < 0 || fits(o0.v, h, R), o0.rt() || dyn, "ShapeError", "view", "view-outside");
+  check(o1.v < 0 || fits(o1.v, w, C), o1.rt() || dyn, "ShapeError", "view", "view-outside");
   int64_t vh = h, vw = w;
   if (valid) {
     const Scal &v0 = (*valid)[0], &v1 = (*valid)[1];
@@ -537,8 +545,9 @@ void Gen::window() {
   const bool asm_rt = a0.rt() || a1.rt() || (valid && ((*valid)[0].rt() || (*valid)[1].rt()));
   const bool full_fits = fits(a0.v, h, R2) && fits(a1.v, w, C2);
   const bool valid_fits = fits(a0.v, vh, R2) && fits(a1.v, vw, C2);
+  check(!bad_dt, false, "DTypeError", "assemble", "dtype-mismatch");
   if (full_fits)
-    check(!bad_dt, false, "DTypeError", "assemble", "dtype-mismatch");
+    check(true, asm_rt, "", "", "");
   else if (valid_fits)
     check(false, asm_rt, "ShapeError", "assemble", "assemble-valid-fits", /*either=*/true);
   else // decided at trace time when a concrete offset alone puts the window outside
@@ -900,7 +909,11 @@ void Gen::shmem() {
   if (bad_pe)
     check(false, dst_bad.rt(), "DistributedError", "shmem_put", "dst-pe-bad");
   check(y_ok, false, "", "", "window-large", /*either=*/true);
-  if (deadlock)
+  // The wait that cannot complete: a DeadlockError, unless an earlier rule already fails.
+  bool all_ok = true;
+  for (const Check &k : checks_)
+    all_ok = all_ok && (k.ok || k.either);
+  if (deadlock && all_ok)
     check(false, true, "DeadlockError", "shmem_wait_until", "deadlock");
   const bool any_rt = o0.rt() || o1.rt() || p0.rt() || p1.rt() ||
                       (valid && ((*valid)[0].rt() || (*valid)[1].rt()));
@@ -910,7 +923,9 @@ void Gen::shmem() {
   if (c_.expect == Expect::Throw &&
       (c_.feature.rfind("view-outside", 0) == 0 || c_.feature.rfind("put-outside", 0) == 0 ||
        c_.feature.rfind("valid-bad", 0) == 0 || c_.feature.rfind("shape-bad", 0) == 0))
-    c_.error_types = {"ShapeError", "DistributedError"};
+    for (const char *t : {"ShapeError", "DistributedError"})
+      if (std::find(c_.error_types.begin(), c_.error_types.end(), t) == c_.error_types.end())
+        c_.error_types.push_back(t);
   if (c_.expect != Expect::Throw && y_ok)
     for (int p = 0; p < n; ++p) {
       const Val &src = xs[static_cast<size_t>((p + n - 1) % n)];
