@@ -4,7 +4,7 @@
 # after it. Prints every distinct failure class with its first repro and a count.
 #   scripts/fuzz_campaign.sh [SEED] [CASES] [CHUNK]      (defaults 1 20000 500)
 # Environment: PTO_FUZZ_KINDS, PTO_TEST_INTERPRET_ONLY as for the test; OUT=DIR for the logs
-# (default build/fuzz_campaign); BIN=the test executable (default build/tests/test_e2e). Memory is capped (ulimit -v 16 GiB) unless NO_ULIMIT=1.
+# (default build/fuzz_campaign); FIRST=I resumes at case I; BIN=the test executable (default build/tests/test_e2e). Memory is capped (ulimit -v 16 GiB) unless NO_ULIMIT=1.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 seed=${1:-1} cases=${2:-20000} chunk=${3:-500}
@@ -12,11 +12,12 @@ out=${OUT:-build/fuzz_campaign}
 bin=${BIN:-build/tests/test_e2e}
 mkdir -p "$out"
 log="$out/seed$seed.log"
+first=${FIRST:-0} # resume a campaign at this case (its log is appended to)
 timeout=${PTO_FUZZ_CASE_TIMEOUT_MS:-30000}
 start_s=$(date +%s)
-: >"$log"
+[ "$first" -gt 0 ] || : >"$log"
 [ "${NO_ULIMIT:-0}" = 1 ] || ulimit -v $((16 * 1024 * 1024))
-i=0
+i=$first
 while [ "$i" -lt "$cases" ]; do
   n=$((cases - i < chunk ? cases - i : chunk))
   PTO_FUZZ_SEED=$seed PTO_FUZZ_FIRST=$i PTO_FUZZ_CASES=$n PTO_FUZZ_LOG="$log" \

@@ -918,6 +918,8 @@ void Gen::shmem() {
   const bool any_rt = o0.rt() || o1.rt() || p0.rt() || p1.rt() ||
                       (valid && ((*valid)[0].rt() || (*valid)[1].rt()));
   resolve(any_rt);
+  if (std::max(tl[0], tl[1]) > (int64_t{1} << 31)) // signal slots are counted per vec tile
+    c_.feature += "-hugetile";
   // Accept both classes for windows: the header says DistributedError for puts, ShapeError for
   // views; a run-time window check may use either.
   if (c_.expect == Expect::Throw &&
