@@ -395,7 +395,7 @@ void Gen::prop_case() {
                                          {int64_t{1} << 62, 4, total},
                                          {kMax, kMax}});
       what = "reshape-bad";
-      err_type = "ShapeError";
+      err_type = "ShapeError"; // or TileShapeError: the target rank may pass the tile's
       err_op = "reshape";
     } else if (n.op == Op::Tile) {
       n.ints[static_cast<size_t>(irand(0, static_cast<int64_t>(n.ints.size()) - 1))] =
@@ -465,6 +465,8 @@ void Gen::prop_case() {
   if (!err_type.empty()) {
     c_.expect = Expect::Throw;
     c_.error_types = {err_type};
+    if (what == "reshape-bad")
+      c_.error_types.push_back("TileShapeError");
     c_.error_op = err_op;
   } else {
     c_.expect = either || dynamic ? Expect::ValuesOrThrow : Expect::Values;
@@ -778,6 +780,9 @@ void Gen::loop() {
   resolve(s0.rt() || s1.rt() || s2.rt());
   if (c_.feature.rfind("ok", 0) == 0 && wraps)
     c_.feature = "wrap" + c_.feature.substr(2);
+  // loop_unroll computes stop - start: a span past int64 is its own class.
+  if (unroll && c_.feature.rfind("ok", 0) == 0 && (span > kMax || span < kMin))
+    c_.feature = "span-overflow" + c_.feature.substr(2);
   if (unroll && c_.expect != Expect::Throw) // is_loop_begin/end per sub-loop: do not predict them
     c_.expect = Expect::ValuesOrThrow, c_.feature += "-unroll";
   if (c_.expect != Expect::Throw) {
@@ -1071,12 +1076,11 @@ void Gen::collective() {
   }
   line(call + ", group \"" + group + "\"); assemble(result, {0, 0}, y)");
   check_tile(tl);
-  check(group == "world", false, "DistributedError", names[which], "group-bad");
-  if (use_valid)
-  {
+  if (use_valid) { // the view is traced before the collective
     check(fits(0, v0.v, R), v0.rt(), "ShapeError", "view", "valid-bad");
     check(fits(0, v1.v, C), v1.rt(), "ShapeError", "view", "valid-bad");
   }
+  check(group == "world", false, "DistributedError", names[which], "group-bad");
   if (which == 3)
     check(root >= 0 && root < n, false, "DistributedError", "broadcast", "root-bad");
   if (which == 4)
