@@ -3,6 +3,8 @@
 // its values stay meaningful), and the program listing.
 #include "support/property_gen.h"
 
+#include "support/rng.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -318,35 +320,18 @@ bool is_signed_int(DataType dt) {
   return dt == pto::DT_INT8 || dt == pto::DT_INT16 || dt == pto::DT_INT32 || dt == pto::DT_INT64;
 }
 
-class Gen {
+class Gen : support::Rng {
 public:
-  Gen(uint64_t seed, const GenOptions &o) : rng_(seed * 0x9E3779B97F4A7C15ull + 1), o_(o) {
+  Gen(uint64_t seed, const GenOptions &o) : Rng(seed * 0x9E3779B97F4A7C15ull + 1), o_(o) {
     p_.seed = seed;
   }
   Program run();
 
 private:
-  std::mt19937_64 rng_;
   GenOptions o_;
   Program p_;
   Shape tile_;
   int n_inputs_ = 0;
-
-  // ---- randomness --------------------------------------------------------------------------
-  int64_t irand(int64_t lo, int64_t hi) {
-    return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
-  }
-  double frand(double lo, double hi) {
-    return std::uniform_real_distribution<double>(lo, hi)(rng_);
-  }
-  bool coin(double p) { return frand(0, 1) < p; }
-  template <class T> T pick(const std::vector<T> &v) {
-    return v[static_cast<size_t>(irand(0, static_cast<int64_t>(v.size()) - 1))];
-  }
-  /// An index drawn with the given weights.
-  size_t weighted(const std::vector<double> &w) {
-    return std::discrete_distribution<size_t>(w.begin(), w.end())(rng_);
-  }
 
   DataType rand_dtype() {
     static const std::vector<DataType> dts = {
@@ -1035,7 +1020,7 @@ bool Gen::movement(int x) {
   case Op::Permute: {
     std::vector<int> perm(static_cast<size_t>(r));
     std::iota(perm.begin(), perm.end(), 0);
-    std::shuffle(perm.begin(), perm.end(), rng_);
+    std::shuffle(perm.begin(), perm.end(), engine());
     for (int pd : perm) {
       n.axes.push_back(coin(0.2) ? pd - r : pd);
       n.shape.push_back(s[static_cast<size_t>(pd)]);

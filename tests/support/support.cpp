@@ -66,4 +66,9 @@ pto::JitOptions opts(pto::RunMode m, std::vector<pto::TensorSpec> specs) {
   return o;
 }
 
+uint64_t env_u64(const char *name, uint64_t def) {
+  const char *e = std::getenv(name);
+  return e && *e ? std::strtoull(e, nullptr, 10) : def;
+}
+
 } // namespace support

@@ -5,6 +5,7 @@
 #include "pto/jit.h"
 #include "support/naive.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -40,5 +41,8 @@ const char *mode_name(pto::RunMode m);
 
 /// JitOptions with the given run mode (and optional specs).
 pto::JitOptions opts(pto::RunMode m, std::vector<pto::TensorSpec> specs = {});
+
+/// The unsigned decimal value of environment variable `name`, or `def` when unset or empty.
+uint64_t env_u64(const char *name, uint64_t def);
 
 } // namespace support
