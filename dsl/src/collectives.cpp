@@ -6,6 +6,7 @@
 #include "pto/ir/recorder.h"
 #include "pto/ops.h"
 #include "pto/shape_ops.h"
+#include "pto/size_math.h"
 
 #include <fmt/format.h>
 
@@ -293,7 +294,11 @@ struct FusionGroup {
                        [&](const FusedCall &c) { return c.result == root || c.x_root == root; });
   }
   int64_t bytes_with(int64_t rows_more, int64_t cols) const {
-    return (rows + rows_more) * std::max(width, cols) * bytes_of(key.dtype);
+    // Saturates: a sum past int64 fills any bucket.
+    auto r = add_checked(rows, rows_more);
+    auto b = r ? mul_checked(*r, std::max(width, cols)) : std::nullopt;
+    b = b ? mul_checked(*b, bytes_of(key.dtype)) : std::nullopt;
+    return b.value_or(INT64_MAX);
   }
 };
 
