@@ -656,7 +656,7 @@ bool LoopUnrollRange::open_next() {
     int64_t k = factors_[next_factor_++];
     SymbolicScalar step = step_ * k;
     // The last loop (k = 1) runs to `stop` itself, as pto::loop does.
-    SymbolicScalar end = k == 1 ? stop_ : stop_ - (stop_ - cur_) % SymDivisor(step, loc_);
+    SymbolicScalar end = k == 1 ? stop_ : unroll_end(k);
     SymbolicScalar from = cur_;
     cur_ = end;
     if (from.is_concrete() && end.is_concrete() && from.concrete() >= end.concrete())
@@ -666,6 +666,20 @@ bool LoopUnrollRange::open_next() {
     return true;
   }
   return false;
+}
+
+SymbolicScalar LoopUnrollRange::unroll_end(int64_t k) const {
+  if (!cur_.is_concrete() || !stop_.is_concrete() || !step_.is_concrete())
+    return stop_ - (stop_ - cur_) % SymDivisor(step_ * k, loc_); // checked when the loop runs
+  // Exact for any int64 bounds: stop - cur in uint64, and a step * k past int64 is longer than
+  // any span (no whole step fits).
+  const int64_t from = cur_.concrete(), stop = stop_.concrete();
+  if (from >= stop)
+    return stop;
+  const uint64_t span = static_cast<uint64_t>(stop) - static_cast<uint64_t>(from);
+  auto sk = mul_checked(step_.concrete(), k);
+  const uint64_t rem = sk ? span % static_cast<uint64_t>(*sk) : span;
+  return static_cast<int64_t>(static_cast<uint64_t>(stop) - rem);
 }
 
 LoopUnrollRange::iterator LoopUnrollRange::begin() {

@@ -4,6 +4,7 @@
 // the symmetric heap limit; vec and cube tile bounds. Each class expects its exact pto::Error
 // type with the op and this file's line; kernels run in both executors.
 #include "pto/pto.h"
+#include "pto/runtime/world.h"
 #include "pto/size_math.h"
 
 #include "support/expect_error.h"
@@ -380,5 +381,33 @@ TEST_CASE("strided_slice: a stride past the dim picks one element and never over
     support::run_guarded(k, x, y);
     for (int64_t r = 0; r < rows; ++r)
       CHECK(y.get(r) == static_cast<double>(r * cols + 3)); // column 3 of row r
+  }
+}
+
+TEST_CASE("collectives: per-peer counts whose sums overflow are a ShapeError, not a wrapped "
+          "count") {
+  for (auto mode : support::run_modes()) {
+    CAPTURE(support::mode_name(mode));
+    int line = 0;
+    // PE 0 sends 2^62 rows to each of 2 PEs: the sum 2^63 wraps negative and would pass the
+    // "sends at most x's rows" check.
+    auto k = pto::jit(
+        "a2a_counts",
+        [&](pto::Tensor x, pto::Tensor y) {
+          pto::set_vec_tile_shapes(4, 8);
+          line = __LINE__ + 1;
+          auto r = dist::all_to_all(x, {{k2_62, k2_62}, {1, 1}});
+          pto::assemble(pto::view(r, {4, 8}, {0, 0}), {0, 0}, y);
+        },
+        support::opts(mode));
+    std::vector<pto::HostTensor> xs, ys;
+    for (int p = 0; p < 2; ++p) {
+      xs.emplace_back(pto::DT_FP32, std::vector<int64_t>{4, 8});
+      ys.emplace_back(pto::DT_FP32, std::vector<int64_t>{4, 8});
+    }
+    pto::runtime::World world(2);
+    support::expect_error<pto::ShapeError>(
+        [&] { world.run([&](int pe) { k(xs[size_t(pe)], ys[size_t(pe)]); }); }, kFile, line,
+        "all_to_all", "rows sent");
   }
 }

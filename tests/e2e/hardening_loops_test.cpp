@@ -204,3 +204,35 @@ TEST_CASE("kernels write only inside their outputs: canaries intact after tails 
     }
   }
 }
+
+TEST_CASE("loop_unroll: bounds spanning all of int64 handle every item exactly once") {
+  struct Case {
+    int64_t start, stop, step, factor;
+    int items; // ceil((stop - start) / step): each item handled once, by some factor's loop
+  };
+  const Case cases[] = {
+      {INT64_MIN, INT64_MAX, int64_t{1} << 61, 8, 8},  // step * 8 = 2^64: only the k = 1 loop
+      {INT64_MIN, INT64_MAX, int64_t{1} << 60, 2, 16}, // 7 pairs, then 2 singles
+      {INT64_MAX - 7, INT64_MAX, 1, 4, 7},             // one step of 4, then 3 singles
+  };
+  for (auto mode : support::run_modes()) {
+    for (const Case &c : cases) {
+      CAPTURE(support::mode_name(mode));
+      CAPTURE(c.start);
+      CAPTURE(c.step);
+      auto k = pto::jit(
+          "unroll_probe",
+          [&c](pto::Tensor count) {
+            pto::set_vec_tile_shapes(1);
+            for (auto [idx, n] : pto::loop_unroll(c.start, c.stop, c.step, {c.factor})) {
+              (void)idx;
+              pto::assemble(pto::view(count, {1}, {0}) + static_cast<int>(n), {0}, count);
+            }
+          },
+          support::opts(mode));
+      auto count = support::guarded(pto::DT_INT32, {1});
+      support::run_guarded(k, count);
+      CHECK(count.get(0) == c.items);
+    }
+  }
+}
