@@ -486,7 +486,13 @@ public:
         return st;
     }
     interp::Run r(p_, site_, ctx, args, dims);
-    int32_t st = r.exec(p_.body);
+    int32_t st = PTO_OK;
+    try {
+      st = r.exec(p_.body);
+    } catch (const std::bad_alloc &) { // working storage of a huge op (its tile list, buffers)
+      return pto_rt_fail_msg(ctx, PTO_ERROR_RUNTIME, r.site(),
+                             "out of memory in the reference interpreter");
+    }
     if (st != PTO_OK)
       return st;
     return shmem ? pto_rt_kernel_exit(ctx) : PTO_OK;

@@ -73,6 +73,8 @@ public:
       const int64_t *dims);
   /// Runs `ops` in program order; stops at the first failing op.
   int32_t exec(const std::vector<ir::Op> &ops);
+  /// The site of the op running (or that ran last).
+  int32_t site() const { return site_; }
 
 private:
   int32_t exec_op(const ir::Op &op);
