@@ -15,6 +15,7 @@
 // - No C++ exception escapes for a run-time fault: it is recorded through the ABI and run()
 //   returns PTO_ERR. Only ptojit bugs (InternalError) throw.
 #include "interpreter.h"
+#include "run_checks.h"
 #include "xops.h"
 
 #include "pto/codegen/compile.h"
@@ -85,13 +86,13 @@ Run::Run(const ir::Program &p, const SiteMap &sites, pto_ctx *ctx, void *const *
   };
 }
 
-int32_t Run::eval(const SymbolicScalar &s, int64_t &out) {
+int32_t Run::eval(const SymbolicScalar &s, int64_t &out, bool *overflow) {
   if (s.is_concrete()) {
     out = s.expr().value;
     return PTO_OK;
   }
   try {
-    out = evaluate(s, env_);
+    out = evaluate(s, env_, "", overflow);
   } catch (const RuntimeError &) {
     return fail(kFailDivZero, 0, 0);
   } catch (const SymFault &f) { // a tensor-element read failed (already recorded)
@@ -148,28 +149,9 @@ int32_t Run::ref(ValueId id, Ref &out) {
   }
   case ValueKind::Local: {
     auto r = static_cast<size_t>(root.id);
-    if (!allocated_[r]) {
-      if (int32_t st = eval_all(root.shape, local_shape_[r]))
+    if (!allocated_[r])
+      if (int32_t st = allocate(root))
         return st;
-      // As generated code (pto_rt_alloc): a size past int64, or memory the host refuses, is a
-      // RuntimeError recorded in the context, not a C++ exception out of the kernel.
-      int64_t bytes = bytes_of(root.dtype);
-      bool over = false;
-      for (auto d : local_shape_[r])
-        over = over || __builtin_mul_overflow(bytes, d < 0 ? 0 : d, &bytes);
-      try {
-        if (over)
-          throw std::bad_alloc();
-        local_[r].assign(static_cast<size_t>(bytes), 0);
-      } catch (const std::exception &) { // bad_alloc, or length_error past max_size()
-        const std::string what =
-            over ? "more than " + std::to_string(INT64_MAX) : std::to_string(bytes);
-        return pto_rt_fail_msg(
-            ctx_, PTO_ERROR_RUNTIME, site_,
-            ("cannot allocate " + what + " bytes of scratch memory for a local tensor").c_str());
-      }
-      allocated_[r] = 1;
-    }
     out.root = local_[r].data();
     out.root_shape = local_shape_[r];
     break;
@@ -188,6 +170,36 @@ int32_t Run::ref(ValueId id, Ref &out) {
       return st;
     out.lin0 = dot(out.offsets, out.strides);
   }
+  return PTO_OK;
+}
+
+int32_t Run::allocate(const Value &root) {
+  auto r = static_cast<size_t>(root.id);
+  std::vector<int64_t> &shape = local_shape_[r];
+  shape.resize(root.shape.size());
+  bool over = false;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (int32_t st = eval(root.shape[d], shape[d], &over))
+      return st;
+  // As generated code: a dim that overflowed, or a size past 2^62 bytes, is a ShapeError at the
+  // op's line; a negative dim counts as an empty one.
+  std::vector<int64_t> dims;
+  for (auto d : shape)
+    dims.push_back(d < 0 ? 0 : d);
+  auto bytes = dense_bytes(dims, bytes_of(root.dtype));
+  if (over || !bytes)
+    return pto_rt_fail_msg(ctx_, PTO_ERROR_SHAPE, site_, result_size_overflow(root).c_str());
+  // Memory the host refuses is a RuntimeError recorded in the context (as pto_rt_alloc), not a
+  // C++ exception out of the kernel.
+  try {
+    local_[r].assign(static_cast<size_t>(*bytes), 0);
+  } catch (const std::exception &) { // bad_alloc, or length_error past max_size()
+    return pto_rt_fail_msg(ctx_, PTO_ERROR_RUNTIME, site_,
+                           ("cannot allocate " + std::to_string(*bytes) +
+                            " bytes of scratch memory for a local tensor")
+                               .c_str());
+  }
+  allocated_[r] = 1;
   return PTO_OK;
 }
 
@@ -392,15 +404,22 @@ int32_t Run::library(const Op &op) {
   return pto_rt_xop(&c);
 }
 
-/// Evaluates the bounds once at entry; a run-time step <= 0 runs no iteration.
+/// Evaluates the bounds once at entry (a bound whose arithmetic overflows int64 is a
+/// RuntimeError); a run-time step <= 0 runs no iteration. The index stops before it would pass
+/// INT64_MAX, so the trip count is ceil((stop - start) / step), as generated code counts it.
 int32_t Run::loop(const Op &op) {
-  int64_t start = 0, stop = 0, step = 0;
-  if (int32_t st = eval(op.start, start))
-    return st;
-  if (int32_t st = eval(op.stop, stop))
-    return st;
-  if (int32_t st = eval(op.step, step))
-    return st;
+  int64_t b[3] = {0, 0, 0};
+  const SymbolicScalar *bound[3] = {&op.start, &op.stop, &op.step};
+  const char *which[3] = {"start", "stop", "step"};
+  for (int k = 0; k < 3; ++k) {
+    bool over = false;
+    if (int32_t st = eval(*bound[k], b[k], &over))
+      return st;
+    if (over)
+      return pto_rt_fail_msg(ctx_, PTO_ERROR_RUNTIME, site_,
+                             loop_bound_overflow(which[k], *bound[k]).c_str());
+  }
+  const int64_t start = b[0], stop = b[1], step = b[2];
   if (step <= 0)
     return PTO_OK;
   const auto l = static_cast<size_t>(op.loop_id);
@@ -467,7 +486,13 @@ public:
         return st;
     }
     interp::Run r(p_, site_, ctx, args, dims);
-    int32_t st = r.exec(p_.body);
+    int32_t st = PTO_OK;
+    try {
+      st = r.exec(p_.body);
+    } catch (const std::bad_alloc &) { // working storage of a huge op (its tile list, buffers)
+      return pto_rt_fail_msg(ctx, PTO_ERROR_RUNTIME, r.site(),
+                             "out of memory in the reference interpreter");
+    }
     if (st != PTO_OK)
       return st;
     return shmem ? pto_rt_kernel_exit(ctx) : PTO_OK;

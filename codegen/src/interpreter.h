@@ -73,13 +73,18 @@ public:
       const int64_t *dims);
   /// Runs `ops` in program order; stops at the first failing op.
   int32_t exec(const std::vector<ir::Op> &ops);
+  /// The site of the op running (or that ran last).
+  int32_t site() const { return site_; }
 
 private:
   int32_t exec_op(const ir::Op &op);
-  int32_t eval(const SymbolicScalar &s, int64_t &out);
+  /// Evaluates `s`; with `overflow`, also sets *overflow when its arithmetic overflowed int64.
+  int32_t eval(const SymbolicScalar &s, int64_t &out, bool *overflow = nullptr);
   int32_t eval_all(const std::vector<SymbolicScalar> &s, std::vector<int64_t> &out);
   /// Resolves the storage of value `id`, allocating (zeroed) locals on first use.
   int32_t ref(ir::ValueId id, Ref &out);
+  /// Allocates the zeroed storage of local `root` (its shape checked, see run_checks.h).
+  int32_t allocate(const ir::Value &root);
   /// Clamped valid extents of value `id` whose shape is `shape`.
   int32_t valid_of(ir::ValueId id, const std::vector<int64_t> &shape, std::vector<int64_t> &out);
   /// Fails (kind 4) when a view's window of extents `ext` lies outside its root.

@@ -11,6 +11,7 @@
 #include "lower_elementwise.h"
 #include "lower_matmul.h"
 #include "lower_standalone.h"
+#include "run_checks.h"
 #include "xops.h"
 #include "pto/codegen/tile_expand.h"
 #include "pto/error.h"
@@ -102,12 +103,16 @@ private:
   std::map<int64_t, LV *> my_pe_;
   std::map<ValueId, LV *> storage_; // materialized locals
   std::map<std::pair<int, ValueId>, LV *> scratch_;
+  std::map<ValueId, int> def_site_; // the site of the first op that outputs each value
+  LV **overflow_ = nullptr;         // set by sym_checked
   int cur_site_ = 0;
 
   // ---- helpers -------------------------------------------------------------------------------
   void number_sites(const std::vector<Op> &ops) {
     for (auto &op : ops) {
       site_[&op] = static_cast<int>(site_.size());
+      for (ValueId id : op.outputs)
+        def_site_.try_emplace(id, site_[&op]);
       number_sites(op.body);
       for (auto &path : op.paths)
         number_sites(path.body);
@@ -242,14 +247,16 @@ private:
     for (auto &x : e.args)
       a.push_back(sym(SymbolicScalar(x)));
     switch (e.op) {
-    case SymOp::Add: return B.CreateAdd(a[0], a[1]);
-    case SymOp::Sub: return B.CreateSub(a[0], a[1]);
-    case SymOp::Mul: return B.CreateMul(a[0], a[1]);
+    case SymOp::Add: return arith(llvm::Intrinsic::sadd_with_overflow, a[0], a[1]);
+    case SymOp::Sub: return arith(llvm::Intrinsic::ssub_with_overflow, a[0], a[1]);
+    case SymOp::Mul: return arith(llvm::Intrinsic::smul_with_overflow, a[0], a[1]);
     case SymOp::Div:
     case SymOp::Mod: {
       fail_unless(nz(a[1]), kFailDivZero, a[0], a[1]);
       // x / -1 as a negation keeps INT64_MIN / -1 defined (wraps, as the folder does).
       LV *minus1 = B.CreateICmpEQ(a[1], i64(-1));
+      if (overflow_ && e.op == SymOp::Div)
+        note_overflow(B.CreateAnd(minus1, B.CreateICmpEQ(a[0], i64(INT64_MIN))));
       LV *safe = B.CreateSelect(minus1, i64(1), a[1]);
       if (e.op == SymOp::Div)
         return B.CreateSelect(minus1, B.CreateNeg(a[0]), B.CreateSDiv(a[0], safe));
@@ -265,11 +272,49 @@ private:
     case SymOp::Ge: return b01(B.CreateICmpSGE(a[0], a[1]));
     case SymOp::And: return b01(B.CreateAnd(nz(a[0]), nz(a[1])));
     case SymOp::Or: return b01(B.CreateOr(nz(a[0]), nz(a[1])));
-    case SymOp::Neg: return B.CreateNeg(a[0]);
+    case SymOp::Neg: return arith(llvm::Intrinsic::ssub_with_overflow, i64(0), a[0]);
     case SymOp::Not: return b01(B.CreateICmpEQ(a[0], i64(0)));
     case SymOp::Select: return B.CreateSelect(nz(a[0]), a[1], a[2]);
     }
     return i64(0);
+  }
+
+  /// `a op b` wrapping, as the folder does; while sym_checked runs, its overflow bit is noted.
+  LV *arith(llvm::Intrinsic::ID id, LV *a, LV *b) {
+    if (!overflow_) {
+      switch (id) {
+      case llvm::Intrinsic::sadd_with_overflow: return B.CreateAdd(a, b);
+      case llvm::Intrinsic::ssub_with_overflow: return B.CreateSub(a, b);
+      default: return B.CreateMul(a, b);
+      }
+    }
+    LV *r = B.CreateBinaryIntrinsic(id, a, b);
+    note_overflow(B.CreateExtractValue(r, 1));
+    return B.CreateExtractValue(r, 0);
+  }
+  void note_overflow(LV *bit) { *overflow_ = B.CreateOr(*overflow_, bit); }
+
+  /// sym(s), plus an i1 in `over` that is true when any +, -, *, unary - or / of s overflowed
+  /// int64 (as evaluate(..., &overflow) in the interpreter).
+  LV *sym_checked(const SymbolicScalar &s, LV *&over) {
+    over = B.getFalse();
+    LV **saved = overflow_;
+    overflow_ = &over;
+    LV *v = sym(s);
+    overflow_ = saved;
+    return v;
+  }
+
+  /// Calls pto_rt_fail_msg(error_class, site, detail) and returns when `bad` is true.
+  void fail_msg_if(LV *bad, int32_t error_class, int site, const std::string &detail) {
+    auto *fail = llvm::BasicBlock::Create(C, "fail", F);
+    auto *cont = llvm::BasicBlock::Create(C, "cont", F);
+    B.CreateCondBr(bad, fail, cont, unlikely());
+    B.SetInsertPoint(fail);
+    B.CreateRet(call_rt("pto_rt_fail_msg", B.getInt32Ty(),
+                        {ctx_, B.getInt32(error_class), B.getInt32(site),
+                         B.CreateGlobalStringPtr(detail)}));
+    B.SetInsertPoint(cont);
   }
 
   /// True when evaluating `e` can fail at run time (a tensor-element read, a division by a
@@ -447,21 +492,13 @@ private:
             call_rt("pto_rt_my_pe", B.getInt32Ty(), {ctx_, B.getInt32(static_cast<int>(g))}),
             B.getInt64Ty());
     }
-    // Storage for materialized locals, and row scratch for fused groups. A size past int64 asks
-    // for INT64_MAX bytes, which pto_rt_alloc refuses; a refused allocation (its RuntimeError
-    // recorded) returns at once instead of writing through a null pointer.
+    // Storage for materialized locals, and row scratch for fused groups. A run-time shape that
+    // overflows or needs more than 2^62 bytes is a ShapeError at the op that defines the value
+    // (as in the interpreter); a refused allocation (its RuntimeError recorded) returns at once
+    // instead of writing through a null pointer.
     for (ValueId id : plan_.materialized) {
       const ir::Value &v = p_.value(id);
-      LV *n = i64(1), *over = B.getFalse();
-      auto mul = [&](LV *a, LV *b) {
-        LV *r = B.CreateBinaryIntrinsic(llvm::Intrinsic::smul_with_overflow, a, b);
-        over = B.CreateOr(over, B.CreateExtractValue(r, 1));
-        return B.CreateExtractValue(r, 0);
-      };
-      for (auto &d : v.shape)
-        n = mul(n, sym(d));
-      LV *bytes = mul(n, i64(bytes_of(v.dtype)));
-      bytes = B.CreateSelect(over, i64(INT64_MAX), bytes);
+      LV *bytes = checked_bytes(v.shape, bytes_of(v.dtype), result_size_overflow(v), def_site(id));
       storage_[id] = call_rt("pto_rt_alloc", B.getPtrTy(), {ctx_, bytes});
       ret_if_error(B.CreateZExt(B.CreateIsNull(storage_[id]), B.getInt32Ty()));
     }
@@ -470,12 +507,49 @@ private:
       for (auto &[id, fv] : grp.values) {
         if (!fv.scratch)
           continue;
-        // One row of the compute type, rounded up to whole vectors.
-        LV *n = B.CreateAdd(sym(grp.cols), i64(W));
-        LV *bytes = B.CreateMul(n, i64(8));
-        scratch_[{static_cast<int>(g), id}] = call_rt("pto_rt_alloc", B.getPtrTy(), {ctx_, bytes});
+        // One row of the compute type (8 bytes), rounded up to whole vectors: cols is a checked
+        // dim, but 8 bytes per element can still pass the limit.
+        LV *bytes = checked_bytes({grp.cols + W}, 8, result_size_overflow(p_.value(id)),
+                                  def_site(id));
+        LV *buf = call_rt("pto_rt_alloc", B.getPtrTy(), {ctx_, bytes});
+        ret_if_error(B.CreateZExt(B.CreateIsNull(buf), B.getInt32Ty()));
+        scratch_[{static_cast<int>(g), id}] = buf;
       }
     }
+  }
+
+  /// A loop bound evaluated at loop entry: its overflow is a RuntimeError at the loop's line.
+  LV *loop_bound(const SymbolicScalar &s, const char *which) {
+    LV *over = nullptr;
+    LV *v = sym_checked(s, over);
+    if (!s.is_concrete())
+      fail_msg_if(over, PTO_ERROR_RUNTIME, cur_site_, loop_bound_overflow(which, s));
+    return v;
+  }
+
+  int def_site(ValueId id) const {
+    auto it = def_site_.find(id);
+    return it == def_site_.end() ? -1 : it->second;
+  }
+
+  /// The bytes of a dense buffer of run-time `shape` with `esize`-byte elements (negative dims
+  /// count as empty); fails the call with ShapeError `detail` at `site` when a dim overflows or
+  /// the size, zero dims counted as 1, passes 2^62 bytes (dense_bytes in pto/size_math.h).
+  LV *checked_bytes(const std::vector<SymbolicScalar> &shape, int64_t esize,
+                    const std::string &detail, int site) {
+    LV *bound = i64(esize), *empty = B.getFalse(), *bad = B.getFalse();
+    for (auto &d : shape) {
+      LV *over = nullptr;
+      LV *n = sym_checked(d, over);
+      empty = B.CreateOr(empty, B.CreateICmpSLE(n, i64(0)));
+      LV *r = B.CreateBinaryIntrinsic(llvm::Intrinsic::smul_with_overflow, bound,
+                                      smax(n, i64(1)));
+      bad = B.CreateOr(bad, B.CreateOr(over, B.CreateExtractValue(r, 1)));
+      bound = B.CreateExtractValue(r, 0);
+    }
+    bad = B.CreateOr(bad, B.CreateICmpSGT(bound, i64(kMaxExtent)));
+    fail_msg_if(bad, PTO_ERROR_SHAPE, site, detail);
+    return B.CreateSelect(empty, i64(0), bound);
   }
 
   // ---- regions ------------------------------------------------------------------------------
@@ -506,7 +580,8 @@ private:
       LV *t0 = traced ? call_rt("pto_rt_trace_now", B.getInt64Ty(), {ctx_}) : nullptr;
       switch (op.kind) {
       case OpKind::Loop: {
-        LV *start = sym(op.start), *stop = sym(op.stop), *step = sym(op.step);
+        LV *start = loop_bound(op.start, "start"), *stop = loop_bound(op.stop, "stop");
+        LV *step = loop_bound(op.step, "step");
         // A run-time step <= 0 runs no iteration (documented in control.h).
         stop = B.CreateSelect(B.CreateICmpSGT(step, i64(0)), stop, start);
         loop_bounds_[op.loop_id] = LoopBounds{start, stop, step};

@@ -6,6 +6,7 @@
 
 #include "jit_engine.h"
 #include "pto/error.h"
+#include "pto/runtime/abi.h"
 
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
@@ -45,10 +46,13 @@ public:
     kb_ = round_up(std::min(cube[3], cube[4]), kg_);
     nb_ = round_up(cube[6], kNR);
 
-    // Scratch, once per call: packed A and B chunks and the partial-sum block.
+    // Scratch, once per call: packed A and B chunks and the partial-sum block (at most
+    // kMaxCubeScratchBytes plus the rounding above: set_cube_tile_shapes bounds the blocks). A
+    // refused allocation (its RuntimeError recorded) returns before the first write.
     Ap_ = alloc(mb_ * kb_ * pack_bytes());
     Bp_ = alloc(nb_ * kb_ * pack_bytes());
     Cbuf_ = alloc(mb_ * nb_ * 4);
+    return_if_null({Ap_, Bp_, Cbuf_});
 
     const size_t r = vc.shape.size();
     MatmulAddr aa = env_.addr(va.id), ab = env_.addr(vb.id), ac = env_.addr(vc.id);
@@ -141,6 +145,19 @@ private:
         "pto_rt_alloc", llvm::FunctionType::get(eb.getPtrTy(), {eb.getPtrTy(), eb.getInt64Ty()},
                                                 false));
     return eb.CreateCall(callee, {env_.ctx, eb.getInt64(static_cast<uint64_t>(bytes))});
+  }
+
+  /// Returns PTO_ERR from the kernel when any of `ptrs` is null.
+  void return_if_null(std::initializer_list<LV *> ptrs) {
+    LV *bad = B.getFalse();
+    for (LV *p : ptrs)
+      bad = B.CreateOr(bad, B.CreateIsNull(p));
+    auto *fail = llvm::BasicBlock::Create(C, "mm.nomem", env_.F);
+    auto *cont = llvm::BasicBlock::Create(C, "mm.mem", env_.F);
+    B.CreateCondBr(bad, fail, cont);
+    B.SetInsertPoint(fail);
+    B.CreateRet(B.getInt32(PTO_ERR));
+    B.SetInsertPoint(cont);
   }
 
   /// for (i = start; i < end; i += step) body(i)

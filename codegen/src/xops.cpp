@@ -4,6 +4,7 @@
 #include "interpreter.h"
 
 #include <exception>
+#include <new>
 
 namespace pto::codegen {
 
@@ -52,10 +53,13 @@ int64_t x_lin(const XTensor &t, const int64_t *idx) {
 void *x_addr(const XTensor &t, const int64_t *idx) { return elem(t, x_lin(t, idx)); }
 
 extern "C" int32_t pto_rt_xop(const XCall *call) {
-  // Generated code cannot unwind: a routine's exception (a ptojit bug, bad_alloc) becomes the
-  // call's recorded error.
+  // Generated code cannot unwind: a routine's exception becomes the call's recorded error:
+  // memory the host refuses is a RuntimeError, anything else a ptojit bug.
   try {
     return dispatch(*call);
+  } catch (const std::bad_alloc &) {
+    return pto_rt_fail_msg(call->ctx, PTO_ERROR_RUNTIME, static_cast<int32_t>(call->site),
+                           "out of memory for the routine's working storage");
   } catch (const std::exception &e) {
     return pto_rt_fail_msg(call->ctx, PTO_ERROR_INTERNAL, static_cast<int32_t>(call->site),
                            e.what());

@@ -6,6 +6,7 @@
 #include "pto/ir/recorder.h"
 #include "pto/ops.h"
 #include "pto/shape_ops.h"
+#include "pto/size_math.h"
 
 #include <fmt/format.h>
 
@@ -115,7 +116,8 @@ Gathered gather_blocks(const Tensor &x, const std::vector<int64_t> &shape,
   size_t rank = shape.size();
   int64_t rows = shape[0];
   Gathered g;
-  g.buf = create_shmem_tensor(group, n, x.dtype(), with_rows(shape, n * rows), loc);
+  const int64_t all_rows = checked_extent_mul(n, rows, "n_pes x rows", "collective", loc);
+  g.buf = create_shmem_tensor(group, n, x.dtype(), with_rows(shape, all_rows), loc);
   auto me = me_in(group, n, loc);
   for (int p = 0; p < n; ++p) {
     auto put = shmem_put(send_block(p), at_row(me * rows, rank), g.buf, p, {.pred = {start}}, loc);
@@ -293,7 +295,11 @@ struct FusionGroup {
                        [&](const FusedCall &c) { return c.result == root || c.x_root == root; });
   }
   int64_t bytes_with(int64_t rows_more, int64_t cols) const {
-    return (rows + rows_more) * std::max(width, cols) * bytes_of(key.dtype);
+    // Saturates: a sum past int64 fills any bucket.
+    auto r = add_checked(rows, rows_more);
+    auto b = r ? mul_checked(*r, std::max(width, cols)) : std::nullopt;
+    b = b ? mul_checked(*b, bytes_of(key.dtype)) : std::nullopt;
+    return b.value_or(INT64_MAX);
   }
 };
 
@@ -561,7 +567,8 @@ Tensor allgather(const Tensor &x, CollectiveOptions opts, SrcLoc loc) {
   for (size_t d = 0; d < shape.size(); ++d)
     full = full && x.valid_shape()[d].same_as(SymbolicScalar(shape[d]));
   if (full)
-    return gather_rows(x, shape, n * shape[0], opts.group, n, opts.pred, loc);
+    return gather_rows(x, shape, checked_extent_mul(n, shape[0], "n_pes x rows", "allgather", loc),
+                       opts.group, n, opts.pred, loc);
   // With a valid shape [vr, vc, ...], PE p's valid block lands at rows [p*vr, (p+1)*vr) (as
   // PyPTO's AllGather: the valid parts concatenated), and the result's valid shape is
   // [n*vr, vc, ...]; everything past it is zero.
@@ -572,7 +579,8 @@ Tensor allgather(const Tensor &x, CollectiveOptions opts, SrcLoc loc) {
   auto me = me_in(opts.group, n, loc);
   auto g = gather_blocks(x, shape, opts.group, n, start, [&](int) { return x; }, loc);
   (void)me;
-  auto out_shape = with_rows(shape, n * shape[0]);
+  auto out_shape =
+      with_rows(shape, checked_extent_mul(n, shape[0], "n_pes x rows", "allgather", loc));
   auto out = zeros(sym(out_shape), x.dtype(), loc);
   const SymbolicScalar &vr = x.valid_shape()[0];
   for (int q = 0; q < n; ++q) {
@@ -634,8 +642,9 @@ Tensor all_to_all(const Tensor &x, const std::vector<std::vector<int64_t>> &coun
       int64_t c = counts[static_cast<size_t>(i)][static_cast<size_t>(j)];
       if (c < 0)
         throw ShapeError(loc, "all_to_all", fmt::format("counts[{}][{}] = {} is negative", i, j, c));
-      sent[static_cast<size_t>(i)] += c;
-      recv[static_cast<size_t>(j)] += c;
+      auto &si = sent[static_cast<size_t>(i)], &rj = recv[static_cast<size_t>(j)];
+      si = checked_extent_add(si, c, "rows sent", "all_to_all", loc);
+      rj = checked_extent_add(rj, c, "rows received", "all_to_all", loc);
       max_block = std::max(max_block, c);
     }
   }

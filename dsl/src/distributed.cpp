@@ -3,6 +3,7 @@
 #include "pto/distributed.h"
 
 #include "pto/ir/recorder.h"
+#include "pto/size_math.h"
 
 #include <fmt/format.h>
 
@@ -77,12 +78,24 @@ void check_window(const std::vector<int64_t> &shape, const std::vector<SymbolicS
     const auto &o = offsets[d];
     if (!o.is_concrete())
       continue;
-    if (o.concrete() < 0 || o.concrete() + shape[d] > data_shape[d])
+    if (!window_fits(o.concrete(), shape[d], data_shape[d]))
       throw DistributedError(loc, op,
-                             fmt::format("offsets out of bounds: window [{}, {}) of dim {} "
-                                         "exceeds the shmem data size {}",
-                                         o.concrete(), o.concrete() + shape[d], d, data_shape[d]));
+                             fmt::format("offsets out of bounds: window of {} at offset {} of dim "
+                                         "{} exceeds the shmem data size {}",
+                                         shape[d], o.concrete(), d, data_shape[d]));
   }
+}
+
+/// Checks that the shmem tensors of group `g` traced so far fit its symmetric heap
+/// (kMaxSymmetricHeapBytes per PE); `what` says what was just asked for.
+void check_heap(Recorder &r, int g, const std::string &what, const char *op, const SrcLoc &loc) {
+  if (ir::group_heap_bytes(r.program(), g))
+    return;
+  const auto &group = r.program().groups[static_cast<size_t>(g)];
+  throw ShapeError(loc, op,
+                   fmt::format("{} does not fit the symmetric heap of group '{}': its shmem "
+                               "tensors and signals may take at most {} bytes (2^40) per PE",
+                               what, group.name, kMaxSymmetricHeapBytes));
 }
 
 /// Reference §6.3: the slot geometry of a signal/wait over `t`'s window with tile `tile`.
@@ -115,7 +128,7 @@ ir::SlotGeometry slot_geometry(Recorder &r, const ShmemTensor &t, const ir::Tile
     g.view_tile_num *= (g.view_shape[d] + g.tile[d] - 1) / g.tile[d];
     views *= g.data_shape[d] / g.view_shape[d];
   }
-  g.total_tile_num = g.view_tile_num * views;
+  g.total_tile_num = g.view_tile_num * views; // <= the data's elements: no overflow
   for (size_t d = 0; d < g.data_shape.size(); ++d) {
     const auto &o = g.view_offsets[d];
     if (o.is_concrete() && (o.concrete() % g.view_shape[d]) % g.tile[d] != 0)
@@ -126,6 +139,10 @@ ir::SlotGeometry slot_geometry(Recorder &r, const ShmemTensor &t, const ir::Tile
                                          o.concrete(), d, g.view_shape[d], g.tile[d]));
   }
   s.max_tile_num = std::max(s.max_tile_num, g.total_tile_num);
+  check_heap(r, s.group_index,
+             fmt::format("the signal array of {} PEs x {} tiles (tile {} over shmem data {})",
+                         s.n_pes, g.total_tile_num, dims_str(g.tile), dims_str(g.data_shape)),
+             op, loc);
   if (s.slot_view.empty()) {
     s.slot_view = g.view_shape;
     s.slot_tile = g.tile;
@@ -146,6 +163,7 @@ int check_group(Recorder &r, const std::string &group, int n_pes, const char *op
                 const SrcLoc &loc) {
   return r.group_index(group, n_pes, op, loc);
 }
+
 
 } // namespace
 
@@ -185,6 +203,12 @@ ShmemTensor create_shmem_tensor(const std::string &group, int n_pes, DataType dt
   v.name = "shmem" + std::to_string(index);
   s.data = r.add_value(std::move(v));
   p.shmems.push_back(s);
+  if (!dense_bytes(shape, bytes_of(dtype)))
+    throw ShapeError(loc, op, too_large_detail(shape, name(dtype)));
+  check_heap(r, g,
+             fmt::format("shape {} of {} ({} bytes)", dims_str(shape), name(dtype),
+                         *dense_bytes(shape, bytes_of(dtype))),
+             op, loc);
   ShmemTensor t;
   t.index = index;
   t.group = group;

@@ -34,6 +34,7 @@ Tensor emit(Recorder &r, OpKind kind, const char *op, std::vector<ValueId> ins, 
   o.tile = ir::capture_tile(r, shape.size(), op, loc);
   if (attrs)
     attrs(o);
+  check_result_size(shape, dt, op, loc);
   Tensor out = make_local(r, dt, std::move(shape), std::move(valid));
   o.outputs = {out.id()};
   r.emit(std::move(o));

@@ -36,6 +36,22 @@ void check_levels(const char *what, const std::vector<int64_t> &v, const SrcLoc 
   }
 }
 
+/// The scratch budget of matmul.h: the A, B and C blocks of one cube tile, 4 bytes each element.
+/// L1 entries are checked against the budget first, so the products below cannot overflow.
+void check_scratch(int64_t ml1, int64_t kal1, int64_t kbl1, int64_t nl1, const SrcLoc &loc) {
+  const char *op = "set_cube_tile_shapes";
+  const int64_t limit = kMaxCubeScratchBytes / 4;
+  bool fits = ml1 <= limit && kal1 <= limit && kbl1 <= limit && nl1 <= limit;
+  int64_t elems = fits ? ml1 * kal1 + kbl1 * nl1 + ml1 * nl1 : 0;
+  if (!fits || elems > limit)
+    throw TileShapeError(
+        loc, op,
+        fmt::format("the blocks of mL1 {}, kAL1 {}, kBL1 {}, nL1 {} need more than {} bytes of "
+                    "scratch (mL1*kAL1 + kBL1*nL1 + mL1*nL1 elements of 4 bytes; the budget is "
+                    "2^28); use smaller L1 entries",
+                    ml1, kal1, kbl1, nl1, kMaxCubeScratchBytes));
+}
+
 bool is_one(const SymbolicScalar &s) { return s.is_concrete() && s.concrete() == 1; }
 
 bool same_dim(const SymbolicScalar &a, const SymbolicScalar &b) {
@@ -88,6 +104,7 @@ void set_cube_tile_shapes(const std::vector<int64_t> &m, const std::vector<int64
   if (n[0] % 16 != 0)
     throw TileShapeError(loc, op, fmt::format("nL0 {} is not a multiple of 16 elements", n[0]));
   int64_t kb = k.size() == 3 ? k[2] : k[1];
+  check_scratch(m[1], k[1], kb, n[1], loc);
   r.cube_tile.cube = {m[0], m[1], k[0], k[1], kb, n[0], n[1]};
   r.cube_tile.split_k = opts.enable_split_k;
 }

@@ -814,7 +814,7 @@ Tensor strided_slice(const Tensor &x, const std::vector<int64_t> &begin,
                      fmt::format("begin, end and strides need {} entries (the rank of x), got {}, "
                                  "{} and {}",
                                  r, begin.size(), end.size(), strides.size()));
-  std::vector<int64_t> start(r), count(r);
+  std::vector<int64_t> start(r), count(r), step(r);
   for (size_t d = 0; d < r; ++d) {
     int64_t s = strides[d];
     if (s <= 0)
@@ -826,7 +826,7 @@ Tensor strided_slice(const Tensor &x, const std::vector<int64_t> &begin,
       return std::clamp<int64_t>(i < 0 ? i + dims[d] : i, 0, dims[d]);
     };
     int64_t b = clamped(begin[d]), e = clamped(end[d]);
-    count[d] = e > b ? (e - b + s - 1) / s : 0;
+    count[d] = e > b ? 1 + (e - b - 1) / s : 0; // ceil((e - b) / s) without overflow
     if (count[d] == 0)
       throw ShapeError(
           loc, op,
@@ -834,16 +834,19 @@ Tensor strided_slice(const Tensor &x, const std::vector<int64_t> &begin,
                       "ptojit has no empty tensors",
                       d, begin[d], end[d], s, dims[d]));
     start[d] = b;
+    // One pick needs no stride; with more, s < e - b <= the dim, so count * s stays below
+    // twice the dim (no overflow).
+    step[d] = count[d] == 1 ? 1 : s;
   }
   // The window from `start` holding every picked element: count * stride elements, or fewer at
   // the end of a dim (the missing tail is padded with zeros that are never picked).
   std::vector<int64_t> cur(r);
   for (size_t d = 0; d < r; ++d)
-    cur[d] = strides[d] == 1 ? count[d] : std::min(count[d] * strides[d], dims[d] - start[d]);
+    cur[d] = step[d] == 1 ? count[d] : std::min(count[d] * step[d], dims[d] - start[d]);
   Tensor y = view(x, cur, sym(start), {}, loc);
   RowsTile tile(r, op, loc);
   for (size_t d = 0; d < r; ++d) {
-    int64_t s = strides[d], n = count[d];
+    int64_t s = step[d], n = count[d];
     if (s == 1)
       continue;
     tile.use_caller();

@@ -4,6 +4,8 @@
 
 #include "pto/ir/recorder.h"
 
+#include "trace_checks.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -551,16 +553,17 @@ Tensor amin(const Tensor &x, int axis, ReduceOptions opts, SrcLoc loc) {
   return reduce(OpKind::Amin, x, axis, opts, loc);
 }
 
-Tensor full(const std::vector<SymbolicScalar> &shape, Element value, FullOptions opts,
-            SrcLoc loc) {
-  auto &r = Recorder::current("full", loc);
-  auto s = check_shape_dims(shape, "full", loc);
+Tensor trace::full_as(const char *op, const std::vector<SymbolicScalar> &shape, Element value,
+                      FullOptions opts, const SrcLoc &loc) {
+  auto &r = Recorder::current(op, loc);
+  auto s = check_shape_dims(shape, op, loc);
   DataType dt = value.scalar.dtype == DT_BOTTOM ? (value.scalar.is_int ? DT_INT32 : DT_FP32)
                                                 : value.scalar.dtype;
-  check_dtype_supported(dt, "full", loc);
+  check_dtype_supported(dt, op, loc);
+  trace::check_result_size(s, dt, op, loc);
   std::vector<SymbolicScalar> valid = opts.valid_shape ? *opts.valid_shape : s;
   if (valid.size() != s.size())
-    throw ShapeError(loc, "full",
+    throw ShapeError(loc, op,
                      fmt::format("valid_shape rank {} differs from shape rank {}", valid.size(),
                                  s.size()));
   ir::Op o;
@@ -569,22 +572,32 @@ Tensor full(const std::vector<SymbolicScalar> &shape, Element value, FullOptions
   ir::Scalar sc = value.scalar;
   sc.dtype = dt;
   o.scalar = sc;
-  o.tile = ir::capture_tile(r, s.size(), "full", loc);
+  o.tile = ir::capture_tile(r, s.size(), op, loc);
   Tensor out = make_local(r, dt, s, valid);
   o.outputs = {out.id()};
   r.emit(std::move(o));
   return out;
 }
 
-Tensor full(const std::vector<SymbolicScalar> &shape, double value, DataType dtype,
-            FullOptions opts, SrcLoc loc) {
+Tensor trace::full_as(const char *op, const std::vector<SymbolicScalar> &shape, double value,
+                      DataType dtype, FullOptions opts, const SrcLoc &loc) {
   Element e = is_float(dtype) ? Element(dtype, value)
                               : Element(dtype, static_cast<int64_t>(std::trunc(value)));
-  return full(shape, e, std::move(opts), loc);
+  return full_as(op, shape, e, std::move(opts), loc);
+}
+
+Tensor full(const std::vector<SymbolicScalar> &shape, Element value, FullOptions opts,
+            SrcLoc loc) {
+  return trace::full_as("full", shape, value, std::move(opts), loc);
+}
+
+Tensor full(const std::vector<SymbolicScalar> &shape, double value, DataType dtype,
+            FullOptions opts, SrcLoc loc) {
+  return trace::full_as("full", shape, value, dtype, std::move(opts), loc);
 }
 
 Tensor zeros(const std::vector<SymbolicScalar> &shape, DataType dtype, SrcLoc loc) {
-  return full(shape, 0.0, dtype, {}, loc);
+  return trace::full_as("zeros", shape, 0.0, dtype, {}, loc);
 }
 
 Tensor view(const Tensor &x, const std::vector<int64_t> &shape,

@@ -1,6 +1,9 @@
 // program.cpp - Per-kind op facts, value roots, strides and the symmetric-heap layout.
 #include "pto/ir/program.h"
 
+#include "pto/error.h"
+#include "pto/size_math.h"
+
 #include <array>
 #include <stdexcept>
 
@@ -149,17 +152,51 @@ std::vector<SymbolicScalar> row_major_strides(const std::vector<SymbolicScalar> 
   return s;
 }
 
+namespace {
+/// The data and signal bytes of `s` (as layout_shmem lays them out), or nullopt past the heap
+/// limit.
+std::optional<int64_t> data_bytes(const ShmemInfo &s) {
+  if (s.shape.empty())
+    return 0;
+  auto b = dense_bytes(s.shape, bytes_of(s.dtype));
+  if (!b || *b > kMaxSymmetricHeapBytes)
+    return std::nullopt;
+  return (*b + 511) / 512 * 512;
+}
+std::optional<int64_t> signal_bytes(const ShmemInfo &s) {
+  auto b = mul_checked(int64_t{s.n_pes} * 8 * 4, s.max_tile_num); // n_pes * 8 int32 slots
+  if (!b || *b > kMaxSymmetricHeapBytes)
+    return std::nullopt;
+  return (*b + 511) / 512 * 512;
+}
+} // namespace
+
+std::optional<int64_t> group_heap_bytes(const Program &p, int group) {
+  int64_t total = 0;
+  for (const auto &s : p.shmems) {
+    if (s.group_index != group)
+      continue;
+    auto d = data_bytes(s), sig = signal_bytes(s);
+    if (!d || !sig)
+      return std::nullopt;
+    total += *d + *sig; // each <= 2^40 + 511 and total <= 2^40 below: no overflow
+    if (total > kMaxSymmetricHeapBytes)
+      return std::nullopt;
+  }
+  return total;
+}
+
 void layout_shmem(Program &p) {
-  auto round512 = [](int64_t b) { return (b + 511) / 512 * 512; };
   for (auto &g : p.groups)
     g.heap_bytes = 0;
   for (auto &s : p.shmems) {
     Group &g = p.groups.at(static_cast<size_t>(s.group_index));
-    int64_t numel = 1;
-    for (auto d : s.shape)
-      numel *= d;
-    s.data_bytes = s.shape.empty() ? 0 : round512(numel * bytes_of(s.dtype));
-    s.signal_bytes = round512(int64_t{s.n_pes} * 8 * s.max_tile_num * 4);
+    auto d = data_bytes(s), sig = signal_bytes(s);
+    if (!d || !sig)
+      throw InternalError("<trace>", "layout_shmem",
+                          "shmem tensor sizes past the heap limit were not caught while tracing");
+    s.data_bytes = *d;
+    s.signal_bytes = *sig;
     s.data_offset_bytes = g.heap_bytes;
     g.heap_bytes += s.data_bytes;
     s.signal_offset_bytes = g.heap_bytes;

@@ -31,6 +31,7 @@ Tensor emit(Recorder &r, OpKind kind, const char *user_op, std::vector<ValueId> 
   o.tile = ir::capture_tile(r, shape.size(), user_op, loc);
   if (attrs)
     attrs(o);
+  check_result_size(shape, dt, user_op, loc);
   Tensor out = make_local(r, dt, std::move(shape), std::move(valid));
   o.outputs = {out.id()};
   r.emit(std::move(o));
@@ -43,10 +44,11 @@ void check_out_rank(size_t rank, const char *op, const SrcLoc &loc) {
                      fmt::format("the result would have rank {}; ops take rank 1 to 4", rank));
 }
 
-SymbolicScalar numel(const std::vector<SymbolicScalar> &s) {
+/// The element count of `s` (checked when static: ShapeError naming `op` past 2^62).
+SymbolicScalar numel(const std::vector<SymbolicScalar> &s, const char *op, const SrcLoc &loc) {
   SymbolicScalar n(1);
   for (auto &d : s)
-    n = n * d;
+    n = dim_mul(n, d, "element count", op, loc);
   return n;
 }
 
@@ -99,16 +101,16 @@ Tensor reshape_impl(const Tensor &x, std::vector<SymbolicScalar> s,
       if (static_cast<int>(d) != infer) {
         if (!s[d].is_concrete())
           throw ShapeError(loc, op, "-1 needs the other dims static, got " + str(s));
-        known *= s[d].concrete();
+        known = checked_extent_mul(known, s[d].concrete(), "element count", op, loc);
       }
-    int64_t total = numel(v.shape).concrete();
+    int64_t total = numel(v.shape, op, loc).concrete();
     if (total % known != 0)
       throw ShapeError(
           loc, op,
           fmt::format("cannot reshape {} ({} elements) into {}", str(v.shape), total, str(s)));
     s[static_cast<size_t>(infer)] = SymbolicScalar(total / known);
   }
-  SymbolicScalar nin = numel(v.shape), nout = numel(s);
+  SymbolicScalar nin = numel(v.shape, op, loc), nout = numel(s, op, loc);
   if (nin.is_concrete() && nout.is_concrete()) {
     if (nin.concrete() != nout.concrete())
       throw ShapeError(loc, op,
@@ -317,8 +319,8 @@ Tensor concat(const std::vector<Tensor> &xs, int dim, SrcLoc loc) {
                                      k, str(vs[k].shape), str(vs[0].shape), a));
       valid[d] = min_of(valid[d], vs[k].valid[d]);
     }
-    valid[ua] = start + vs[k].valid[ua];
-    start = start + vs[k].shape[ua];
+    valid[ua] = dim_add(start, vs[k].valid[ua], "the valid extent of the concat dim", op, loc);
+    start = dim_add(start, vs[k].shape[ua], "the concat dim", op, loc);
     ids.push_back(vs[k].id);
   }
   shape[ua] = start;
@@ -337,7 +339,7 @@ std::vector<Tensor> split(const Tensor &x, const std::vector<int64_t> &sizes, in
   for (auto s : sizes) {
     if (s < 1)
       throw ShapeError(loc, op, fmt::format("piece sizes must be > 0, got {}", s));
-    total += s;
+    total = checked_extent_add(total, s, "the piece sizes' sum", op, loc);
   }
   if (sizes.empty() || total != v.shape[ua].concrete())
     throw ShapeError(loc, op,
@@ -414,7 +416,9 @@ Tensor tile(const Tensor &x, const std::vector<int64_t> &reps, SrcLoc loc) {
     }
     if (!v.shape[d].is_concrete())
       throw ShapeError(loc, op, fmt::format("dim {} is dynamic; only static dims repeat", d));
-    shape.emplace_back(v.shape[d].concrete() * rp[d]);
+    const std::string what = fmt::format("dim {} of the result", d);
+    shape.emplace_back(checked_extent_mul(v.shape[d].concrete(), rp[d], what.c_str(), op, loc));
+    // (reps - 1) whole copies, then the last copy's valid extent: below the dim just checked.
     valid.push_back(SymbolicScalar(v.shape[d].concrete() * (rp[d] - 1)) + v.valid[d]);
   }
   return emit(r, OpKind::Tile, op, {v.id}, v.dtype, std::move(shape), std::move(valid), loc);
@@ -449,9 +453,9 @@ Tensor pad(const Tensor &x, const std::vector<int64_t> &pad, double value, SrcLo
         fmt::format("non-integral value {} for a tensor of dtype {}", value, name(v.dtype)));
   std::vector<SymbolicScalar> shape = v.shape;
   size_t rank = shape.size();
-  shape[rank - 1] = shape[rank - 1] + pad[1];
+  shape[rank - 1] = dim_add(shape[rank - 1], pad[1], "the padded last dim", op, loc);
   if (pad.size() == 4)
-    shape[rank - 2] = shape[rank - 2] + pad[3];
+    shape[rank - 2] = dim_add(shape[rank - 2], pad[3], "the padded second-to-last dim", op, loc);
   ir::Scalar sc{value, static_cast<int64_t>(value), !is_float(v.dtype), v.dtype};
   return emit(r, OpKind::Pad, op, {v.id}, v.dtype, shape, shape, loc,
               [&](ir::Op &o) { o.scalar = sc; });
@@ -477,7 +481,7 @@ Tensor triu(const Tensor &x, const SymbolicScalar &diagonal, SrcLoc loc) {
 }
 
 Tensor ones(const std::vector<SymbolicScalar> &shape, DataType dtype, SrcLoc loc) {
-  return full(shape, 1.0, dtype, {}, loc);
+  return full_as("ones", shape, 1.0, dtype, {}, loc);
 }
 
 Tensor arange(ArangeValue end, SrcLoc loc) { return arange(0, end, 1, loc); }

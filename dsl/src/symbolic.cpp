@@ -75,7 +75,16 @@ const char *op_token(SymOp op) {
 
 } // namespace
 
-int64_t sym_fold(SymOp op, const std::vector<int64_t> &v, bool *div_zero) {
+int64_t sym_fold(SymOp op, const std::vector<int64_t> &v, bool *div_zero, bool *overflow) {
+  if (overflow) {
+    int64_t r = 0;
+    bool over = (op == SymOp::Add && __builtin_add_overflow(v[0], v[1], &r)) ||
+                (op == SymOp::Sub && __builtin_sub_overflow(v[0], v[1], &r)) ||
+                (op == SymOp::Mul && __builtin_mul_overflow(v[0], v[1], &r)) ||
+                (op == SymOp::Neg && v[0] == INT64_MIN) ||
+                (op == SymOp::Div && v[0] == INT64_MIN && v[1] == -1);
+    *overflow = *overflow || over;
+  }
   switch (op) {
   case SymOp::Add: return wrap_add(v[0], v[1]);
   case SymOp::Sub: return wrap_sub(v[0], v[1]);
@@ -360,7 +369,8 @@ SymbolicScalar ternary(const SymbolicScalar &c, const SymbolicScalar &a, const S
   return sym_apply(SymOp::Select, {c, a, b});
 }
 
-int64_t evaluate(const SymbolicScalar &s, const SymbolEnv &env, const std::string &where) {
+int64_t evaluate(const SymbolicScalar &s, const SymbolEnv &env, const std::string &where,
+                 bool *overflow) {
   const SymExpr &e = s.expr();
   switch (e.tag) {
   case SymExpr::Tag::Const: return e.value;
@@ -368,22 +378,22 @@ int64_t evaluate(const SymbolicScalar &s, const SymbolEnv &env, const std::strin
   case SymExpr::Tag::Op: break;
   }
   if (e.op == SymOp::Select) // only the chosen side is evaluated, as generated code does
-    return evaluate(SymbolicScalar(e.args[0]), env, where) != 0
-               ? evaluate(SymbolicScalar(e.args[1]), env, where)
-               : evaluate(SymbolicScalar(e.args[2]), env, where);
+    return evaluate(SymbolicScalar(e.args[0]), env, where, overflow) != 0
+               ? evaluate(SymbolicScalar(e.args[1]), env, where, overflow)
+               : evaluate(SymbolicScalar(e.args[2]), env, where, overflow);
   // `&` and `|` short-circuit (as generated code does): a right operand that reads a tensor
   // element or divides is only evaluated when it decides the result.
   if (e.op == SymOp::And)
-    return evaluate(SymbolicScalar(e.args[0]), env, where) != 0 &&
-           evaluate(SymbolicScalar(e.args[1]), env, where) != 0;
+    return evaluate(SymbolicScalar(e.args[0]), env, where, overflow) != 0 &&
+           evaluate(SymbolicScalar(e.args[1]), env, where, overflow) != 0;
   if (e.op == SymOp::Or)
-    return evaluate(SymbolicScalar(e.args[0]), env, where) != 0 ||
-           evaluate(SymbolicScalar(e.args[1]), env, where) != 0;
+    return evaluate(SymbolicScalar(e.args[0]), env, where, overflow) != 0 ||
+           evaluate(SymbolicScalar(e.args[1]), env, where, overflow) != 0;
   std::vector<int64_t> v;
   for (auto &a : e.args)
-    v.push_back(evaluate(SymbolicScalar(a), env, where));
+    v.push_back(evaluate(SymbolicScalar(a), env, where, overflow));
   bool div_zero = false;
-  int64_t r = sym_fold(e.op, v, &div_zero);
+  int64_t r = sym_fold(e.op, v, &div_zero, overflow);
   if (div_zero)
     throw RuntimeError(where, "SymbolicScalar",
                        "integer division by zero at run time in `" + s.str() + "`");

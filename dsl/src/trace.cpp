@@ -4,6 +4,8 @@
 #include "pto/ir/recorder.h"
 #include "pto/tile.h"
 
+#include "trace_checks.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -157,6 +159,9 @@ void Recorder::check_op(const Op &op) const {
     check_value(id);
     if (id < 0 || static_cast<size_t>(id) >= prog_.values.size())
       continue;
+    // Every result of every op obeys the size limit (the ops check with the user's spelling
+    // first; this catches the rest under the op's own name).
+    trace::check_result_size(prog_.value(id).shape, prog_.value(id).dtype, name, op.where);
     // Storage is sized when the kernel starts: shapes cannot wait for run-time reads.
     for (auto &d : prog_.value(id).shape)
       if (mentions(d, SymKind::TensorElement) || mentions(d, SymKind::LoopBegin) ||
@@ -476,10 +481,16 @@ void set_vec_tile_shapes(std::vector<int64_t> dims, std::source_location loc) {
   if (dims.empty() || dims.size() > 4)
     throw TileShapeError(loc, "set_vec_tile_shapes",
                          fmt::format("expected 1 to 4 tile dims, got {}", dims.size()));
-  for (size_t i = 0; i < dims.size(); ++i)
+  for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] <= 0)
       throw TileShapeError(loc, "set_vec_tile_shapes",
                            fmt::format("tile dim {} must be > 0, got {}", i, dims[i]));
+    if (dims[i] > kMaxExtent)
+      throw TileShapeError(loc, "set_vec_tile_shapes",
+                           fmt::format("tile dim {} is {}, above {} (2^62, the largest extent "
+                                       "of any dim)",
+                                       i, dims[i], kMaxExtent));
+  }
   r.vec_tile.vec = std::move(dims);
 }
 void set_vec_tile_shapes(int64_t d0, std::source_location loc) {
@@ -645,7 +656,7 @@ bool LoopUnrollRange::open_next() {
     int64_t k = factors_[next_factor_++];
     SymbolicScalar step = step_ * k;
     // The last loop (k = 1) runs to `stop` itself, as pto::loop does.
-    SymbolicScalar end = k == 1 ? stop_ : stop_ - (stop_ - cur_) % SymDivisor(step, loc_);
+    SymbolicScalar end = k == 1 ? stop_ : unroll_end(k);
     SymbolicScalar from = cur_;
     cur_ = end;
     if (from.is_concrete() && end.is_concrete() && from.concrete() >= end.concrete())
@@ -655,6 +666,20 @@ bool LoopUnrollRange::open_next() {
     return true;
   }
   return false;
+}
+
+SymbolicScalar LoopUnrollRange::unroll_end(int64_t k) const {
+  if (!cur_.is_concrete() || !stop_.is_concrete() || !step_.is_concrete())
+    return stop_ - (stop_ - cur_) % SymDivisor(step_ * k, loc_); // checked when the loop runs
+  // Exact for any int64 bounds: stop - cur in uint64, and a step * k past int64 is longer than
+  // any span (no whole step fits).
+  const int64_t from = cur_.concrete(), stop = stop_.concrete();
+  if (from >= stop)
+    return stop;
+  const uint64_t span = static_cast<uint64_t>(stop) - static_cast<uint64_t>(from);
+  auto sk = mul_checked(step_.concrete(), k);
+  const uint64_t rem = sk ? span % static_cast<uint64_t>(*sk) : span;
+  return static_cast<int64_t>(static_cast<uint64_t>(stop) - rem);
 }
 
 LoopUnrollRange::iterator LoopUnrollRange::begin() {

@@ -3,6 +3,8 @@
 #pragma once
 
 #include "pto/ir/recorder.h"
+#include "pto/ops.h"
+#include "pto/size_math.h"
 
 #include <fmt/format.h>
 #include <source_location>
@@ -38,6 +40,39 @@ inline const ir::Value &data_operand(ir::Recorder &r, const Tensor &t, const cha
   return v;
 }
 
+/// Checks that a result of `shape` and `dt` fits the size limit (pto/size_math.h: at most 2^62
+/// bytes, zero dims counted as 1): over its static dims at trace time (ShapeError naming `op`);
+/// dynamic dims are checked when the kernel runs and sizes the result.
+inline void check_result_size(const std::vector<SymbolicScalar> &shape, DataType dt,
+                              const char *op, const SrcLoc &loc) {
+  std::vector<int64_t> known;
+  for (auto &d : shape)
+    if (d.is_concrete() && d.concrete() >= 0)
+      known.push_back(d.concrete());
+  if (!dense_bytes(known, bytes_of(dt)))
+    throw ShapeError(loc, op,
+                     "result shape " + str(shape) + " of " + name(dt) + " needs more than " +
+                         std::to_string(kMaxExtent) +
+                         " bytes (2^62, the largest tensor ptojit supports; counting zero dims "
+                         "as 1)");
+}
+
+/// `a * b` and `a + b` for a result dim (`what` names it, e.g. "dim 0"): checked when both are
+/// concrete (ShapeError naming `op` past 2^62); the symbolic expression otherwise, whose value is
+/// checked when the kernel runs and sizes the result.
+inline SymbolicScalar dim_mul(const SymbolicScalar &a, const SymbolicScalar &b, const char *what,
+                              const char *op, const SrcLoc &loc) {
+  if (a.is_concrete() && b.is_concrete())
+    return checked_extent_mul(a.concrete(), b.concrete(), what, op, loc);
+  return a * b;
+}
+inline SymbolicScalar dim_add(const SymbolicScalar &a, const SymbolicScalar &b, const char *what,
+                              const char *op, const SrcLoc &loc) {
+  if (a.is_concrete() && b.is_concrete())
+    return checked_extent_add(a.concrete(), b.concrete(), what, op, loc);
+  return a + b;
+}
+
 /// A new local value (the op's result).
 inline Tensor make_local(ir::Recorder &r, DataType dt, std::vector<SymbolicScalar> shape,
                          std::vector<SymbolicScalar> valid) {
@@ -60,6 +95,12 @@ inline int norm_axis(int axis, size_t rank, const char *op, const SrcLoc &loc,
 }
 
 inline bool is_one(const SymbolicScalar &s) { return s.is_concrete() && s.concrete() == 1; }
+
+/// pto::full reported as `op` (zeros, ones, full): checks and traces one Full op.
+Tensor full_as(const char *op, const std::vector<SymbolicScalar> &shape, Element value,
+               FullOptions opts, const SrcLoc &loc);
+Tensor full_as(const char *op, const std::vector<SymbolicScalar> &shape, double value,
+               DataType dtype, FullOptions opts, const SrcLoc &loc);
 
 /// A one-element tensor [1] of floating dtype `dt` holding the run-time integer `n` (an arange
 /// op with start n and step 0, cast): how mean and var divide by a run-time element count.

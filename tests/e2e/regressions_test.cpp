@@ -334,7 +334,8 @@ TEST_CASE("a view of a fused intermediate, at a concrete or loop offset, reads i
 // through the null pointer pto_rt_alloc returned (SIGSEGV: the whole process died); the
 // interpreter let std::bad_alloc out of the kernel. Now both record a RuntimeError, PE 1 (in a
 // barrier) is released, World::run rethrows PE 0's error, and the world runs again. A size past
-// int64 (2^62 rows) is the same error, not a wrapped small allocation.
+// int64 (2^62 rows) is not a wrapped small allocation either: a ShapeError at the op's line
+// (the run-time size rule of pto/size_math.h), with the same release.
 TEST_CASE("a local that cannot be allocated mid-kernel is PE 0's RuntimeError, others released") {
   for (auto mode : support::run_modes())
     for (int64_t scale : {int64_t{1} << 45, int64_t{1} << 62}) {
@@ -360,16 +361,22 @@ TEST_CASE("a local that cannot be allocated mid-kernel is PE 0's RuntimeError, o
                                       pto::HostTensor(pto::DT_FP32, {1, 8})};
       pto::runtime::World world(2);
       std::string released;
-      CHECK_THROWS_WITH_AS(world.run([&](int pe) {
-        try {
-          k(pe == 0 ? big_x : no_x, ys[size_t(pe)]);
-        } catch (const pto::DistributedError &e) {
-          if (pe == 1)
-            released = e.what();
-          throw;
-        }
-      }),
-                           Contains("cannot allocate"), pto::RuntimeError);
+      auto run_bad = [&] {
+        world.run([&](int pe) {
+          try {
+            k(pe == 0 ? big_x : no_x, ys[size_t(pe)]);
+          } catch (const pto::DistributedError &e) {
+            if (pe == 1)
+              released = e.what();
+            throw;
+          }
+        });
+      };
+      if (scale == int64_t{1} << 62)
+        CHECK_THROWS_WITH_AS(run_bad(), Contains("regressions_test.cpp:351: full: result shape"),
+                             pto::ShapeError);
+      else
+        CHECK_THROWS_WITH_AS(run_bad(), Contains("cannot allocate"), pto::RuntimeError);
       CHECK(released.find("released because PE 0 failed") != std::string::npos);
       world.run([&](int pe) { k(no_x, ys[size_t(pe)]); }); // 1-row locals: fine
       for (int64_t i = 0; i < 16; ++i)

@@ -106,7 +106,8 @@ Tensor broadcast(const Tensor &x, int root, CollectiveOptions opts = {},
 /// Personalized exchange of row blocks. `counts[i][j]` = rows PE i sends to PE j (the same
 /// n_pes x n_pes matrix on every PE); PE i's x holds its blocks for PE 0, 1, ... back to back.
 /// PE j gets [max_j sum_i counts[i][j], ...] holding the blocks from PE 0, 1, ... back to back,
-/// with valid rows sum_i counts[i][j]. As HCCL `alltoallv`.
+/// with valid rows sum_i counts[i][j]. As HCCL `alltoallv`. ShapeError for a negative count, a
+/// sum of counts past 2^62 (pto/size_math.h), or a PE sending more rows than x has.
 Tensor all_to_all(const Tensor &x, const std::vector<std::vector<int64_t>> &counts,
                   CollectiveOptions opts = {},
                   std::source_location loc = std::source_location::current());

@@ -32,6 +32,10 @@ inline constexpr int kMaxCondPaths = 64;
 /// run-time SymbolicScalar (start, start+step, ... while < stop). Bounds may be symbolic, including
 /// tensor elements (Tensor::at); they are evaluated once, when the loop starts. Throws
 /// SymbolicError when `step` is a concrete value <= 0; a run-time step <= 0 runs no iteration.
+/// The loop runs exactly ceil((stop - start) / step) iterations for any int64 bounds (the index
+/// never wraps: `loop(INT64_MAX - 2, INT64_MAX, 4)` runs once), in both executors. A bound whose
+/// run-time arithmetic (`+`, `-`, `*`, unary `-`) overflows int64 fails the call with
+/// RuntimeError naming the loop's line and the bound, before the first iteration.
 /// Ops traced in the body belong to the loop; tensors created in the body may not be used after
 /// it (assemble them into a tensor created outside).
 ///
@@ -132,6 +136,9 @@ private:
   friend class iterator;
   /// Opens the sub-loops in turn until one is entered; false when all factors are done.
   bool open_next();
+  /// Where factor k's loop ends: stop - (stop - cur) % (step·k), exact (no int64 wrap) when the
+  /// three are concrete; symbolic otherwise (evaluated with the sub-loop's overflow check).
+  SymbolicScalar unroll_end(int64_t k) const;
   SymbolicScalar start_, stop_, step_, cur_, sub_stop_;
   std::vector<int64_t> factors_;
   size_t next_factor_ = 0;

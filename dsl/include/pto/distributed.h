@@ -38,7 +38,10 @@ struct ShmemTensor {
 /// signals, as PyPTO `create_shmem_tensor`. Rank 2-4; dims > 0. `group` is "world" (every PE
 /// running the kernel) or a group made with World::create_group (1-127 bytes; any other name is
 /// a DistributedError), and `n_pes` must be its size (DistributedError). Data and signals are
-/// zero when the kernel starts.
+/// zero when the kernel starts. ShapeError when the data would need more than 2^62 bytes, or
+/// when it and the group's other shmem tensors and signal arrays exceed the symmetric heap's
+/// limit of kMaxSymmetricHeapBytes (2^40, pto/size_math.h) per PE; the message gives the limit
+/// and what was asked. Signal and wait ops check their signal arrays against the same limit.
 /// Dtypes: int8, int16, int32, int64, fp16, bf16, fp32, double.
 ShmemTensor create_shmem_tensor(const std::string &group, int n_pes, DataType dtype,
                                 const std::vector<int64_t> &shape, SrcLoc loc = SrcLoc::current());

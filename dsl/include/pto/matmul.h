@@ -22,11 +22,17 @@ struct CubeTileOptions {
   bool enable_split_k = false;
 };
 
+/// The scratch one cube tile may use: each matmul call packs an mL1 x kAL1 block of A, a
+/// kBL1 x nL1 block of B and keeps an mL1 x nL1 block of partial sums, 4 bytes per element
+/// (fp32/int32; int8 packs in 2), in per-call scratch memory. As PyPTO bounds the blocks by its
+/// L1/L0 buffers, ptojit bounds (mL1*kAL1 + kBL1*nL1 + mL1*nL1) * 4 by 2^28 bytes (256 MiB).
+inline constexpr int64_t kMaxCubeScratchBytes = int64_t{1} << 28;
+
 /// Sets the cube tile captured by every later `matmul`, as PyPTO `set_cube_tile_shapes`:
 /// `m = [mL0, mL1]`, `n = [nL0, nL1]`, `k = [kL0, kL1]` or `[kL0, kAL1, kBL1]` (elements; with
 /// two entries kBL1 = kAL1). Throws TileShapeError unless m and n have exactly 2 entries and k 2
-/// or 3, every entry is > 0, each L1 entry is a multiple of its L0 entry (so L0 <= L1), and kL0
-/// and nL0 are multiples of 16.
+/// or 3, every entry is > 0, each L1 entry is a multiple of its L0 entry (so L0 <= L1), kL0
+/// and nL0 are multiples of 16, and the blocks fit kMaxCubeScratchBytes.
 void set_cube_tile_shapes(const std::vector<int64_t> &m, const std::vector<int64_t> &k,
                           const std::vector<int64_t> &n, CubeTileOptions opts = {},
                           std::source_location loc = std::source_location::current());

@@ -9,6 +9,10 @@
 //   output dtype (IEEE 754 roundTiesToEven), also inside fused chains.
 // - Ops act on the valid region (valid_shape); elements outside it are left untouched.
 // - Every op throws TileShapeError when no vec tile is set, or its rank is below the output rank.
+// - Sizes: every result (of every op in every header) needs at most 2^62 bytes, counting zero dims
+//   as 1 (kMaxExtent, pto/size_math.h), and dims computed from arguments are overflow-checked:
+//   ShapeError at the call when the static dims say so; when dynamic dims decide it, the kernel
+//   call fails with ShapeError naming the op's line, before the result is written.
 // - Errors name the op and the caller's file:line.
 #pragma once
 

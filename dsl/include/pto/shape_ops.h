@@ -4,6 +4,8 @@
 // Common rules:
 // - Results are new tensors (copies), except `split`, which returns views (as PyTorch).
 // - Ranks stay within 1..4 (ShapeError); a dim given as an int must be > 0 (no empty tensors).
+// - Result dims computed from the arguments (tile's products, pad's and concat's sums, reshape's
+//   element counts) and result sizes are overflow-checked as ops.h says: ShapeError past 2^62.
 // - Movement ops read only the valid region of their input: an output element whose source lies
 //   outside it reads as 0 (never out of bounds). Valid shapes follow the data (each op says how).
 // - Every dtype (DT_BOOL included) unless noted; the result has the input's dtype.

@@ -156,12 +156,18 @@ using SymbolEnv = std::function<int64_t(const SymExpr &symbol)>;
 /// Evaluates `s` with C semantics. Throws RuntimeError on division or modulo by zero, naming
 /// `where` (a "file:line" string) and the expression. `&`, `|` and `ternary` evaluate only the
 /// operands that decide the result (as C's `&&`, `||` and `?:`, and as generated code does), so
-/// `(i < n) & (x.at({i}) == 1)` never reads x out of range.
-int64_t evaluate(const SymbolicScalar &s, const SymbolEnv &env, const std::string &where = "");
+/// `(i < n) & (x.at({i}) == 1)` never reads x out of range. Arithmetic wraps on int64 overflow;
+/// when `overflow` is given, `*overflow` is also set whenever a `+`, `-`, `*`, unary `-` or
+/// `/` (INT64_MIN / -1) evaluated overflowed (callers that size memory or count iterations
+/// turn that into an error, as generated code does).
+int64_t evaluate(const SymbolicScalar &s, const SymbolEnv &env, const std::string &where = "",
+                 bool *overflow = nullptr);
 
 /// Folds `op` over concrete operands with C semantics; sets `*div_zero` (and returns 0) for a
-/// division or modulo by zero.
-int64_t sym_fold(SymOp op, const std::vector<int64_t> &operands, bool *div_zero);
+/// division or modulo by zero, and `*overflow` (when given) when the wrapped result differs
+/// from the exact one.
+int64_t sym_fold(SymOp op, const std::vector<int64_t> &operands, bool *div_zero,
+                 bool *overflow = nullptr);
 
 /// `[a, b, c]` with each dim printed by SymbolicScalar::str.
 std::string str(const std::vector<SymbolicScalar> &dims);

@@ -10,8 +10,11 @@
 namespace pto {
 
 /// Sets the vec tile for the ops traced after this call, one entry per dim (at most 4; entry i
-/// tiles dim i). Throws TileShapeError for an empty list, more than 4 entries, or an entry <= 0.
-/// Unlike Ascend UB tiles, no 32-byte alignment is required: tails are masked.
+/// tiles dim i). Throws TileShapeError for an empty list, more than 4 entries, or an entry
+/// outside [1, 2^62]: 2^62 is the largest extent of any dim (kMaxExtent, pto/size_math.h), so a
+/// tile offset plus an entry never overflows. A CPU tile needs no scratch of its own (fused ops
+/// keep one row of the result's columns), so no tighter budget applies; entries past a dim are
+/// clamped to it. Unlike Ascend UB tiles, no 32-byte alignment is required: tails are masked.
 void set_vec_tile_shapes(std::vector<int64_t> dims,
                          std::source_location loc = std::source_location::current());
 /// The same, one argument per dim: `set_vec_tile_shapes(16, 64)`.

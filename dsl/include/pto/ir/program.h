@@ -305,8 +305,14 @@ struct Program {
 };
 
 /// Assigns every shmem tensor its data and signal offsets in its group's heap and sets each
-/// group's heap size. Idempotent. Called by the recorder when tracing ends.
+/// group's heap size. Idempotent. Called by the recorder when tracing ends. The sizes were
+/// checked while tracing (group_heap_bytes); throws InternalError if they were not.
 void layout_shmem(Program &p);
+
+/// The bytes group `group` of `p` needs on each PE for the shmem tensors traced so far (data
+/// rounded up to 512 B, signal arrays of n_pes * max_tile_num 32-byte slots, as layout_shmem
+/// lays them out), or nullopt when that exceeds kMaxSymmetricHeapBytes (pto/size_math.h).
+std::optional<int64_t> group_heap_bytes(const Program &p, int group);
 
 /// Row-major element strides of `shape` (last dim stride 1). Dims may be symbolic.
 std::vector<SymbolicScalar> row_major_strides(const std::vector<SymbolicScalar> &shape);

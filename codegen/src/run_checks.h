@@ -1,0 +1,29 @@
+// run_checks.h - The run-time size checks both executors make (the interpreter and the LLVM
+// lowering), with one wording: loop bounds whose evaluation overflows int64, and results whose
+// run-time shape overflows or needs more than 2^62 bytes (pto/size_math.h). Messages are built at
+// compile time from the traced expressions, so both executors report the same text.
+#pragma once
+
+#include "pto/dtype.h"
+#include "pto/ir/program.h"
+#include "pto/size_math.h"
+
+#include <string>
+
+namespace pto::codegen {
+
+/// The detail of the RuntimeError when a loop bound (`which`: "start", "stop" or "step") is
+/// evaluated at run time and a `+`, `-`, `*` or unary `-` in it overflows int64.
+inline std::string loop_bound_overflow(const char *which, const SymbolicScalar &s) {
+  return std::string(which) + " `" + s.str() + "` overflows int64 at run time";
+}
+
+/// The detail of the ShapeError when the run-time shape of result `v` overflows int64 or needs
+/// more than 2^62 bytes (zero dims counted as 1, as at trace time).
+inline std::string result_size_overflow(const ir::Value &v) {
+  return "result shape " + str(v.shape) + " of " + name(v.dtype) +
+         " overflows int64 or needs more than " + std::to_string(kMaxExtent) +
+         " bytes at run time (2^62, the largest tensor ptojit supports)";
+}
+
+} // namespace pto::codegen

@@ -1,0 +1,47 @@
+// expect_error.h - Checks that a call throws exactly one pto::Error subclass whose message starts
+// with the test's `file:line: op:` and contains a given detail.
+//
+//   int line = 0;
+//   auto k = [&](pto::Tensor x) {
+//     line = __LINE__ + 1; // the line of the op call, known once the kernel is traced
+//     pto::tile(x, {int64_t{1} << 62, 1});
+//   };
+//   support::expect_error<pto::ShapeError>([&] { run(k); }, "my_test.cpp", line, "tile",
+//   "exceeds");
+#pragma once
+
+#include "pto/error.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <typeinfo>
+
+namespace support {
+
+/// Runs `call` and CHECKs that it throws an E, of exactly that type (not a subclass), whose
+/// what() contains "`file`:`line`: `op`: " and `detail`. `line` is read after the call (the call
+/// may set it). Returns the message ("" when it threw nothing or something else, which fails the
+/// test).
+template <class E, class F>
+std::string expect_error(F &&call, const std::string &file, const int &line, const std::string &op,
+                         const std::string &detail = "") {
+  auto site = [&] { return file + ":" + std::to_string(line) + ": " + op + ": "; };
+  try {
+    call();
+  } catch (const E &e) {
+    const std::string msg = e.what();
+    CAPTURE(msg);
+    CHECK(typeid(e) == typeid(E));
+    CHECK(msg.find(site()) != std::string::npos);
+    CHECK(msg.find(detail) != std::string::npos);
+    return msg;
+  } catch (const std::exception &e) {
+    FAIL_CHECK("threw " << typeid(e).name() << " instead: " << e.what());
+    return "";
+  }
+  FAIL_CHECK("threw nothing; expected " << typeid(E).name() << " at " << site());
+  return "";
+}
+
+} // namespace support
