@@ -428,6 +428,7 @@ private:
       LV *npes = entry_alloca(npes_ty, "group_n_pes");
       LV *names = entry_alloca(names_ty, "group_names");
       LV *wheres = entry_alloca(names_ty, "group_where");
+      LV *layouts = entry_alloca(names_ty, "group_layout");
       for (size_t g = 0; g < ng; ++g) {
         B.CreateStore(i64(static_cast<int64_t>(p_.groups[g].layout_hash)),
                       B.CreateConstGEP2_64(heap_ty, hashes, 0, g));
@@ -437,9 +438,11 @@ private:
                       B.CreateConstGEP2_64(names_ty, names, 0, g));
         B.CreateStore(B.CreateGlobalStringPtr(p_.groups[g].where),
                       B.CreateConstGEP2_64(names_ty, wheres, 0, g));
+        B.CreateStore(B.CreateGlobalStringPtr(p_.groups[g].layout),
+                      B.CreateConstGEP2_64(names_ty, layouts, 0, g));
       }
       LV *st = call_rt("pto_rt_kernel_enter", B.getInt32Ty(),
-                       {ctx_, hashes, B.getInt32(static_cast<int>(ng)), heap, npes, names, wheres});
+                       {ctx_, hashes, B.getInt32(static_cast<int>(ng)), heap, npes, names, wheres, layouts});
       ret_if_error(st);
       // Re-read PE numbers: the group table is known only after kernel_enter.
       for (size_t g = 0; g < ng; ++g)
@@ -449,7 +452,13 @@ private:
     }
     // Storage for materialized locals, and row scratch for fused groups. A size past int64 asks
     // for INT64_MAX bytes, which pto_rt_alloc refuses; a refused allocation (its RuntimeError
-    // recorded) returns at once instead of writing through a null pointer.
+    // recorded, at the site of the first op that writes the local) returns at once instead of
+    // writing through a null pointer.
+    std::map<ValueId, int> made_at;
+    for (const auto &[op, site] : site_)
+      for (ValueId o : op->outputs)
+        if (auto [it, fresh] = made_at.emplace(o, site); !fresh)
+          it->second = std::min(it->second, site);
     for (ValueId id : plan_.materialized) {
       const ir::Value &v = p_.value(id);
       LV *n = i64(1), *over = B.getFalse();
@@ -462,7 +471,9 @@ private:
         n = mul(n, sym(d));
       LV *bytes = mul(n, i64(bytes_of(v.dtype)));
       bytes = B.CreateSelect(over, i64(INT64_MAX), bytes);
-      storage_[id] = call_rt("pto_rt_alloc", B.getPtrTy(), {ctx_, bytes});
+      auto made = made_at.find(id);
+      storage_[id] = call_rt("pto_rt_alloc", B.getPtrTy(),
+                             {ctx_, bytes, B.getInt32(made == made_at.end() ? -1 : made->second)});
       ret_if_error(B.CreateZExt(B.CreateIsNull(storage_[id]), B.getInt32Ty()));
     }
     for (size_t g = 0; g < plan_.groups.size(); ++g) {
@@ -473,7 +484,9 @@ private:
         // One row of the compute type, rounded up to whole vectors.
         LV *n = B.CreateAdd(sym(grp.cols), i64(W));
         LV *bytes = B.CreateMul(n, i64(8));
-        scratch_[{static_cast<int>(g), id}] = call_rt("pto_rt_alloc", B.getPtrTy(), {ctx_, bytes});
+        scratch_[{static_cast<int>(g), id}] =
+            call_rt("pto_rt_alloc", B.getPtrTy(),
+                    {ctx_, bytes, B.getInt32(site_.at(grp.ops.front()))});
       }
     }
   }
@@ -1557,7 +1570,8 @@ class LlvmExecutable : public Executable {
 public:
   LlvmExecutable(std::unique_ptr<JitModule> m, std::vector<std::string> sites) : mod_(std::move(m)) {
     sites_ = std::move(sites);
-    fn_ = reinterpret_cast<Fn>(mod_->lookup("pto_kernel"));
+    fn_ = reinterpret_cast<Fn>(mod_->entry());
+    code_bytes = mod_->code_bytes();
   }
   int32_t run(pto_ctx *ctx, void *const *args, const int64_t *dims) const override {
     return fn_(ctx, args, dims);

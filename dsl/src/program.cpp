@@ -1,6 +1,9 @@
 // program.cpp - Per-kind op facts, value roots, strides and the symmetric-heap layout.
 #include "pto/ir/program.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <array>
 #include <stdexcept>
 
@@ -149,6 +152,20 @@ std::vector<SymbolicScalar> row_major_strides(const std::vector<SymbolicScalar> 
   return s;
 }
 
+namespace {
+// Group `g`'s shmem tensors as pto_rt_kernel_enter describes them (Group::layout).
+std::string layout_text(const Program &p, int g) {
+  std::string out;
+  for (auto &s : p.shmems)
+    if (s.group_index == g)
+      out += (s.shape.empty() ? fmt::format("a signal of {} bytes", s.signal_bytes)
+                              : fmt::format("{} [{}] with {} signal bytes", name(s.dtype),
+                                            fmt::join(s.shape, ", "), s.signal_bytes)) +
+             "\t" + s.where + "\n";
+  return out;
+}
+} // namespace
+
 void layout_shmem(Program &p) {
   auto round512 = [](int64_t b) { return (b + 511) / 512 * 512; };
   for (auto &g : p.groups)
@@ -188,6 +205,7 @@ void layout_shmem(Program &p) {
       mix(static_cast<uint64_t>(s.signal_bytes));
     }
     p.groups[gi].layout_hash = h;
+    p.groups[gi].layout = layout_text(p, static_cast<int>(gi));
   }
 }
 
