@@ -471,13 +471,15 @@ std::unique_ptr<Engine> make_engine() {
   return e;
 }
 
+/// The engine once created (null before the first compile).
+std::atomic<Engine *> g_engine{nullptr};
+
 /// The engine, created on first use and never destroyed: modules cached in static objects may
 /// be freed during exit, after any static engine would be gone.
 Engine &engine() {
-  static Engine *e = nullptr;
   static std::once_flag once;
-  std::call_once(once, [] { e = make_engine().release(); });
-  return *e;
+  std::call_once(once, [] { g_engine.store(make_engine().release()); });
+  return *g_engine.load();
 }
 
 // Removes `jd` and everything in it. Caller holds engine().mu.
@@ -503,10 +505,12 @@ JitModule::~JitModule() {
 
 JitMemory jit_memory() {
   JitMemory m;
-  Engine &e = engine();
-  m.modules = e.modules.load();
-  if (e.memory)
-    e.memory->totals(m.bytes, m.mappings);
+  Engine *e = g_engine.load();
+  if (!e) // nothing compiled yet: do not build an LLJIT just to report zeros
+    return m;
+  m.modules = e->modules.load();
+  if (e->memory)
+    e->memory->totals(m.bytes, m.mappings);
   return m;
 }
 

@@ -51,7 +51,7 @@ std::unique_ptr<JitModule> jit_compile(std::unique_ptr<llvm::LLVMContext> ctx,
 struct JitMemory {
   int64_t modules = 0;  ///< JitModules alive
   int64_t bytes = 0;    ///< code and data, page-rounded
-  int64_t mappings = 0; ///< memory mappings holding them (one per linked object)
+  int64_t mappings = 0; ///< allocations (mmap calls) holding them, one per linked object
 };
 JitMemory jit_memory();
 

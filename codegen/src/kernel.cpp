@@ -221,8 +221,15 @@ std::shared_ptr<Entry> KernelCore::Impl::trace_and_compile(
     e->dtypes.push_back(t->dtype());
   e->groups = rec.groups_looked_up;
   bool compiled = false;
-  e->exe = mode == RunMode::Interpret ? codegen::make_interpreter(prog)
-                                      : codegen::compile_jit(prog, copts, &compiled);
+  try {
+    e->exe = mode == RunMode::Interpret ? codegen::make_interpreter(prog)
+                                        : codegen::compile_jit(prog, copts, &compiled);
+  } catch (const CompileError &err) {
+    // LLVM knows no user line: the kernel call is where its failure surfaces.
+    if (err.where() != "<codegen>")
+      throw;
+    throw CompileError(cl, name, err.op() + ": " + err.detail());
+  }
   auto t1 = std::chrono::steady_clock::now();
   stats.traces++;
   if (compiled)

@@ -17,7 +17,8 @@
 // between kernels through a process-wide cache keyed by the program's structural form and
 // bounded by an LRU on bytes (set_jit_cache_limit, PTO_JIT_CACHE_MB, default 64 MiB). Code is
 // freed when neither the cache nor a live kernel holds it, so creating and dropping kernels in a
-// loop runs in bounded memory.
+// loop runs in bounded memory. A live kernel holds the code of every specialization it traced:
+// one called with ever new STATIC sizes grows with them (declare such dims DYNAMIC).
 //
 // Kernels do not nest: calling any kernel while a kernel is being traced on the same thread
 // (from inside the function given to pto::jit, including the kernel itself) throws
@@ -90,7 +91,7 @@ struct JitCacheStats {
   int64_t evictions = 0;       ///< entries dropped to stay within the bound
   int64_t live_programs = 0;   ///< JIT-compiled programs alive: cached and/or held by a kernel
   int64_t live_code_bytes = 0; ///< JIT memory (code and data, page-rounded) they hold
-  int64_t live_mappings = 0;   ///< memory mappings holding that memory
+  int64_t live_mappings = 0;   ///< allocations (mmap calls) holding that memory
 };
 
 /// A snapshot of the compile cache's counters (thread-safe).
