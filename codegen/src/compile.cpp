@@ -4,16 +4,16 @@
 
 #include "pto/error.h"
 #include "pto/ir/printer.h"
+
 #include "kernel_cache.h"
 #include "lower_llvm.h"
 #include "stage_dump.h"
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <fmt/format.h>
 #include <mutex>
 #include <sstream>
 

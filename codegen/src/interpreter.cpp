@@ -462,9 +462,9 @@ public:
         n_pes.push_back(g.n_pes);
         names.push_back(g.name.c_str());
       }
-      int32_t st = pto_rt_kernel_enter(ctx, hashes.data(), static_cast<int32_t>(p_.groups.size()),
-                                       heap.data(), n_pes.data(), names.data(), where.data(),
-                                       layout.data());
+      int32_t st =
+          pto_rt_kernel_enter(ctx, hashes.data(), static_cast<int32_t>(p_.groups.size()),
+                              heap.data(), n_pes.data(), names.data(), where.data(), layout.data());
       if (st != PTO_OK)
         return st;
     }

@@ -1,9 +1,10 @@
 // jit_engine.cpp - See jit_engine.h.
 #include "jit_engine.h"
-#include "xops.h"
 
 #include "pto/error.h"
 #include "pto/runtime/abi.h"
+
+#include "xops.h"
 
 #include <llvm/ExecutionEngine/JITLink/JITLinkMemoryManager.h>
 #include <llvm/ExecutionEngine/Orc/EPCEHFrameRegistrar.h>
@@ -190,12 +191,12 @@ public:
   void allocate(const llvm::jitlink::JITLinkDylib *jd, llvm::jitlink::LinkGraph &g,
                 OnAllocatedFunction on_allocated) override {
     const int64_t bytes = layout_bytes(g);
-    inner_->allocate(jd, g, [this, jd, bytes, done = std::move(on_allocated)](
-                                AllocResult r) mutable {
-      if (!r)
-        return done(std::move(r));
-      done(std::make_unique<Counted>(*this, jd, bytes, std::move(*r)));
-    });
+    inner_->allocate(jd, g,
+                     [this, jd, bytes, done = std::move(on_allocated)](AllocResult r) mutable {
+                       if (!r)
+                         return done(std::move(r));
+                       done(std::make_unique<Counted>(*this, jd, bytes, std::move(*r)));
+                     });
   }
   using JITLinkMemoryManager::allocate;
 
@@ -240,8 +241,8 @@ private:
     }
     void finalize(OnFinalizedFunction on_finalized) override {
       // The callback may outlive this object: capture values, not `this`.
-      inner_->finalize([mm = &mm_, jd = jd_, bytes = bytes_, done = std::move(on_finalized)](
-                           llvm::Expected<FinalizedAlloc> r) mutable {
+      inner_->finalize([mm = &mm_, jd = jd_, bytes = bytes_,
+                        done = std::move(on_finalized)](llvm::Expected<FinalizedAlloc> r) mutable {
         if (r)
           mm->record(r->getAddress().getValue(), jd, bytes);
         done(std::move(r));
@@ -456,8 +457,8 @@ std::unique_ptr<Engine> make_engine() {
                 auto frames = llvm::orc::EPCEHFrameRegistrar::Create(es);
                 if (!frames)
                   return frames.takeError();
-                layer->addPlugin(std::make_unique<llvm::orc::EHFrameRegistrationPlugin>(
-                    es, std::move(*frames)));
+                layer->addPlugin(
+                    std::make_unique<llvm::orc::EHFrameRegistrationPlugin>(es, std::move(*frames)));
                 return std::unique_ptr<llvm::orc::ObjectLayer>(std::move(layer));
               })
           .create();

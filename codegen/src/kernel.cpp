@@ -7,11 +7,10 @@
 #include "pto/jit.h"
 #include "pto/runtime/context.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fmt/format.h>
 #include <map>
 #include <mutex>
 

@@ -441,8 +441,9 @@ private:
         B.CreateStore(B.CreateGlobalStringPtr(p_.groups[g].layout),
                       B.CreateConstGEP2_64(names_ty, layouts, 0, g));
       }
-      LV *st = call_rt("pto_rt_kernel_enter", B.getInt32Ty(),
-                       {ctx_, hashes, B.getInt32(static_cast<int>(ng)), heap, npes, names, wheres, layouts});
+      LV *st = call_rt(
+          "pto_rt_kernel_enter", B.getInt32Ty(),
+          {ctx_, hashes, B.getInt32(static_cast<int>(ng)), heap, npes, names, wheres, layouts});
       ret_if_error(st);
       // Re-read PE numbers: the group table is known only after kernel_enter.
       for (size_t g = 0; g < ng; ++g)
@@ -484,9 +485,8 @@ private:
         // One row of the compute type, rounded up to whole vectors.
         LV *n = B.CreateAdd(sym(grp.cols), i64(W));
         LV *bytes = B.CreateMul(n, i64(8));
-        scratch_[{static_cast<int>(g), id}] =
-            call_rt("pto_rt_alloc", B.getPtrTy(),
-                    {ctx_, bytes, B.getInt32(site_.at(grp.ops.front()))});
+        scratch_[{static_cast<int>(g), id}] = call_rt(
+            "pto_rt_alloc", B.getPtrTy(), {ctx_, bytes, B.getInt32(site_.at(grp.ops.front()))});
       }
     }
   }

@@ -24,7 +24,9 @@ public:
   /// skipped with a warning on stderr (once per process); the compile goes on.
   void operator()(const std::string &stage, const std::string &ext, const std::string &text) const;
   /// `<dump_dir>/<escaped kernel>.<8 hex digits of spec_hash>.<ext>`.
-  std::string path(const std::string &ext) const { return opts_.dump_dir + "/" + stem_ + "." + ext; }
+  std::string path(const std::string &ext) const {
+    return opts_.dump_dir + "/" + stem_ + "." + ext;
+  }
 
 private:
   const CompileOptions &opts_;

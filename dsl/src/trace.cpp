@@ -453,8 +453,7 @@ namespace pto {
 
 using ir::Recorder;
 
-static const ir::Value &value_of(const Tensor &t, const std::source_location &loc,
-                                 const char *op) {
+static const ir::Value &value_of(const Tensor &t, const std::source_location &loc, const char *op) {
   if (t.is_empty() || !t.program())
     throw ShapeError(loc, op, "empty tensor handle (a default-constructed pto::Tensor)");
   // The program a tensor points into lives only while its kernel is traced.

@@ -5,15 +5,13 @@
 // user's file:line on errors raised away from an op. Expected values are plain loops here.
 #include "pto/pto.h"
 #include "pto/runtime/world.h"
+
 #include "support/support.h"
 
 #include <doctest/doctest.h>
 
-#include <fcntl.h>
-#include <stdlib.h>
-#include <unistd.h>
-
 #include <cstdio>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -21,8 +19,10 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <stdlib.h>
 #include <string>
 #include <typeinfo>
+#include <unistd.h>
 #include <vector>
 
 namespace dist = pto::distributed;
@@ -196,7 +196,7 @@ TEST_CASE("hardening kernel: 300 distinct short-lived kernels keep JIT memory bo
       rss_warm = resident_bytes();
   }
   const auto full = pto::jit_cache_stats();
-  CHECK(most_entries > 0);                             // the cache did cache
+  CHECK(most_entries > 0);                                      // the cache did cache
   CHECK(full.evictions - base.evictions >= 300 - most_entries); // and stayed within its bound
   // The old engine kept ~640 KB per program: 270 more programs would add ~170 MB.
   CHECK(resident_bytes() - rss_warm < (int64_t{32} << 20));
