@@ -209,6 +209,28 @@ TEST_CASE("hardening kernel: 300 distinct short-lived kernels keep JIT memory bo
   CHECK(none.live_mappings == base.live_mappings);
 }
 
+TEST_CASE("hardening kernel: PEs compiling and dropping kernels at once leave no code behind") {
+  CacheLimit limit(0); // every drop frees code while other PEs compile
+  const auto base = pto::jit_cache_stats();
+  const int n = 4;
+  std::vector<int> wrong(n, 0);
+  pto::runtime::World world(n);
+  world.run([&](int pe) {
+    auto x = ramp({4, 8});
+    pto::HostTensor y(pto::DT_FP32, {4, 8});
+    for (int i = 0; i < 8; ++i) {
+      auto k = add_kernel("concurrent", support::opts(pto::RunMode::Jit));
+      const double c = 100.0 * pe + i; // a distinct program per PE and round
+      k(x, y, c);
+      wrong[size_t(pe)] += is_x_plus(x, y, c) ? 0 : 1;
+    }
+  });
+  CHECK(wrong == std::vector<int>(n, 0));
+  const auto after = pto::jit_cache_stats();
+  CHECK(after.live_programs == base.live_programs);
+  CHECK(after.live_code_bytes == base.live_code_bytes);
+}
+
 TEST_CASE("hardening kernel: a program evicted while its kernel lives keeps running") {
   CacheLimit limit(std::nullopt);
   auto x = ramp({4, 8});

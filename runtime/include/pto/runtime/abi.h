@@ -59,7 +59,7 @@ int32_t pto_rt_n_pes(pto_ctx *ctx, int32_t group);
 /// that never arrives (DeadlockError after twice the deadlock timeout). `group_where[g]` (may be
 /// null) is the "file:line" of the kernel line that first used group g, for messages.
 /// `group_layout[g]` (may be null) describes the layout that group_hash[g] hashes, one shmem
-/// tensor per line as "what\twhere" (e.g. "fp32 [4, 8], 512 signal bytes\tk.cpp:12"), so that
+/// tensor per line as "what\twhere" ("DT_FP32 [4, 8] with 512 signal bytes\tk.cpp:12"), so that
 /// different layouts are reported as the first shmem tensor that differs.
 int32_t pto_rt_kernel_enter(pto_ctx *ctx, const uint64_t *group_hash, int32_t n_groups,
                             const int64_t *heap_bytes, const int32_t *group_n_pes,
