@@ -178,8 +178,9 @@ std::shared_ptr<Entry> KernelCore::Impl::trace_and_compile(
     const std::vector<std::string> &constants, const TraceFn &trace, int world_pes,
     const std::map<std::string, int> &groups, const std::source_location &cl) {
   auto t0 = std::chrono::steady_clock::now();
-  // Settings first: a bad environment variable fails before any work.
-  const RunMode mode = opts.run_mode ? *opts.run_mode : run_mode_from_env(cl, name);
+  // Settings first: a bad environment variable fails before any work (even one this kernel's
+  // options override, so that a typo is never silently ignored).
+  const RunMode mode = opts.run_mode.value_or(run_mode_from_env(cl, name));
   const auto copts = codegen::CompileOptions::from_env(cl, name);
   auto e = std::make_shared<Entry>();
   ir::Recorder rec(name);

@@ -515,6 +515,11 @@ TEST_CASE("hardening kernel: an unknown PTO_RUN_MODE is an ArgumentError listing
     std::string msg = thrown<pto::ArgumentError>([&] { k(x, y, 1.0); });
     CHECK(msg == at(line) + ": PTO_RUN_MODE: unknown value 'interpreter' (tracing kernel "
                             "'run_mode_env'); expected one of: jit, interpret");
+    // A kernel that chooses its mode still reports the typo.
+    for (auto m : support::run_modes()) {
+      auto chosen = add_kernel("run_mode_env_chosen", support::opts(m));
+      CHECK_THROWS_AS(chosen(x, y, 1.0), pto::ArgumentError);
+    }
   }
   for (const char *value : {"interpret", "jit"}) {
     CAPTURE(std::string(value));

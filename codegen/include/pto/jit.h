@@ -69,7 +69,8 @@ struct JitOptions {
   /// Per tensor parameter, in order; missing entries are all STATIC. More entries than the
   /// kernel has tensor parameters is an ArgumentError at the first call.
   std::vector<TensorSpec> specs = {};
-  /// Default: PTO_RUN_MODE (jit or interpret; unset or empty: Jit).
+  /// Default: PTO_RUN_MODE (jit or interpret; unset or empty: Jit). PTO_RUN_MODE is checked
+  /// even when this is set.
   std::optional<RunMode> run_mode = {};
 };
 
