@@ -1,32 +1,59 @@
 // compile.cpp - The codegen driver: options from the environment, the call-site table, the
-// in-memory kernel cache, stage dumps.
+// process-wide kernel cache (kernel_cache.h), stage dumps.
 #include "pto/codegen/compile.h"
 
 #include "pto/error.h"
 #include "pto/ir/printer.h"
-#include "stage_dump.h"
+
+#include "kernel_cache.h"
 #include "lower_llvm.h"
+#include "stage_dump.h"
 
-#include <fmt/format.h>
-
+#include <algorithm>
+#include <charconv>
 #include <cstdlib>
-#include <map>
+#include <cstring>
+#include <fmt/format.h>
 #include <mutex>
 #include <sstream>
 
 namespace pto::codegen {
 
-CompileOptions CompileOptions::from_env() {
+const std::vector<std::string> &CompileOptions::dump_stages() {
+  static const std::vector<std::string> stages{"ir", "llvm", "asm"};
+  return stages;
+}
+
+CompileOptions CompileOptions::from_env(const std::source_location &loc,
+                                        const std::string &kernel) {
   CompileOptions o;
+  const auto &stages = dump_stages();
   if (const char *d = std::getenv("PTO_DUMP")) {
     std::stringstream ss(d);
     std::string item;
     while (std::getline(ss, item, ','))
-      if (!item.empty())
+      if (!item.empty()) {
+        if (std::find(stages.begin(), stages.end(), item) == stages.end())
+          throw ArgumentError(loc, "PTO_DUMP",
+                              fmt::format("unknown stage '{}' (tracing kernel '{}'); expected a "
+                                          "comma-separated list of: {}",
+                                          item, kernel, fmt::join(stages, ", ")));
         o.dump.insert(item);
+      }
   }
-  if (const char *dir = std::getenv("PTO_DUMP_DIR"))
+  if (const char *dir = std::getenv("PTO_DUMP_DIR"); dir && *dir)
     o.dump_dir = dir;
+  if (const char *mb = std::getenv("PTO_JIT_CACHE_MB"); mb && *mb) {
+    constexpr int64_t kMaxMb = int64_t{1} << 40;
+    int64_t v = -1;
+    auto [end, ec] = std::from_chars(mb, mb + std::strlen(mb), v);
+    if (ec != std::errc() || *end != '\0' || v < 0 || v >= kMaxMb)
+      throw ArgumentError(loc, "PTO_JIT_CACHE_MB",
+                          fmt::format("'{}' is not a size in MiB (tracing kernel '{}'); expected "
+                                      "an integer in [0, {}), 0 to keep no unused code",
+                                      mb, kernel, kMaxMb));
+    o.cache_limit_bytes = v << 20;
+  }
   return o;
 }
 
@@ -47,23 +74,37 @@ std::vector<std::string> site_table(const ir::Program &p) {
   return s;
 }
 
-std::shared_ptr<const Executable> compile_jit(const ir::Program &p, const CompileOptions &opts) {
-  static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<const Executable>> cache;
+std::shared_ptr<const Executable> compile_jit(const ir::Program &p, const CompileOptions &opts,
+                                              bool *compiled) {
   std::string printed = ir::print(p);
-  StageDump dump(opts, p.name);
-  dump("ir", "ir", printed);
   // Key: the structural form plus the options that change code. Call sites are kept per program
   // (they only name locations in messages), so the key includes them too.
   std::string key = printed + fmt::format("|lanes={}|", opts.vector_lanes);
   for (auto &s : site_table(p))
     key += s + ";";
-  std::lock_guard lk(mu);
-  auto it = cache.find(key);
-  if (it != cache.end() && opts.dump.empty())
-    return it->second;
-  auto exe = build_llvm_executable(p, opts, dump);
-  cache[key] = exe;
+  StageDump dump(opts, p.name, ir::structural_hash(p));
+  dump("ir", "ir", printed);
+  KernelCache &cache = KernelCache::get();
+  cache.set_env_limit(opts.cache_limit_bytes);
+  if (compiled)
+    *compiled = false;
+  if (opts.dump.empty())
+    if (auto exe = cache.find(key))
+      return exe;
+  std::shared_ptr<const Executable> exe;
+  {
+    // One build at a time: lowering and O3 share the host TargetMachine. A thread that waited
+    // here may find the program another one just built.
+    static std::mutex build_mu;
+    std::lock_guard lk(build_mu);
+    if (opts.dump.empty())
+      if (auto hit = cache.find(key))
+        return hit;
+    exe = build_llvm_executable(p, opts, dump);
+  }
+  if (compiled)
+    *compiled = true;
+  cache.insert(key, exe);
   return exe;
 }
 

@@ -472,16 +472,18 @@ public:
     bool shmem = !p_.shmems.empty();
     if (shmem) {
       std::vector<uint64_t> hashes;
-      std::vector<const char *> where;
+      std::vector<const char *> where, layout;
       for (const auto &g : p_.groups) {
         hashes.push_back(g.layout_hash);
         where.push_back(g.where.c_str());
+        layout.push_back(g.layout.c_str());
         heap.push_back(g.heap_bytes);
         n_pes.push_back(g.n_pes);
         names.push_back(g.name.c_str());
       }
-      int32_t st = pto_rt_kernel_enter(ctx, hashes.data(), static_cast<int32_t>(p_.groups.size()),
-                                       heap.data(), n_pes.data(), names.data(), where.data());
+      int32_t st =
+          pto_rt_kernel_enter(ctx, hashes.data(), static_cast<int32_t>(p_.groups.size()),
+                              heap.data(), n_pes.data(), names.data(), where.data(), layout.data());
       if (st != PTO_OK)
         return st;
     }

@@ -473,6 +473,7 @@ private:
       LV *npes = entry_alloca(npes_ty, "group_n_pes");
       LV *names = entry_alloca(names_ty, "group_names");
       LV *wheres = entry_alloca(names_ty, "group_where");
+      LV *layouts = entry_alloca(names_ty, "group_layout");
       for (size_t g = 0; g < ng; ++g) {
         B.CreateStore(i64(static_cast<int64_t>(p_.groups[g].layout_hash)),
                       B.CreateConstGEP2_64(heap_ty, hashes, 0, g));
@@ -482,9 +483,12 @@ private:
                       B.CreateConstGEP2_64(names_ty, names, 0, g));
         B.CreateStore(B.CreateGlobalStringPtr(p_.groups[g].where),
                       B.CreateConstGEP2_64(names_ty, wheres, 0, g));
+        B.CreateStore(B.CreateGlobalStringPtr(p_.groups[g].layout),
+                      B.CreateConstGEP2_64(names_ty, layouts, 0, g));
       }
-      LV *st = call_rt("pto_rt_kernel_enter", B.getInt32Ty(),
-                       {ctx_, hashes, B.getInt32(static_cast<int>(ng)), heap, npes, names, wheres});
+      LV *st = call_rt(
+          "pto_rt_kernel_enter", B.getInt32Ty(),
+          {ctx_, hashes, B.getInt32(static_cast<int>(ng)), heap, npes, names, wheres, layouts});
       ret_if_error(st);
       // Re-read PE numbers: the group table is known only after kernel_enter.
       for (size_t g = 0; g < ng; ++g)
@@ -494,12 +498,12 @@ private:
     }
     // Storage for materialized locals, and row scratch for fused groups. A run-time shape that
     // overflows or needs more than 2^62 bytes is a ShapeError at the op that defines the value
-    // (as in the interpreter); a refused allocation (its RuntimeError recorded) returns at once
-    // instead of writing through a null pointer.
+    // (as in the interpreter); a refused allocation (its RuntimeError recorded at that op's site)
+    // returns at once instead of writing through a null pointer.
     for (ValueId id : plan_.materialized) {
       const ir::Value &v = p_.value(id);
       LV *bytes = checked_bytes(v.shape, bytes_of(v.dtype), result_size_overflow(v), def_site(id));
-      storage_[id] = call_rt("pto_rt_alloc", B.getPtrTy(), {ctx_, bytes});
+      storage_[id] = call_rt("pto_rt_alloc", B.getPtrTy(), {ctx_, bytes, B.getInt32(def_site(id))});
       ret_if_error(B.CreateZExt(B.CreateIsNull(storage_[id]), B.getInt32Ty()));
     }
     for (size_t g = 0; g < plan_.groups.size(); ++g) {
@@ -511,7 +515,8 @@ private:
         // dim, but 8 bytes per element can still pass the limit.
         LV *bytes = checked_bytes({grp.cols + W}, 8, result_size_overflow(p_.value(id)),
                                   def_site(id));
-        LV *buf = call_rt("pto_rt_alloc", B.getPtrTy(), {ctx_, bytes});
+        LV *buf = call_rt("pto_rt_alloc", B.getPtrTy(),
+                          {ctx_, bytes, B.getInt32(site_.at(grp.ops.front()))});
         ret_if_error(B.CreateZExt(B.CreateIsNull(buf), B.getInt32Ty()));
         scratch_[{static_cast<int>(g), id}] = buf;
       }
@@ -1632,7 +1637,8 @@ class LlvmExecutable : public Executable {
 public:
   LlvmExecutable(std::unique_ptr<JitModule> m, std::vector<std::string> sites) : mod_(std::move(m)) {
     sites_ = std::move(sites);
-    fn_ = reinterpret_cast<Fn>(mod_->lookup("pto_kernel"));
+    fn_ = reinterpret_cast<Fn>(mod_->entry());
+    code_bytes = mod_->code_bytes();
   }
   int32_t run(pto_ctx *ctx, void *const *args, const int64_t *dims) const override {
     return fn_(ctx, args, dims);

@@ -142,9 +142,12 @@ private:
   LV *alloc(int64_t bytes) {
     llvm::IRBuilder<> eb(env_.entry_point);
     auto callee = env_.M.getOrInsertFunction(
-        "pto_rt_alloc", llvm::FunctionType::get(eb.getPtrTy(), {eb.getPtrTy(), eb.getInt64Ty()},
-                                                false));
-    return eb.CreateCall(callee, {env_.ctx, eb.getInt64(static_cast<uint64_t>(bytes))});
+        "pto_rt_alloc",
+        llvm::FunctionType::get(eb.getPtrTy(), {eb.getPtrTy(), eb.getInt64Ty(), eb.getInt32Ty()},
+                                false));
+    // Site -1: a failure points at the user's call of the kernel.
+    return eb.CreateCall(callee,
+                         {env_.ctx, eb.getInt64(static_cast<uint64_t>(bytes)), eb.getInt32(-1)});
   }
 
   /// Returns PTO_ERR from the kernel when any of `ptrs` is null.

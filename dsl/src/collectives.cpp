@@ -515,7 +515,7 @@ Tensor defer_allreduce(const Tensor &x, const std::vector<int64_t> &shape, Reduc
 
 } // namespace
 
-Reduction parse_reduction(const std::string &s) {
+Reduction parse_reduction(const std::string &s, std::source_location loc) {
   if (s == "sum")
     return Reduction::SUM;
   if (s == "max")
@@ -524,7 +524,7 @@ Reduction parse_reduction(const std::string &s) {
     return Reduction::MIN;
   if (s == "prod")
     return Reduction::PROD;
-  throw Error("<args>", "reduction", "expected sum, max, min or prod, got '" + s + "'");
+  throw ArgumentError(loc, "parse_reduction", "expected sum, max, min or prod, got '" + s + "'");
 }
 
 const char *name(Reduction r) {
@@ -539,10 +539,8 @@ const char *name(Reduction r) {
 
 int n_pes(const std::string &group, SrcLoc loc) {
   auto &r = ir::Recorder::current("n_pes", loc);
-  if (group == ir::kWorldGroup)
-    return r.world_n_pes;
-  if (auto it = r.known_groups.find(group); it != r.known_groups.end())
-    return it->second;
+  if (int size = r.known_group_size(group))
+    return size;
   throw DistributedError(loc, "n_pes",
                          "unknown group '" + group + "'; use \"world\" for all PEs or create it "
                          "with World::create_group");

@@ -192,6 +192,7 @@ ShmemTensor create_shmem_tensor(const std::string &group, int n_pes, DataType dt
   s.n_pes = n_pes;
   s.dtype = dtype;
   s.shape = shape;
+  s.where = format_location(loc);
   int index = static_cast<int>(p.shmems.size());
   Value v;
   v.kind = ValueKind::ShmemData;
@@ -232,6 +233,7 @@ ShmemTensor create_shmem_signal(const std::string &group, int n_pes, SrcLoc loc)
   s.group_index = g;
   s.n_pes = n_pes;
   s.dtype = DT_INT32;
+  s.where = format_location(loc);
   ShmemTensor t;
   t.index = static_cast<int>(p.shmems.size());
   t.group = group;
@@ -287,10 +289,7 @@ SymbolicScalar my_symbolic_pe(const std::string &group, SrcLoc loc) {
       return SymbolicScalar::symbol(SymKind::MyPe, static_cast<int64_t>(i), 0, "pe");
   // A group no shmem tensor uses yet: "world" and World::create_group's groups are known while
   // tracing under pto::jit, so register it here (group_index checks the name).
-  int size = group == ir::kWorldGroup ? r.world_n_pes : 0;
-  if (auto it = r.known_groups.find(group); it != r.known_groups.end())
-    size = it->second;
-  if (size > 0) {
+  if (int size = r.known_group_size(group); size > 0) {
     int g = r.group_index(group, size, "my_symbolic_pe", loc);
     return SymbolicScalar::symbol(SymKind::MyPe, static_cast<int64_t>(g), 0, "pe");
   }

@@ -3,6 +3,8 @@
 
 #include "pto/error.h"
 #include "pto/size_math.h"
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <array>
 #include <stdexcept>
@@ -186,6 +188,19 @@ std::optional<int64_t> group_heap_bytes(const Program &p, int group) {
   return total;
 }
 
+// Group `g`'s shmem tensors as pto_rt_kernel_enter describes them (Group::layout).
+std::string layout_text(const Program &p, int g) {
+  std::string out;
+  for (auto &s : p.shmems)
+    if (s.group_index == g)
+      out += (s.shape.empty() ? fmt::format("a signal of {} bytes", s.signal_bytes)
+                              : fmt::format("{} [{}] with {} signal bytes", name(s.dtype),
+                                            fmt::join(s.shape, ", "), s.signal_bytes)) +
+             "\t" + s.where + "\n";
+  return out;
+}
+} // namespace
+
 void layout_shmem(Program &p) {
   for (auto &g : p.groups)
     g.heap_bytes = 0;
@@ -225,6 +240,7 @@ void layout_shmem(Program &p) {
       mix(static_cast<uint64_t>(s.signal_bytes));
     }
     p.groups[gi].layout_hash = h;
+    p.groups[gi].layout = layout_text(p, static_cast<int>(gi));
   }
 }
 

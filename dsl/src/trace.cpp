@@ -410,15 +410,12 @@ int Recorder::group_index(const std::string &group, int n_pes, const char *op,
     }
   // The PEs that will run the kernel are known while tracing under pto::jit: catch an unknown
   // group or a size mismatch here, at the user's line, rather than at kernel entry.
-  int size = 0;
-  if (group == kWorldGroup) {
-    size = world_n_pes;
-  } else if (auto it = known_groups.find(group); it != known_groups.end()) {
-    size = it->second;
-  } else {
+  int size = known_group_size(group);
+  if (size == 0) {
     std::string known = kWorldGroup;
     for (auto &[name, n] : known_groups)
-      known += ", " + name;
+      if (name != kWorldGroup) // the runtime registers "world" on its first use
+        known += ", " + name;
     throw DistributedError(loc, op,
                            fmt::format("unknown group '{}'; use \"{}\" for all PEs or create it "
                                        "with World::create_group (known: {})",
@@ -429,8 +426,18 @@ int Recorder::group_index(const std::string &group, int n_pes, const char *op,
                            fmt::format("n_pes mismatch for group '{}': {} here, but the group has "
                                        "{} PEs",
                                        group, n_pes, size));
-  prog_.groups.push_back(Group{group, n_pes, 0, 0, format_location(loc)});
+  prog_.groups.push_back(Group{group, n_pes, 0, 0, format_location(loc), {}});
   return static_cast<int>(prog_.groups.size() - 1);
+}
+
+int Recorder::known_group_size(const std::string &name) {
+  int size = 0;
+  if (name == kWorldGroup)
+    size = world_n_pes;
+  else if (auto it = known_groups.find(name); it != known_groups.end())
+    size = it->second;
+  groups_looked_up[name] = size;
+  return size;
 }
 
 TileShape capture_tile(const Recorder &r, size_t out_rank, const char *op,
@@ -451,29 +458,41 @@ namespace pto {
 
 using ir::Recorder;
 
-static const ir::Value &value_of(const Tensor &t) {
+static const ir::Value &value_of(const Tensor &t, const std::source_location &loc, const char *op) {
   if (t.is_empty() || !t.program())
-    throw ShapeError("<unknown>", "Tensor", "empty tensor handle");
+    throw ShapeError(loc, op, "empty tensor handle (a default-constructed pto::Tensor)");
   // The program a tensor points into lives only while its kernel is traced.
   auto *r = Recorder::current_or_null();
   if (!r || r->program().trace_id != t.trace_id())
-    throw ShapeError("<unknown>", "Tensor",
+    throw ShapeError(loc, op,
                      "tensor %t" + std::to_string(t.id()) +
-                         " is used outside the trace of the kernel that created it");
+                         " is used outside the trace of the kernel that created it (kept from "
+                         "an earlier pto::jit call?); use a tensor only while its kernel traces");
   return r->program().value(t.id());
 }
 
-const std::vector<SymbolicScalar> &Tensor::shape() const { return value_of(*this).shape; }
-const std::vector<SymbolicScalar> &Tensor::valid_shape() const { return value_of(*this).valid; }
-DataType Tensor::dtype() const { return value_of(*this).dtype; }
-int Tensor::dim() const { return static_cast<int>(value_of(*this).shape.size()); }
-const std::string &Tensor::name() const { return value_of(*this).name; }
+const std::vector<SymbolicScalar> &Tensor::shape(std::source_location loc) const {
+  return value_of(*this, loc, "shape").shape;
+}
+const std::vector<SymbolicScalar> &Tensor::valid_shape(std::source_location loc) const {
+  return value_of(*this, loc, "valid_shape").valid;
+}
+DataType Tensor::dtype(std::source_location loc) const {
+  return value_of(*this, loc, "dtype").dtype;
+}
+int Tensor::dim(std::source_location loc) const {
+  return static_cast<int>(value_of(*this, loc, "dim").shape.size());
+}
+const std::string &Tensor::name(std::source_location loc) const {
+  return value_of(*this, loc, "name").name;
+}
 SymbolicScalar Tensor::shape(int i, std::source_location loc) const {
-  int r = dim();
+  const auto &s = value_of(*this, loc, "shape").shape;
+  int r = static_cast<int>(s.size());
   int a = i < 0 ? i + r : i;
   if (a < 0 || a >= r)
     throw ShapeError(loc, "shape", fmt::format("dim {} is out of range for rank {}", i, r));
-  return shape()[static_cast<size_t>(a)];
+  return s[static_cast<size_t>(a)];
 }
 
 void set_vec_tile_shapes(std::vector<int64_t> dims, std::source_location loc) {

@@ -20,8 +20,14 @@ void site_location(const pto_ctx *ctx, int32_t site, const char *default_op, std
                    std::string &op) {
   where = "<runtime>";
   op = default_op ? default_op : "";
-  if (!ctx || !ctx->sites || site < 0 || size_t(site) >= ctx->sites->size())
+  if (!ctx || !ctx->sites || site < 0 || size_t(site) >= ctx->sites->size()) {
+    // No op to blame (kernel entry and exit, scratch memory): the user's call of the kernel.
+    if (ctx && ctx->call_where && ctx->kernel_name) {
+      where = ctx->call_where;
+      op = ctx->kernel_name;
+    }
     return;
+  }
   const std::string &s = (*ctx->sites)[size_t(site)];
   // "file.cpp:12: shmem_put": the op follows the last ": ".
   if (auto cut = s.rfind(": "); cut != std::string::npos) {
@@ -79,7 +85,8 @@ void free_scratch(pto_ctx *ctx) {
 
 pto_ctx *current_ctx() { return detail::tls_ctx ? detail::tls_ctx : default_ctx(); }
 
-void begin_call(pto_ctx *ctx, const std::vector<std::string> *sites, const char *kernel_name) {
+void begin_call(pto_ctx *ctx, const std::vector<std::string> *sites, const char *kernel_name,
+                const char *call_where) {
   if (ctx->world->tracing.load(std::memory_order_relaxed)) {
     ctx->call_start_ns = ctx->world->trace_now_ns();
     ctx->call_name = kernel_name ? kernel_name : "kernel";
@@ -88,6 +95,8 @@ void begin_call(pto_ctx *ctx, const std::vector<std::string> *sites, const char 
   ctx->error = nullptr;
   ctx->error_released = false;
   ctx->sites = sites;
+  ctx->kernel_name = kernel_name;
+  ctx->call_where = call_where;
 }
 
 void end_call(pto_ctx *ctx) {
@@ -103,6 +112,8 @@ void end_call(pto_ctx *ctx) {
   }
   free_scratch(ctx);
   ctx->sites = nullptr;
+  ctx->kernel_name = nullptr;
+  ctx->call_where = nullptr;
   if (ctx->status == PTO_OK)
     return;
   std::exception_ptr e = std::move(ctx->error);
@@ -147,7 +158,7 @@ int32_t pto_rt_n_pes(pto_ctx *ctx, int32_t group) {
   return ctx->world->n_pes;
 }
 
-void *pto_rt_alloc(pto_ctx *ctx, int64_t bytes) {
+void *pto_rt_alloc(pto_ctx *ctx, int64_t bytes, int32_t site) {
   void *p = nullptr;
   try {
     // Generated code asks for INT64_MAX bytes when a size overflows; rounding it would too.
@@ -157,7 +168,7 @@ void *pto_rt_alloc(pto_ctx *ctx, int64_t bytes) {
     ctx->scratch.reserve(ctx->scratch.size() + 1);
     p = ::operator new(rounded, std::align_val_t(64));
   } catch (const std::bad_alloc &) {
-    fail<pto::RuntimeError>(ctx, -1, "alloc",
+    fail<pto::RuntimeError>(ctx, site, "alloc",
                             "cannot allocate " + std::to_string(bytes) +
                                 " bytes of scratch memory for a local tensor");
     return nullptr;

@@ -270,19 +270,62 @@ int32_t group_wait(pto_ctx *ctx, detail::GroupState &g, int local_pe, const char
   return PTO_ERR;
 }
 
+std::vector<std::string> split_lines(const char *text) {
+  std::vector<std::string> out;
+  std::string line;
+  for (const char *c = text; *c; ++c)
+    if (*c == '\n') {
+      out.push_back(std::move(line));
+      line.clear();
+    } else {
+      line += *c;
+    }
+  if (!line.empty())
+    out.push_back(std::move(line));
+  return out;
+}
+
+// What differs between two layout descriptions (abi.h, pto_rt_kernel_enter's group_layout: one
+// shmem tensor per line, "what\twhere"): the first shmem tensor that differs, or the counts.
+std::string layout_difference(const char *a, const char *b, int pe_a, int pe_b) {
+  const auto la = split_lines(a), lb = split_lines(b);
+  auto what = [](const std::string &l) { return l.substr(0, l.find('\t')); };
+  auto where = [](const std::string &l) {
+    auto tab = l.find('\t');
+    return tab == std::string::npos ? std::string("?") : l.substr(tab + 1);
+  };
+  for (size_t i = 0; i < std::min(la.size(), lb.size()); ++i)
+    if (what(la[i]) != what(lb[i]))
+      return fmt::format("shmem tensor {} is {} on PE {} (created at {}) but {} on PE {} (created "
+                         "at {})",
+                         i, what(la[i]), pe_a, where(la[i]), what(lb[i]), pe_b, where(lb[i]));
+  if (la.size() == lb.size())
+    return ""; // the difference is not in the description
+  return fmt::format("PE {} creates {} shmem tensors in the group, PE {} creates {}", pe_a,
+                     la.size(), pe_b, lb.size());
+}
+
 // Runs in the last member to arrive at kernel entry, under the barrier lock: checks that every
 // member proposed the same shmem layout for the group, then sizes its heap.
-void enter_completion(detail::GroupState &g) {
+void enter_completion(const detail::WorldState &w, detail::GroupState &g) {
   g.enter_error.clear();
   for (int p = 1; p < g.n_pes; ++p) {
     if (g.proposed_hash[size_t(p)] != g.proposed_hash[0] ||
         g.proposed_bytes[size_t(p)] != g.proposed_bytes[0]) {
+      const int pe0 = g.world_pe[0], pe = g.world_pe[size_t(p)];
+      const char *l0 = g.proposed_layout[0], *lp = g.proposed_layout[size_t(p)];
+      std::string what = l0 && lp ? layout_difference(l0, lp, pe0, pe) : "";
+      if (what.empty())
+        what = fmt::format("{} and {} heap bytes, layouts {:#018x} and {:#018x}",
+                           g.proposed_bytes[0], g.proposed_bytes[size_t(p)], g.proposed_hash[0],
+                           g.proposed_hash[size_t(p)]);
+      const char *k0 = w.ctxs[size_t(pe0)].kernel_name, *kp = w.ctxs[size_t(pe)].kernel_name;
+      if (k0 && kp && std::string(k0) != kp)
+        what += fmt::format("; PE {} runs kernel '{}', PE {} kernel '{}'", pe0, k0, pe, kp);
       g.enter_error = fmt::format(
-          "PEs {} and {} of group '{}' declared different shmem tensors ({} and {} heap bytes, "
-          "layouts {:#018x} and {:#018x}); every PE of a group must create the same shmem "
-          "tensors (same shapes and dtypes) in the same order",
-          g.world_pe[0], g.world_pe[size_t(p)], g.name, g.proposed_bytes[0],
-          g.proposed_bytes[size_t(p)], g.proposed_hash[0], g.proposed_hash[size_t(p)]);
+          "PEs {} and {} of group '{}' declared different shmem tensors ({}); every PE of a "
+          "group must create the same shmem tensors (same shapes and dtypes) in the same order",
+          pe0, pe, g.name, what);
       return;
     }
   }
@@ -317,7 +360,8 @@ extern "C" {
 
 int32_t pto_rt_kernel_enter(pto_ctx *ctx, const uint64_t *group_hash, int32_t n_groups,
                             const int64_t *heap_bytes, const int32_t *group_n_pes,
-                            const char *const *group_names, const char *const *group_where) {
+                            const char *const *group_names, const char *const *group_where,
+                            const char *const *group_layout) {
   detail::WorldState &w = *ctx->world;
   detail::TraceScope trace(ctx, "kernel entry barrier", "barrier");
   if (n_groups < 0 || (n_groups > 0 && (!heap_bytes || !group_n_pes || !group_hash)))
@@ -364,11 +408,13 @@ int32_t pto_rt_kernel_enter(pto_ctx *ctx, const uint64_t *group_hash, int32_t n_
       std::lock_guard lock(w.registry_mu);
       gs.proposed_hash.resize(size_t(gs.n_pes));
       gs.proposed_bytes.resize(size_t(gs.n_pes));
+      gs.proposed_layout.resize(size_t(gs.n_pes));
       gs.proposed_hash[size_t(me)] = group_hash[g];
       gs.proposed_bytes[size_t(me)] = heap_bytes[g];
+      gs.proposed_layout[size_t(me)] = group_layout ? group_layout[g] : nullptr;
     }
-    if (group_wait(ctx, gs, me, kEnterOp, "kernel entry barrier", [&] { enter_completion(gs); }) !=
-        PTO_OK)
+    if (group_wait(ctx, gs, me, kEnterOp, "kernel entry barrier",
+                   [&] { enter_completion(w, gs); }) != PTO_OK)
       return PTO_ERR;
     if (!gs.enter_error.empty())
       return fail<pto::DistributedError>(ctx, -1, kEnterOp, gs.enter_error);

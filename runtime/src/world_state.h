@@ -52,6 +52,10 @@ struct pto_ctx {
   bool error_released = false; ///< `error` is a secondary "released because PE k failed"
   std::vector<void *> scratch; ///< pto_rt_alloc blocks, freed by end_call
   const std::vector<std::string> *sites = nullptr; ///< the running kernel's call-site table
+  /// The running kernel's name and the "file:line" of the user's call of it (begin_call; may be
+  /// null): where errors without an op site (kernel entry and exit, scratch memory) point.
+  const char *kernel_name = nullptr;
+  const char *call_where = nullptr;
   /// The running kernel's groups, by the kernel's group index, and this PE's group-local number
   /// in each. Set by kernel entry.
   std::vector<pto::runtime::detail::GroupState *> groups;
@@ -78,6 +82,9 @@ struct GroupState {
   /// Each member's kernel-entry proposal: layout hash of the group's shmem tensors and heap size.
   std::vector<uint64_t> proposed_hash;
   std::vector<int64_t> proposed_bytes;
+  /// Each member's description of the layout (pto_rt_kernel_enter's group_layout; may be null),
+  /// valid during the entry barrier.
+  std::vector<const char *> proposed_layout;
   std::string enter_error; ///< set by the entry completion when the proposals disagree
 };
 

@@ -319,7 +319,7 @@ TEST_CASE("pto_rt_fail: kinds map to typed errors with the site's location") {
 TEST_CASE("pto_rt_alloc: 64-byte aligned scratch that the call may use fully") {
   rt_kernel({}, [](pto_ctx *c) -> int32_t {
     for (int64_t bytes : {1, 63, 64, 65, 100000}) {
-      auto *p = static_cast<unsigned char *>(pto_rt_alloc(c, bytes));
+      auto *p = static_cast<unsigned char *>(pto_rt_alloc(c, bytes, /*site=*/-1));
       REQUIRE(p != nullptr);
       CHECK(reinterpret_cast<uintptr_t>(p) % 64 == 0);
       std::memset(p, 1, size_t(bytes));

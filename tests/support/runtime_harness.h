@@ -38,7 +38,7 @@ inline void rt_kernel(const std::vector<RtGroup> &groups,
     names.push_back(g.name.c_str());
   }
   int32_t st = pto_rt_kernel_enter(ctx, hashes.data(), int32_t(groups.size()), heap.data(),
-                                   n_pes.data(), names.data(), nullptr);
+                                   n_pes.data(), names.data(), nullptr, nullptr);
   if (st == PTO_OK)
     st = body(ctx);
   if (st == PTO_OK)

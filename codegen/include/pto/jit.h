@@ -9,6 +9,31 @@
 // new compilation). Each tensor dim is fixed, STATIC (default: baked in, a new size recompiles)
 // or DYNAMIC (symbolic; any size runs the same code), given per parameter in JitOptions::specs.
 // A call made inside runtime::World::run runs on that PE; a call outside runs on one PE.
+//
+// Specializations: a kernel keeps one traced program per signature (dtypes, fixed and STATIC
+// dims, constants, the number of PEs, and the sizes of the communication groups the trace looked
+// up) for as long as the Kernel object lives; calling it again with the same signature, in the
+// same or another World, runs the same program without tracing. Compiled machine code is shared
+// between kernels through a process-wide cache keyed by the program's structural form and
+// bounded by an LRU on bytes (set_jit_cache_limit, PTO_JIT_CACHE_MB, default 64 MiB). Code is
+// freed when neither the cache nor a live kernel holds it, so creating and dropping kernels in a
+// loop runs in bounded memory. A live kernel holds the code of every specialization it traced:
+// one called with ever new STATIC sizes grows with them (declare such dims DYNAMIC).
+//
+// Kernels do not nest: calling any kernel while a kernel is being traced on the same thread
+// (from inside the function given to pto::jit, including the kernel itself) throws
+// ArgumentError at that call, naming both kernels. To reuse a kernel's body inside another,
+// call its function directly with pto::Tensor arguments: its ops are traced into the caller.
+//
+// Environment, read whenever a kernel traces a new signature (an unknown value is an
+// ArgumentError at that call, listing the values that exist):
+//   PTO_RUN_MODE=jit|interpret  default executor (JitOptions::run_mode overrides it)
+//   PTO_DUMP=ir,llvm,asm        write those stages of every JIT compile to PTO_DUMP_DIR (default
+//                               "."), as NAME.HASH.ir / .ll / .s: NAME is the kernel name with
+//                               bytes outside [A-Za-z0-9_-] escaped as %XX, HASH (8 hex digits)
+//                               tells the kernel's specializations apart. A file that cannot
+//                               be written is skipped with one warning on stderr.
+//   PTO_JIT_CACHE_MB=N          the compile cache's bound in MiB (0: keep no unused code)
 #pragma once
 
 #include "pto/host_tensor.h"
@@ -41,8 +66,11 @@ struct TensorSpec {
 enum class RunMode { Jit, Interpret };
 
 struct JitOptions {
-  std::vector<TensorSpec> specs = {}; ///< per tensor parameter; missing entries are all STATIC
-  /// Default: Jit, or Interpret when the environment has PTO_RUN_MODE=interpret.
+  /// Per tensor parameter, in order; missing entries are all STATIC. More entries than the
+  /// kernel has tensor parameters is an ArgumentError at the first call.
+  std::vector<TensorSpec> specs = {};
+  /// Default: PTO_RUN_MODE (jit or interpret; unset or empty: Jit). PTO_RUN_MODE is checked
+  /// even when this is set.
   std::optional<RunMode> run_mode = {};
 };
 
@@ -53,6 +81,30 @@ struct KernelStats {
   double compile_ms = 0;  ///< total trace + compile time
   int64_t calls = 0;
 };
+
+/// Counters of the process-wide cache of JIT-compiled programs and of the JIT memory in use.
+struct JitCacheStats {
+  int64_t entries = 0;         ///< programs in the cache
+  int64_t bytes = 0;           ///< their size as the bound counts it: JIT memory + key + sites
+  int64_t limit_bytes = 0;     ///< the bound in force (set_jit_cache_limit, PTO_JIT_CACHE_MB)
+  int64_t hits = 0;            ///< compiles answered by the cache
+  int64_t misses = 0;          ///< programs compiled
+  int64_t evictions = 0;       ///< entries dropped to stay within the bound
+  int64_t live_programs = 0;   ///< JIT-compiled programs alive: cached and/or held by a kernel
+  int64_t live_code_bytes = 0; ///< JIT memory (code and data, page-rounded) they hold
+  int64_t live_mappings = 0;   ///< allocations (mmap calls) holding that memory
+};
+
+/// A snapshot of the compile cache's counters (thread-safe).
+JitCacheStats jit_cache_stats();
+
+/// Bounds the compile cache to `bytes` (0: cache nothing, so code lives only while a kernel
+/// holds it), evicting least recently used programs at once; std::nullopt returns to
+/// PTO_JIT_CACHE_MB, or the default of 64 MiB. Overrides PTO_JIT_CACHE_MB for the rest of the
+/// process. An evicted program that a live kernel still holds stays alive (and runs) until that
+/// kernel is destroyed. Throws ArgumentError for a negative `bytes`.
+void set_jit_cache_limit(std::optional<int64_t> bytes,
+                         std::source_location loc = std::source_location::current());
 
 namespace detail {
 
@@ -113,10 +165,15 @@ public:
         core_(std::make_shared<detail::KernelCore>(std::move(name), std::move(opts), loc)) {}
 
   /// Runs the kernel. Arguments whose dtype or rank differ from an earlier call are traced again
-  /// (a new specialization, as PyPTO's cache key); ArgumentError only for arguments that
-  /// contradict a declared JitOptions spec (its dtype or a fixed dim). Also throws any pto::Error
-  /// the trace raises, RuntimeError/DistributedError/DeadlockError raised while running, and
-  /// CompileError if LLVM fails.
+  /// (a new specialization, as PyPTO's cache key). ArgumentError at the call's line, naming the
+  /// kernel, for arguments that contradict a declared JitOptions spec (its dtype, rank or a
+  /// fixed dim; the message shows the argument's shape and the declared one), for a call while
+  /// a kernel is being traced on this thread (see the top of this file), and for a bad
+  /// PTO_RUN_MODE / PTO_DUMP / PTO_JIT_CACHE_MB; ArgumentError at the pto::jit line when
+  /// JitOptions::specs has more entries than the call has tensors. Also throws any pto::Error
+  /// the trace raises, RuntimeError/DistributedError/DeadlockError raised while running (those
+  /// without an op of their own, such as PEs that declared different shmem tensors at kernel
+  /// entry, start with the call's line and name the kernel), and CompileError if LLVM fails.
   template <class... Args> void operator()(detail::FirstTensor first, Args &&...rest) {
     call(first.loc, first.tensor, rest...);
   }

@@ -21,8 +21,10 @@ namespace pto::distributed {
 /// (HCCL lacks prod for int16 and bf16). Ints wrap; floats follow IEEE 754 (NaN propagates
 /// through max/min); fp16/bf16 sums accumulate in fp32.
 enum class Reduction { SUM, MAX, MIN, PROD };
-/// "sum" | "max" | "min" | "prod" (for command lines); throws Error on anything else.
-Reduction parse_reduction(const std::string &s);
+/// "sum" | "max" | "min" | "prod" (for command lines); throws ArgumentError at the caller's
+/// line on anything else, listing the four names.
+Reduction parse_reduction(const std::string &s,
+                          std::source_location loc = std::source_location::current());
 const char *name(Reduction r);
 
 /// One-shot: every PE sends its whole tensor to every PE (latency-bound sizes). Two-shot: a

@@ -22,15 +22,20 @@ public:
   Tensor(const ir::Program *prog, ir::ValueId id)
       : prog_(prog), id_(id), trace_(prog ? prog->trace_id : 0) {}
 
+  // The accessors below throw ShapeError at the caller's line for an empty handle, or for a
+  // tensor used outside the trace that created it (kept from an earlier pto::jit call).
+
   /// Shape; dims of dynamic kernel parameters are run-time SymbolicScalars.
-  const std::vector<SymbolicScalar> &shape() const;
+  const std::vector<SymbolicScalar> &
+  shape(std::source_location loc = std::source_location::current()) const;
   /// Dim `i` (negative counts from the end). Throws ShapeError when out of range.
   SymbolicScalar shape(int i, std::source_location loc = std::source_location::current()) const;
   /// Valid shape: how much of the tensor holds real data (reference §2.4). Run-time values.
-  const std::vector<SymbolicScalar> &valid_shape() const;
-  DataType dtype() const;
-  int dim() const;
-  const std::string &name() const;
+  const std::vector<SymbolicScalar> &
+  valid_shape(std::source_location loc = std::source_location::current()) const;
+  DataType dtype(std::source_location loc = std::source_location::current()) const;
+  int dim(std::source_location loc = std::source_location::current()) const;
+  const std::string &name(std::source_location loc = std::source_location::current()) const;
   bool is_empty() const { return id_ == ir::kNoValue; }
   ir::ValueId id() const { return id_; }
   const ir::Program *program() const { return prog_; }

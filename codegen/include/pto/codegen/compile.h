@@ -7,7 +7,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <set>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -17,8 +19,15 @@ struct CompileOptions {
   int vector_lanes = 16;       ///< fp32 lanes per vector op (<16 x float>)
   std::string dump_dir = ".";  ///< PTO_DUMP_DIR
   std::set<std::string> dump;  ///< stages to write: "ir", "llvm", "asm" (PTO_DUMP)
-  /// Reads PTO_DUMP and PTO_DUMP_DIR.
-  static CompileOptions from_env();
+  /// The compile cache's bound from PTO_JIT_CACHE_MB, in bytes; nullopt when unset.
+  std::optional<int64_t> cache_limit_bytes;
+  /// The stages PTO_DUMP may name.
+  static const std::vector<std::string> &dump_stages();
+  /// Reads PTO_DUMP, PTO_DUMP_DIR and PTO_JIT_CACHE_MB (unset or empty: the defaults). Throws
+  /// ArgumentError at `loc` naming the variable and the kernel `kernel` for a PTO_DUMP stage
+  /// that does not exist (listing those that do) or a PTO_JIT_CACHE_MB that is not an integer
+  /// in [0, 2^40).
+  static CompileOptions from_env(const std::source_location &loc, const std::string &kernel);
 };
 
 /// A compiled program, callable on one PE. `args` are the tensor parameters' data pointers in
@@ -32,15 +41,20 @@ public:
   const std::vector<std::string> &sites() const { return sites_; }
   /// Milliseconds spent compiling (0 for the interpreter).
   double compile_ms = 0;
+  /// JIT memory the program holds (code and data, page-rounded; 0 for the interpreter).
+  int64_t code_bytes = 0;
 
 protected:
   std::vector<std::string> sites_;
 };
 
 /// Compiles `p` to machine code for the host CPU (LLVM ORC LLJIT, O3). Results are cached in
-/// memory by structural hash of `p` plus options. Throws CompileError (with the dump path) when
-/// LLVM fails, InternalError on a codegen bug.
-std::shared_ptr<const Executable> compile_jit(const ir::Program &p, const CompileOptions &opts);
+/// memory by the structural form of `p` plus options, in a process-wide cache bounded by an LRU
+/// on bytes (kernel_cache.h); `*compiled` (when given) says whether this call compiled or the
+/// cache answered. Stage dumps (opts.dump) always compile, so that the files are written.
+/// Throws CompileError (with the dump path) when LLVM fails, InternalError on a codegen bug.
+std::shared_ptr<const Executable> compile_jit(const ir::Program &p, const CompileOptions &opts,
+                                              bool *compiled = nullptr);
 /// The reference interpreter over `p`: scalar C++ semantics, the same runtime calls.
 std::shared_ptr<const Executable> make_interpreter(const ir::Program &p);
 

@@ -268,6 +268,7 @@ struct ShmemInfo {
   std::vector<int64_t> slot_view, slot_tile;
   std::string slot_where; ///< "file:line" of the first signal/wait, for messages
   int64_t signal_bytes = 0;        ///< n_pes * 8 * max_tile_num int32, rounded up to 512 B
+  std::string where;               ///< "file:line" of its create_shmem_tensor/_signal
 };
 
 struct Group {
@@ -277,6 +278,9 @@ struct Group {
   uint64_t layout_hash = 0; ///< set by layout_shmem: the group's shmem tensors (dtype, shape,
                             ///< offsets); every PE of the group must present the same one
   std::string where;        ///< "file:line" of the first use, for run-time messages
+  /// Set by layout_shmem: what layout_hash hashes, readable, one shmem tensor per line as
+  /// "what\twhere" (pto_rt_kernel_enter's group_layout).
+  std::string layout;
 };
 
 /// The name of the group that spans every PE running the kernel (always exists).

@@ -96,6 +96,11 @@ public:
   /// groups the runtime knows, so that collectives can unroll their PE loops at trace time.
   int world_n_pes = 1;
   std::map<std::string, int> known_groups;
+  /// The size of group `name` as the runtime knows it (world_n_pes for "world"), 0 when it has
+  /// no such group. Notes the answer in `groups_looked_up`: the program depends on it, so
+  /// pto::jit reuses the program only while every group it looked up has the same size.
+  int known_group_size(const std::string &name);
+  std::map<std::string, int> groups_looked_up;
   /// Group table: index of `group`, registering it (checks name length and n_pes).
   int group_index(const std::string &group, int n_pes, const char *op,
                   const std::source_location &loc);

@@ -58,9 +58,13 @@ int32_t pto_rt_n_pes(pto_ctx *ctx, int32_t group);
 /// group, n_pes mismatch, a PE outside the group, different layouts (DistributedError); a member
 /// that never arrives (DeadlockError after twice the deadlock timeout). `group_where[g]` (may be
 /// null) is the "file:line" of the kernel line that first used group g, for messages.
+/// `group_layout[g]` (may be null) describes the layout that group_hash[g] hashes, one shmem
+/// tensor per line as "what\twhere" ("DT_FP32 [4, 8] with 512 signal bytes\tk.cpp:12"), so that
+/// different layouts are reported as the first shmem tensor that differs.
 int32_t pto_rt_kernel_enter(pto_ctx *ctx, const uint64_t *group_hash, int32_t n_groups,
                             const int64_t *heap_bytes, const int32_t *group_n_pes,
-                            const char *const *group_names, const char *const *group_where);
+                            const char *const *group_names, const char *const *group_where,
+                            const char *const *group_layout);
 /// Collective exit: for each group (in name order) no member leaves until every member has
 /// finished with the group's heap. Errors as the
 /// entry barrier (another PE failed, a PE returned early, DeadlockError after the timeout).
@@ -143,8 +147,9 @@ int64_t pto_rt_trace_now(pto_ctx *ctx);
 void pto_rt_trace_op(pto_ctx *ctx, int32_t site, int32_t n_ops, int64_t start_ns);
 
 /// Scratch memory for a kernel's local tensors: 64-byte aligned, freed when the call ends
-/// (end_call). Returns NULL, with a RuntimeError recorded, if the memory cannot be allocated.
-void *pto_rt_alloc(pto_ctx *ctx, int64_t bytes);
+/// (end_call). Returns NULL, with a RuntimeError recorded at call site `site` (the op that
+/// creates the local; -1: the user's call of the kernel), if the memory cannot be allocated.
+void *pto_rt_alloc(pto_ctx *ctx, int64_t bytes, int32_t site);
 
 #ifdef __cplusplus
 }

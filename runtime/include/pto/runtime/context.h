@@ -17,9 +17,12 @@ pto_ctx *current_ctx();
 
 /// Starts a kernel call on `ctx`: clears a previous status and remembers the kernel's call-site
 /// table (`sites[i]` is "file.cpp:12: opname", indexed by the ABI's `site` argument; may be
-/// null). The table must outlive the call. `kernel_name` labels the call in a trace.
+/// null). `kernel_name` labels the call in a trace; `call_where` is the "file:line" of the
+/// user's call. Errors recorded without an op site (kernel entry and exit barriers, scratch
+/// memory) start with `call_where` and name the kernel when both are given. All three must
+/// outlive the call.
 void begin_call(pto_ctx *ctx, const std::vector<std::string> *sites,
-                const char *kernel_name = nullptr);
+                const char *kernel_name = nullptr, const char *call_where = nullptr);
 
 /// Ends a kernel call: frees the scratch memory of pto_rt_alloc and forgets the site table. If
 /// an entry point recorded an error (status PTO_ERR), rethrows that typed pto::Error (for example
