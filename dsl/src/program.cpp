@@ -188,6 +188,7 @@ std::optional<int64_t> group_heap_bytes(const Program &p, int group) {
   return total;
 }
 
+namespace {
 // Group `g`'s shmem tensors as pto_rt_kernel_enter describes them (Group::layout).
 std::string layout_text(const Program &p, int g) {
   std::string out;
