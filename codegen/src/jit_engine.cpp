@@ -1,5 +1,6 @@
 // jit_engine.cpp - See jit_engine.h.
 #include "jit_engine.h"
+#include "run_check.h"
 #include "xops.h"
 
 #include "pto/error.h"
@@ -282,6 +283,7 @@ std::unique_ptr<JitModule> jit_compile_impl(std::unique_ptr<llvm::LLVMContext> &
   bind("pto_rt_wait_until", reinterpret_cast<void *>(&pto_rt_wait_until));
   bind("pto_rt_clear", reinterpret_cast<void *>(&pto_rt_clear));
   bind("pto_rt_fail", reinterpret_cast<void *>(&pto_rt_fail));
+  bind("pto_rt_check_fail", reinterpret_cast<void *>(&pto_rt_check_fail));
   bind("pto_rt_xop", reinterpret_cast<void *>(&pto_rt_xop));
   bind("pto_rt_alloc", reinterpret_cast<void *>(&pto_rt_alloc));
   bind("pto_rt_trace_now", reinterpret_cast<void *>(&pto_rt_trace_now));

@@ -3,6 +3,7 @@
 #include "pto/distributed.h"
 
 #include "pto/ir/recorder.h"
+#include "shape_rules.h"
 
 #include <fmt/format.h>
 
@@ -243,9 +244,7 @@ ShmemTensor shmem_view(const ShmemTensor &src, const std::vector<int64_t> &shape
   }
   check_window(shape, t.view_offsets, s.shape, op, loc);
   if (opts.valid_shape) {
-    if (opts.valid_shape->size() != rank)
-      throw ShapeError(loc, op, fmt::format("valid_shape needs {} entries, got {}", rank,
-                                            opts.valid_shape->size()));
+    trace::check_valid_shape(r, *opts.valid_shape, {shape.begin(), shape.end()}, op, loc);
     t.view_valid = *opts.valid_shape;
   } else {
     t.view_valid.clear();

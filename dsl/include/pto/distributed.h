@@ -50,8 +50,11 @@ ShmemTensor create_shmem_signal(const std::string &group, int n_pes,
 struct ShmemViewOptions {
   std::optional<std::vector<SymbolicScalar>> valid_shape = {};
 };
-/// A sub-window of the data (signals are viewed alike), as PyPTO `shmem_view`. Rank must match;
-/// the window must fit. A signal-only object cannot be viewed.
+/// A sub-window of the data (signals are viewed alike), as PyPTO `shmem_view`. Rank must match
+/// (ShapeError); the window must fit in the data (DistributedError at trace time when concrete;
+/// the shmem ops check it per call). A valid_shape follows the valid-shape rule of ops.h: one
+/// entry per dim, each in [0, shape[d]] (ShapeError, by the call when symbolic), so a get never
+/// copies past its window. A signal-only object cannot be viewed.
 ShmemTensor shmem_view(const ShmemTensor &src, const std::vector<int64_t> &shape,
                        const std::vector<SymbolicScalar> &offsets, ShmemViewOptions opts = {},
                        SrcLoc loc = SrcLoc::current());
