@@ -462,6 +462,25 @@ TEST_CASE("view and assemble: a tail whose valid part fits is legal, concrete or
     fixed(x, y);
     check_all(y, [](int64_t i) { return i < 160 ? static_cast<double>(i + 2) : kSentinel; });
 
+    // The same along columns: 20 columns in tiles of 16 into the first 20 of y's 24 columns.
+    auto cols = pto::jit(
+        "vs_tail_cols",
+        [](pto::Tensor x, pto::Tensor y) {
+          pto::set_vec_tile_shapes(4, 16);
+          auto out = pto::view(y, {4, 20}, {0, 0});
+          for (int64_t c0 : {0, 16}) {
+            auto tile = pto::view(x, {4, 16}, {0, c0},
+                                  {.valid_shape = {{4, std::min<int64_t>(16, 20 - c0)}}});
+            pto::assemble(tile + 1.0, {0, c0}, out);
+          }
+        },
+        support::opts(m));
+    auto xc = counting({4, 20});
+    auto yc = filled({4, 24}, kSentinel);
+    cols(xc, yc);
+    check_all(yc,
+              [](int64_t i) { return i % 24 < 20 ? counted(i / 24, i % 24, 20) + 1 : kSentinel; });
+
     // Dynamic: the PyPTO loop of reference §3.3 over N rows, into a y of N + 4 rows.
     auto dynamic = pto::jit(
         "vs_tail_dynamic",

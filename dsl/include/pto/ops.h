@@ -14,7 +14,8 @@
 //   lies in, unless the extent is 0 (see view). Both are checked at trace time for what is
 //   concrete and by the kernel call, once each time the op's position runs and before any op
 //   of that loop body (or kernel) touches memory, for what is known only at run time (loop
-//   indices, DYNAMIC dims, PE numbers, tensor elements). Either way it is the same ShapeError,
+//   indices, DYNAMIC dims, PE numbers; a check reading a tensor element runs where it was
+//   traced, the element read there). Either way it is the same ShapeError,
 //   "file:line: op: detail" with the user's line and op, in the JIT and the interpreter.
 // - Every op throws TileShapeError when no vec tile is set, or its rank is below the output rank.
 // - Errors name the op and the caller's file:line.
