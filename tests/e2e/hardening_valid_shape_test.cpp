@@ -309,6 +309,35 @@ TEST_CASE("valid_shape: shmem_view entries outside [0, shape] are a ShapeError, 
   }
 }
 
+TEST_CASE("valid_shape: a ShmemTensor view edited by hand is checked by shmem_get too") {
+  // ShmemTensor's view fields are public; shmem_get re-applies the rule to what it is given.
+  auto edited = [](std::vector<pto::SymbolicScalar> valid, std::vector<int64_t> shape) {
+    return [valid, shape](pto::Tensor y) {
+      pto::set_vec_tile_shapes(4, 8);
+      auto s = dist::create_shmem_tensor("world", 1, pto::DT_FP32, {4, 8});
+      s.view_valid = valid;
+      s.view_shape = shape;
+      pto::assemble(dist::shmem_get(s, 0), {0, 0}, y);
+    };
+  };
+  for (auto m : support::run_modes()) {
+    CAPTURE(support::mode_name(m));
+    auto y = filled({4, 8}, kSentinel);
+    auto large = pto::jit("vs_edited_valid", edited({64, 64}, {4, 8}), support::opts(m));
+    CHECK_THROWS_WITH_AS(large(y),
+                         Contains("shmem_get: valid_shape[0] = 64 is outside [0, 4], the size of "
+                                  "dim 0"),
+                         pto::ShapeError);
+    CHECK_THROWS_WITH_AS(large(y), Contains(kFile.c_str()), pto::ShapeError);
+    auto rank = pto::jit("vs_edited_rank", edited({4, 8}, {4}), support::opts(m));
+    CHECK_THROWS_WITH_AS(rank(y),
+                         Contains("shmem_get: the view has 1 shape, 2 offset and 2 "
+                                  "valid_shape entries for shmem data of rank 2"),
+                         pto::ShapeError);
+    check_all(y, [](int64_t) { return kSentinel; });
+  }
+}
+
 TEST_CASE("view windows: outside the tensor is the same ShapeError whether the offset, the dim "
           "or the valid size is concrete or known only at run time") {
   // x is [8, 8] (or [n, 8] when its rows are the run-time size); y is [4, 8].
@@ -503,6 +532,20 @@ TEST_CASE("view and assemble: a tail whose valid part fits is legal, concrete or
           yd, [rows](int64_t i) { return i < rows * 8 ? static_cast<double>(i + 2) : kSentinel; });
     }
     CHECK(dynamic.stats().traces == 1);
+    // What is provable costs nothing: no check in the static kernel; in the loop only the two
+    // facts a trace cannot know (the tail's valid rows are >= 0, y has room for them), first in
+    // the body, before the ops that touch memory.
+    auto count = [](const std::string &ir, const std::string &what) {
+      size_t n = 0;
+      for (size_t at = ir.find(what); at != std::string::npos; at = ir.find(what, at + 1))
+        ++n;
+      return n;
+    };
+    CHECK(count(fixed.last_ir(), "check ") == 0);
+    const std::string ir = dynamic.last_ir();
+    CHECK(count(ir, "check ") == 2);
+    CHECK(ir.find("{\n    check view") != std::string::npos);
+    CHECK(ir.find("check assemble") < ir.find(" = add("));
   }
 }
 

@@ -82,7 +82,9 @@ struct GetOptions {
   DataType dtype = DT_BOTTOM; ///< convert to this dtype (DT_BOTTOM: keep the data's)
 };
 /// Copies `src`'s window on PE `src_pe` into a new local tensor of the window's shape (valid
-/// shape carried over), as PyPTO `shmem_get`. The vec tile rank must equal the data rank.
+/// shape carried over), as PyPTO `shmem_get`. The vec tile rank must equal the data rank. The
+/// valid shape follows the valid-shape rule of ops.h here too, and every shmem op takes a
+/// ShapeError for view fields edited by hand into another rank or a dim < 1.
 Tensor shmem_get(const ShmemTensor &src, const SymbolicScalar &src_pe, GetOptions opts = {},
                  SrcLoc loc = SrcLoc::current());
 /// The same, also returning the dependency token of the get (first) and the data (second).
