@@ -60,7 +60,7 @@ CompileOptions CompileOptions::from_env(const std::source_location &loc,
 namespace {
 void collect_sites(const std::vector<ir::Op> &ops, std::vector<std::string> &out) {
   for (auto &op : ops) {
-    out.push_back(format_location(op.where) + ": " + ir::op_info(op.kind).name);
+    out.push_back(format_location(op.where) + ": " + ir::site_name(op));
     collect_sites(op.body, out);
     for (auto &path : op.paths)
       collect_sites(path.body, out);

@@ -29,6 +29,9 @@ void for_each_attr(const Op &op, const std::function<void(const SymbolicScalar &
       fn(s);
   for (auto &path : op.paths)
     fn(path.guard);
+  fn(op.holds);
+  for (auto &s : op.args)
+    fn(s);
 }
 
 /// True when `op`'s attributes or its operands' valid shapes and view offsets read a tensor
@@ -105,7 +108,8 @@ bool groupable(const ir::Program &p, const Op &op) {
   case OpFamily::Control:
   case OpFamily::Matmul:
   case OpFamily::Standalone: // standalone and library: inputs and outputs get storage
-  case OpFamily::Library: return false;
+  case OpFamily::Library:
+  case OpFamily::Check: return false;
   }
   return false;
 }

@@ -8,14 +8,18 @@
 //   is only touched through pto_rt_put/get/clear.
 // - Every compute op walks the tiles of its output (tile_expand with the op's tile) and, inside a
 //   tile, only the valid region; elements outside it are never touched.
-// - Before an op touches a view, the touched window (per dim: the clamped valid extent) is
-//   checked against the root tensor; outside it the call fails with pto_rt_fail kind 5 (ShapeError).
+// - The shape rules (dsl/src/shape_rules.h) reach the executors as Check ops at the front of
+//   their loop body: a failing one calls pto_rt_check_fail, as generated code does. As a second
+//   line, before an op touches a view, the touched window (per dim: the clamped valid extent)
+//   is checked against the root tensor; outside it the call fails with pto_rt_fail kind 5
+//   (ShapeError).
 // - fp16/bf16/fp32 compute in float, double in double, ints in int64 wrapped to the dtype; every
 //   store rounds to nearest even.
 // - No C++ exception escapes for a run-time fault: it is recorded through the ABI and run()
 //   returns PTO_ERR. Only ptojit bugs (InternalError) throw.
 #include "interpreter.h"
 #include "run_checks.h"
+#include "run_check.h"
 #include "xops.h"
 
 #include "pto/codegen/compile.h"
@@ -230,8 +234,9 @@ int32_t Run::exec(const std::vector<Op> &ops) {
   for (const auto &op : ops) {
     site_ = sites_.at(&op);
     // Compute ops get a timeline event (the runtime traces shmem calls itself).
-    const bool traced = ir::op_info(op.kind).family != ir::OpFamily::Shmem &&
-                        ir::op_info(op.kind).family != ir::OpFamily::Control;
+    const auto family = ir::op_info(op.kind).family;
+    const bool traced = family != ir::OpFamily::Shmem && family != ir::OpFamily::Control &&
+                        family != ir::OpFamily::Check;
     const int64_t t0 = traced ? pto_rt_trace_now(ctx_) : -1;
     if (int32_t st = exec_op(op))
       return st;
@@ -341,6 +346,7 @@ int32_t Run::exec_op(const Op &op) {
   case OpKind::ShmemClearData: return shmem_clear(op);
   case OpKind::ShmemClearSignal: return shmem_clear_signal(op);
   case OpKind::Nop: return PTO_OK;
+  case OpKind::Check: return check(op);
   case OpKind::Loop: return loop(op);
   case OpKind::Paths: return paths(op);
   default:
@@ -436,6 +442,20 @@ int32_t Run::loop(const Op &op) {
       break;
   }
   return PTO_OK;
+}
+
+/// A run-time requirement: fails through pto_rt_check_fail, as generated code does.
+int32_t Run::check(const Op &op) {
+  int64_t holds = 0;
+  if (int32_t st = eval(op.holds, holds))
+    return st;
+  if (holds != 0)
+    return PTO_OK;
+  std::vector<int64_t> args;
+  if (int32_t st = eval_all(op.args, args))
+    return st;
+  return pto_rt_check_fail(ctx_, site_, op.message.c_str(), args.data(),
+                           static_cast<int64_t>(args.size()));
 }
 
 /// PyPTO path dispatch: every guard is evaluated at body entry, before any path runs (they are

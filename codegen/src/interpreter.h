@@ -113,6 +113,7 @@ private:
   // interpreter.cpp
   int32_t loop(const ir::Op &op);
   int32_t paths(const ir::Op &op);
+  int32_t check(const ir::Op &op);
   /// The value of a SymKind::TensorElement symbol (bounds-checked: kind 2 when out of range).
   int32_t read_element(const SymExpr &e, int64_t &out);
   int32_t library(const ir::Op &op);

@@ -1,5 +1,7 @@
 // jit_engine.cpp - See jit_engine.h.
 #include "jit_engine.h"
+#include "run_check.h"
+#include "xops.h"
 
 #include "pto/error.h"
 #include "pto/runtime/abi.h"
@@ -316,6 +318,7 @@ llvm::orc::SymbolMap runtime_symbols(llvm::orc::ExecutionSession &es) {
   bind("pto_rt_clear", reinterpret_cast<void *>(&pto_rt_clear));
   bind("pto_rt_fail", reinterpret_cast<void *>(&pto_rt_fail));
   bind("pto_rt_fail_msg", reinterpret_cast<void *>(&pto_rt_fail_msg));
+  bind("pto_rt_check_fail", reinterpret_cast<void *>(&pto_rt_check_fail));
   bind("pto_rt_xop", reinterpret_cast<void *>(&pto_rt_xop));
   bind("pto_rt_alloc", reinterpret_cast<void *>(&pto_rt_alloc));
   bind("pto_rt_trace_now", reinterpret_cast<void *>(&pto_rt_trace_now));

@@ -147,6 +147,24 @@ private:
     B.CreateRet(st);
     B.SetInsertPoint(cont);
   }
+  /// A run-time requirement (OpKind::Check): unless `holds`, pass the evaluated `args` to
+  /// pto_rt_check_fail (the interpreter's failure path too) and return its status.
+  void emit_check(const Op &op) {
+    auto *bad = llvm::BasicBlock::Create(C, "check.fail", F);
+    auto *cont = llvm::BasicBlock::Create(C, "check.ok", F);
+    B.CreateCondBr(B.CreateICmpNE(sym(op.holds), i64(0)), cont, bad, likely());
+    B.SetInsertPoint(bad);
+    const uint64_t n = op.args.size();
+    auto *arr_ty = llvm::ArrayType::get(B.getInt64Ty(), n == 0 ? 1 : n);
+    LV *arr = entry_alloca(arr_ty, "check_args");
+    for (uint64_t k = 0; k < n; ++k)
+      B.CreateStore(sym(op.args[k]), B.CreateConstGEP2_64(arr_ty, arr, 0, k));
+    LV *st = call_rt("pto_rt_check_fail", B.getInt32Ty(),
+                     {ctx_, B.getInt32(cur_site_), B.CreateGlobalStringPtr(op.message),
+                      B.CreateConstGEP2_64(arr_ty, arr, 0, 0), i64(static_cast<int64_t>(n))});
+    B.CreateRet(st);
+    B.SetInsertPoint(cont);
+  }
   llvm::MDNode *likely() { return llvm::MDBuilder(C).createBranchWeights(1000, 1); }
   llvm::MDNode *unlikely() { return llvm::MDBuilder(C).createBranchWeights(1, 1000); }
 
@@ -580,10 +598,12 @@ private:
       }
       // Standalone compute ops (matmul, movement, axis reductions) get a timeline event; the
       // runtime traces shmem calls itself.
-      const bool traced = ir::op_info(op.kind).family != OpFamily::Shmem &&
-                          ir::op_info(op.kind).family != OpFamily::Control;
+      const auto family = ir::op_info(op.kind).family;
+      const bool traced = family != OpFamily::Shmem && family != OpFamily::Control &&
+                          family != OpFamily::Check;
       LV *t0 = traced ? call_rt("pto_rt_trace_now", B.getInt64Ty(), {ctx_}) : nullptr;
       switch (op.kind) {
+      case OpKind::Check: emit_check(op); break;
       case OpKind::Loop: {
         LV *start = loop_bound(op.start, "start"), *stop = loop_bound(op.stop, "stop");
         LV *step = loop_bound(op.step, "step");

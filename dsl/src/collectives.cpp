@@ -7,6 +7,7 @@
 #include "pto/ops.h"
 #include "pto/shape_ops.h"
 #include "pto/size_math.h"
+#include "shape_rules.h"
 
 #include <fmt/format.h>
 
@@ -172,9 +173,14 @@ Tensor scatter_reduce(const Tensor &x, Reduction op, const std::vector<int64_t> 
   int64_t R = shape[0], B = (R + n - 1) / n;
   auto block_shape = with_rows(shape, B);
   auto me = me_in(group, n, loc);
-  auto my_rows = min(max(SymbolicScalar(R) - me * B, 0), B);
-  std::vector<SymbolicScalar> my_valid = sym(block_shape);
-  my_valid[0] = my_rows;
+  // x's valid region: PE p's block holds its rows in [p*B, (p+1)*B), and x's valid extents in
+  // the other dims (collectives.h).
+  const std::vector<SymbolicScalar> x_valid = x.valid_shape(); // a copy: values may move
+  auto valid_rows_at = [&](const SymbolicScalar &off, int64_t rows) {
+    return min(max(x_valid[0] - off, 0), rows);
+  };
+  std::vector<SymbolicScalar> my_valid = x_valid;
+  my_valid[0] = valid_rows_at(me * B, B);
   // The rows of x that go to PE p (a view with a static shape; an empty block sends nothing).
   auto rows_for = [&](int p) { return std::max<int64_t>(0, std::min(B, R - p * B)); };
   if (op == Reduction::SUM) {
@@ -201,9 +207,9 @@ Tensor scatter_reduce(const Tensor &x, Reduction op, const std::vector<int64_t> 
       [&](int p) {
         int64_t rows = std::max<int64_t>(1, rows_for(p));
         // A PE past the end sends a 1-row block whose valid rows are 0 (nothing is copied).
-        std::vector<SymbolicScalar> valid = sym(with_rows(shape, rows));
-        valid[0] = rows_for(p);
         int64_t off = std::min(p * B, R - rows);
+        std::vector<SymbolicScalar> valid = x_valid;
+        valid[0] = rows_for(p) == 0 ? SymbolicScalar(0) : valid_rows_at(off, rows);
         return view(x, with_rows(shape, rows), at_row(off, rank), {.valid_shape = valid}, loc);
       },
       loc);
@@ -245,10 +251,12 @@ Tensor exchange(const Tensor &x, const std::vector<int64_t> &shape, Reduction op
     return view(reduce_blocks(op, g.blocks, loc), shape, zeros_at(shape.size()),
                 {.valid_shape = x.valid_shape()}, loc);
   }
-  // Two-shot: reduce-scatter, then allgather of the reduced blocks (reference §7.4).
+  // Two-shot: reduce-scatter, then allgather of the reduced blocks (reference §7.4). The
+  // gathered tensor holds whole blocks; only x's valid region of it is the result, as one-shot's.
   int64_t B = (shape[0] + n - 1) / n;
   Tensor mine = scatter_reduce(x, op, shape, group, n, start, loc);
-  return gather_rows(mine, with_rows(shape, B), shape[0], group, n, {}, loc);
+  Tensor all = gather_rows(mine, with_rows(shape, B), shape[0], group, n, {}, loc);
+  return view(all, shape, zeros_at(shape.size()), {.valid_shape = x.valid_shape()}, loc);
 }
 
 // ---- Allreduce fusion (collectives.h, "Fusion") ----------------------------------------------
@@ -658,6 +666,12 @@ Tensor all_to_all(const Tensor &x, const std::vector<std::vector<int64_t>> &coun
   WholeTile tile(with_rows(shape, max_block), loc);
   auto buf = create_shmem_tensor(opts.group, n, x.dtype(), out_shape, loc);
   auto me = me_in(opts.group, n, loc);
+  // Only x's valid region is sent: its valid rows must cover the rows this PE sends, and the
+  // other dims' valid extents carry over (collectives.h).
+  const std::vector<SymbolicScalar> x_valid = x.valid_shape();
+  trace::require_le(ir::Recorder::current("all_to_all", loc), pick(sent, me), x_valid[0],
+                    "PE {} sends {} rows but x has {} valid rows", {me, pick(sent, me), x_valid[0]},
+                    "all_to_all", loc);
   std::vector<Tensor> pred = opts.pred;
   pred.push_back(x);
   auto start = entry_barrier(opts.group, n, pred, loc);
@@ -677,14 +691,14 @@ Tensor all_to_all(const Tensor &x, const std::vector<std::vector<int64_t>> &coun
       send_off[static_cast<size_t>(i)] = so;
       recv_off[static_cast<size_t>(i)] = ro;
     }
-    auto valid = sym(block);
+    auto valid = x_valid;
     valid[0] = pick(cnt, me);
     auto exact = view(x, block, at_row(pick(send_off, me), rank), {.valid_shape = valid}, loc);
     auto put = shmem_put(exact, at_row(pick(recv_off, me), rank), buf, p, {.pred = {start}}, loc);
     shmem_signal(buf, p, 1, p, {.sig_op = AtomicType::ADD, .pred = {put}}, loc);
   }
   auto ready = shmem_wait_until(buf, me, n, {.clear_signal = true, .pred = {start}}, loc);
-  auto valid = sym(with_rows(shape, out_rows));
+  auto valid = x_valid;
   valid[0] = pick(recv, me);
   auto all = shmem_view(buf, with_rows(shape, out_rows), zeros_at(rank), {.valid_shape = valid},
                         loc);

@@ -4,6 +4,7 @@
 
 #include "pto/ir/recorder.h"
 #include "pto/size_math.h"
+#include "shape_rules.h"
 
 #include <fmt/format.h>
 
@@ -36,7 +37,22 @@ const ir::ShmemInfo &shmem_of(Recorder &r, const ShmemTensor &t, const char *op,
     throw DistributedError(loc, op,
                            "not a shmem tensor of this kernel; create it with "
                            "create_shmem_tensor inside the kernel");
-  return p.shmems[static_cast<size_t>(t.index)];
+  const auto &s = p.shmems[static_cast<size_t>(t.index)];
+  // The view fields are public: one edited by hand must still describe a window of the data.
+  const size_t rank = s.shape.size();
+  if (rank > 0 && (t.view_shape.size() != rank || t.view_offsets.size() != rank ||
+                   t.view_valid.size() != rank))
+    throw ShapeError(loc, op,
+                     fmt::format("the view has {} shape, {} offset and {} valid_shape entries for "
+                                 "shmem data of rank {}; make views with shmem_view",
+                                 t.view_shape.size(), t.view_offsets.size(), t.view_valid.size(),
+                                 rank));
+  for (size_t d = 0; d < t.view_shape.size(); ++d)
+    if (t.view_shape[d] <= 0)
+      throw ShapeError(loc, op, fmt::format("view dim {} must be > 0, got {}; make views with "
+                                            "shmem_view",
+                                            d, t.view_shape[d]));
+  return s;
 }
 
 std::vector<ValueId> use_preds(Recorder &r, const std::vector<Tensor> &pred, const char *op,
@@ -269,9 +285,7 @@ ShmemTensor shmem_view(const ShmemTensor &src, const std::vector<int64_t> &shape
   }
   check_window(shape, t.view_offsets, s.shape, op, loc);
   if (opts.valid_shape) {
-    if (opts.valid_shape->size() != rank)
-      throw ShapeError(loc, op, fmt::format("valid_shape needs {} entries, got {}", rank,
-                                            opts.valid_shape->size()));
+    trace::check_valid_shape(r, *opts.valid_shape, {shape.begin(), shape.end()}, op, loc);
     t.view_valid = *opts.valid_shape;
   } else {
     t.view_valid.clear();
@@ -395,6 +409,8 @@ std::pair<Tensor, Tensor> shmem_get_with_token(const ShmemTensor &src, const Sym
   std::vector<SymbolicScalar> shape;
   for (auto d : src.view_shape)
     shape.emplace_back(d);
+  // The result takes the view's valid shape (already checked by shmem_view unless edited).
+  trace::check_valid_shape(r, src.view_valid, shape, op, loc);
   Tensor tok = make_token(r, shape);
   Value v;
   v.kind = ValueKind::Local;

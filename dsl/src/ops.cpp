@@ -3,6 +3,7 @@
 #include "pto/ops.h"
 
 #include "pto/ir/recorder.h"
+#include "shape_rules.h"
 
 #include "trace_checks.h"
 
@@ -17,6 +18,10 @@ using ir::Recorder;
 using ir::Value;
 using ir::ValueId;
 using ir::ValueKind;
+using trace::check_valid_shape;
+using trace::check_window;
+using trace::Window;
+using trace::window_extent;
 
 namespace {
 
@@ -562,10 +567,8 @@ Tensor trace::full_as(const char *op, const std::vector<SymbolicScalar> &shape, 
   check_dtype_supported(dt, op, loc);
   trace::check_result_size(s, dt, op, loc);
   std::vector<SymbolicScalar> valid = opts.valid_shape ? *opts.valid_shape : s;
-  if (valid.size() != s.size())
-    throw ShapeError(loc, op,
-                     fmt::format("valid_shape rank {} differs from shape rank {}", valid.size(),
-                                 s.size()));
+  if (opts.valid_shape)
+    check_valid_shape(r, valid, s, op, loc);
   ir::Op o;
   o.kind = OpKind::Full;
   o.where = loc;
@@ -613,43 +616,31 @@ Tensor view(const Tensor &x, const std::vector<int64_t> &shape,
                      fmt::format("shape and offsets need {} entries (the rank of '{}'), got {} "
                                  "and {}",
                                  rank, v.name, shape.size(), offsets.size()));
+  std::vector<SymbolicScalar> shape_s(shape.begin(), shape.end());
+  for (size_t d = 0; d < rank; ++d)
+    if (shape[d] <= 0)
+      throw ShapeError(loc, "view", fmt::format("view dim {} must be > 0, got {}", d, shape[d]));
+  if (opts.valid_shape)
+    check_valid_shape(r, *opts.valid_shape, shape_s, "view", loc);
+  Window win{.offsets = offsets,
+             .extent = opts.valid_shape ? *opts.valid_shape : shape_s,
+             .bound = shape_s,
+             .parent_extent = opts.valid_shape ? window_extent(v) : v.shape,
+             .parent_shape = v.shape,
+             .parent = v.name,
+             .hint = !opts.valid_shape};
+  check_window(r, win, "view", loc);
   Value w;
   w.kind = ValueKind::View;
   w.dtype = v.dtype;
   w.shmem = v.shmem;
   w.base = v.kind == ValueKind::View ? v.base : v.id;
+  w.shape = shape_s;
+  w.extent = win.extent;
   for (size_t d = 0; d < rank; ++d) {
-    if (shape[d] <= 0)
-      throw ShapeError(loc, "view", fmt::format("view dim {} must be > 0, got {}", d, shape[d]));
-    const SymbolicScalar &off = offsets[d];
-    if (off.is_concrete() && off.concrete() < 0)
-      throw ShapeError(loc, "view",
-                       fmt::format("offset {} of dim {} is negative", off.concrete(), d));
-    if (off.is_concrete() && v.shape[d].is_concrete() &&
-        off.concrete() + shape[d] > v.shape[d].concrete())
-      throw ShapeError(loc, "view",
-                       fmt::format("window [{}, {}) of dim {} exceeds the size {} of '{}'",
-                                   off.concrete(), off.concrete() + shape[d], d,
-                                   v.shape[d].concrete(), v.name));
-    w.shape.emplace_back(shape[d]);
-    w.offsets.push_back(v.kind == ValueKind::View ? v.offsets[d] + off : off);
-  }
-  if (opts.valid_shape) {
-    if (opts.valid_shape->size() != rank)
-      throw ShapeError(loc, "view",
-                       fmt::format("valid_shape needs {} entries, got {}", rank,
-                                   opts.valid_shape->size()));
-    for (size_t d = 0; d < rank; ++d) {
-      const auto &vs = (*opts.valid_shape)[d];
-      if (vs.is_concrete() && (vs.concrete() < 0 || vs.concrete() > shape[d]))
-        throw ShapeError(loc, "view",
-                         fmt::format("valid_shape[{}] = {} must be in [0, {}] (the view shape)", d,
-                                     vs.concrete(), shape[d]));
-    }
-    w.valid = *opts.valid_shape;
-  } else {
-    for (size_t d = 0; d < rank; ++d)
-      w.valid.push_back(min(max(v.valid[d] - offsets[d], 0), shape[d]));
+    w.offsets.push_back(v.kind == ValueKind::View ? v.offsets[d] + offsets[d] : offsets[d]);
+    w.valid.push_back(opts.valid_shape ? (*opts.valid_shape)[d]
+                                       : min(max(v.valid[d] - offsets[d], 0), shape[d]));
   }
   return r.tensor(r.add_value(std::move(w)));
 }
@@ -673,40 +664,29 @@ void assemble(const Tensor &x, const std::vector<SymbolicScalar> &offsets, const
     throw ShapeError(loc, "assemble",
                      fmt::format("input rank {} differs from output rank {}", vx.shape.size(),
                                  vo.shape.size()));
-  std::vector<int64_t> shape;
-  for (size_t d = 0; d < vx.shape.size(); ++d) {
-    if (!vx.shape[d].is_concrete()) {
-      // A dynamic input dim: the window spans it; whether it fits in `out` is checked by the
-      // kernel call (view bounds are checked at run time over the valid region).
-      shape.push_back(-1);
-    } else {
-      shape.push_back(vx.shape[d].concrete());
-    }
-  }
   if (offsets.size() != vx.shape.size())
     throw ShapeError(loc, "assemble",
                      fmt::format("offsets need {} entries, got {}", vx.shape.size(),
                                  offsets.size()));
-  // The destination window is a view of `out` with the input's shape; dynamic dims span it.
+  // The destination window is a view of `out` with the input's shape (dynamic dims span it);
+  // assemble writes the input's valid region, so that is what must fit.
+  check_window(r,
+               Window{.offsets = offsets,
+                      .extent = vx.valid,
+                      .bound = vx.shape,
+                      .parent_extent = window_extent(vo),
+                      .parent_shape = vo.shape,
+                      .parent = vo.name},
+               "assemble", loc);
   Value w;
   w.kind = ValueKind::View;
   w.dtype = vo.dtype;
   w.base = vo.kind == ValueKind::View ? vo.base : vo.id;
-  for (size_t d = 0; d < vx.shape.size(); ++d) {
-    const SymbolicScalar &off = offsets[d];
-    if (off.is_concrete() && off.concrete() < 0)
-      throw ShapeError(loc, "assemble", fmt::format("offset {} of dim {} is negative",
-                                                    off.concrete(), d));
-    if (shape[d] >= 0 && off.is_concrete() && vo.shape[d].is_concrete() &&
-        off.concrete() + shape[d] > vo.shape[d].concrete())
-      throw ShapeError(loc, "assemble",
-                       fmt::format("window [{}, {}) of dim {} exceeds the size {} of '{}'",
-                                   off.concrete(), off.concrete() + shape[d], d,
-                                   vo.shape[d].concrete(), vo.name));
-    w.shape.push_back(shape[d] >= 0 ? SymbolicScalar(shape[d]) : vx.shape[d]);
-    w.offsets.push_back(vo.kind == ValueKind::View ? vo.offsets[d] + off : off);
-    w.valid.push_back(vx.valid[d]);
-  }
+  w.shape = vx.shape;
+  w.valid = vx.valid;
+  w.extent = vx.valid;
+  for (size_t d = 0; d < vx.shape.size(); ++d)
+    w.offsets.push_back(vo.kind == ValueKind::View ? vo.offsets[d] + offsets[d] : offsets[d]);
   ValueId xid = vx.id;
   size_t xrank = vx.shape.size();
   ValueId wid = r.add_value(std::move(w)); // invalidates vx and vo

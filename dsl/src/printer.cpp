@@ -50,6 +50,15 @@ void print_op(const Program &p, const Op &op, int depth, std::string &out) {
     out += ind + "}\n";
     return;
   }
+  if (op.kind == OpKind::Check) {
+    // The message is printed: it is compiled into the code, so it is part of the cache key.
+    std::vector<std::string> args;
+    for (auto &a : op.args)
+      args.push_back(a.str());
+    out += fmt::format("{}check {} {} \"{}\" [{}]\n", ind, op.label, op.holds.str(), op.message,
+                       fmt::join(args, ", "));
+    return;
+  }
   std::string line = ind;
   if (!op.outputs.empty())
     line += names(op.outputs) + " = ";

@@ -8,11 +8,12 @@
 
 #include <array>
 #include <stdexcept>
+#include <string>
 
 namespace pto::ir {
 
 const OpInfo &op_info(OpKind k) {
-  static const std::array<OpInfo, 122> table{{
+  static const std::array<OpInfo, 123> table{{
       {"neg", OpFamily::Unary},
       {"abs", OpFamily::Unary},
       {"exp", OpFamily::Unary},
@@ -133,6 +134,7 @@ const OpInfo &op_info(OpKind k) {
       {"unique", OpFamily::Library},
       {"bessel_i0e", OpFamily::Library},
       {"bessel_i1e", OpFamily::Library},
+      {"check", OpFamily::Check},
       {"paths", OpFamily::Control},
       {"loop", OpFamily::Control},
   }};
@@ -140,6 +142,40 @@ const OpInfo &op_info(OpKind k) {
   if (table.size() != static_cast<size_t>(OpKind::Loop) + 1 || table.back().name == nullptr)
     throw std::logic_error("op_info table out of date");
   return table.at(static_cast<size_t>(k));
+}
+
+const char *site_name(const Op &op) {
+  return op.kind == OpKind::Check && !op.label.empty() ? op.label.c_str() : op_info(op.kind).name;
+}
+
+std::string format_check(const std::string &message, const std::vector<std::string> &args) {
+  std::string out;
+  size_t next = 0;
+  for (size_t i = 0; i < message.size(); ++i) {
+    const char c = message[i];
+    const char n = i + 1 < message.size() ? message[i + 1] : '\0';
+    if (c == '{' && n == '}') {
+      out += next < args.size() ? args[next] : "?";
+      ++next;
+      ++i;
+    } else if ((c == '{' && n == '{') || (c == '}' && n == '}')) {
+      out += c;
+      ++i;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string escape_check(const std::string &text) {
+  std::string out;
+  for (char c : text) {
+    out += c;
+    if (c == '{' || c == '}')
+      out += c;
+  }
+  return out;
 }
 
 const Value &Program::root(ValueId id) const {

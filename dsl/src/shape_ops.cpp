@@ -3,6 +3,7 @@
 // compositions of view / unsqueeze / concat; ones is full).
 #include "pto/shape_ops.h"
 
+#include "shape_rules.h"
 #include "trace_checks.h"
 
 #include <algorithm>
@@ -123,9 +124,7 @@ Tensor reshape_impl(const Tensor &x, std::vector<SymbolicScalar> s,
   }
   std::vector<SymbolicScalar> out_valid;
   if (valid) {
-    if (valid->size() != s.size())
-      throw ShapeError(
-          loc, op, fmt::format("valid_shape has {} entries for rank {}", valid->size(), s.size()));
+    check_valid_shape(r, *valid, s, op, loc);
     out_valid = *valid;
   } else if (fully_valid(v)) {
     out_valid = s;

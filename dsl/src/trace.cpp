@@ -102,6 +102,25 @@ void Recorder::emit(Op op) {
   scopes_.back()->push_back(std::move(op));
 }
 
+void Recorder::emit_check(Op op) {
+  check_symbols(op.holds, op.label.c_str(), op.where);
+  bool reads = mentions(op.holds, SymKind::TensorElement);
+  for (auto &a : op.args) {
+    check_symbols(a, op.label.c_str(), op.where);
+    reads = reads || mentions(a, SymKind::TensorElement);
+  }
+  auto &scope = *scopes_.back();
+  if (reads) {
+    scope.push_back(std::move(op));
+    return;
+  }
+  size_t at = 0;
+  for (; at < scope.size() && scope[at].kind == OpKind::Check; ++at)
+    if (scope[at].holds.same_as(op.holds))
+      return;
+  scope.insert(scope.begin() + static_cast<std::ptrdiff_t>(at), std::move(op));
+}
+
 void Recorder::check_symbols(const SymbolicScalar &s, const char *op,
                              const std::source_location &loc) const {
   if (s.is_concrete())
@@ -333,6 +352,13 @@ void Recorder::abandon_loop(int loop_id) {
 bool Recorder::loop_open(int loop_id) const {
   return std::any_of(frames_.begin(), frames_.end(),
                      [&](const auto &f) { return f->loop_id == loop_id; });
+}
+
+const Op *Recorder::open_loop_op(int loop_id) const {
+  for (const auto &f : frames_)
+    if (f->loop_id == loop_id)
+      return &(*f->parent_scope)[f->loop_pos];
+  return nullptr;
 }
 
 void Recorder::check_cond_inputs(const LoopFrame &f, const SymbolicScalar &c,

@@ -67,6 +67,11 @@ void verify_op(const Program &p, const Op &op) {
     if (op.outputs.empty())
       fail(op, "a library op needs at least one output");
     break;
+  case OpFamily::Check:
+    need(0, 0);
+    if (op.label.empty())
+      fail(op, "a check without the op it checks");
+    break;
   case OpFamily::Control:
     if (op.kind == OpKind::Loop && (!op.paths.empty() || op.loop_id < 0))
       fail(op, "a loop has paths or no loop id");

@@ -141,6 +141,7 @@ TEST_CASE("op registry: every op kind of the IR has a row") {
   const std::vector<std::pair<std::string, std::string>> spelled = {
       {"unsorted_segment", "pto::unsorted_segment_sum"}, // one kind, four functions
       {"paths", "pto::cond"},                            // the paths op of a cond
+      {"check", "pto::view"}, // run-time shape rules of view, assemble, full, reshape, ...
   };
   for (int k = 0; k <= static_cast<int>(pto::ir::OpKind::Loop); ++k) {
     const std::string name = pto::ir::op_info(static_cast<pto::ir::OpKind>(k)).name;

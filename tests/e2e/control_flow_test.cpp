@@ -513,14 +513,15 @@ TEST_CASE("an element index out of range at run time is a RuntimeError naming th
     CHECK_THROWS_WITH_AS(k(idx, x, y), Contains("index 4 out of range [0, 4)"), pto::RuntimeError);
     const std::string site = "control_flow_test.cpp:" + std::to_string(line) + ": assemble";
     CHECK_THROWS_WITH_AS(k(idx, x, y), Contains(site.c_str()), pto::RuntimeError);
-    // A read through a view is checked against the viewed tensor too: at i = 3 the window
-    // [3, 5) leaves idx, and its element 1 is idx[4].
+    // A read through a view is checked against the viewed tensor too: at i = 3 the tail
+    // [3, 5) has one valid element inside idx (so the view is legal), and its element 1 is
+    // idx[4].
     auto kv = pto::jit(
         "oob_view",
         [](pto::Tensor idx, pto::Tensor y) {
           pto::set_vec_tile_shapes(1, 8);
           for (auto i : pto::loop(2, 4)) {
-            auto tail = pto::view(idx, {2}, {i});
+            auto tail = pto::view(idx, {2}, {i}, {.valid_shape = {{1}}});
             for (auto j : pto::loop(tail.at({1})))
               pto::assemble(pto::full({1, 8}, 1.0, pto::DT_FP32), {j, 0}, y);
           }

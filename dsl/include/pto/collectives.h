@@ -7,6 +7,12 @@
 // and inside pto::loop (each call starts with a barrier, so a fast PE never overwrites data a
 // slow PE has not read yet). Inputs are local tensors of rank 2-4 with static shapes; the
 // exchange is over dim 0 (rows). Shmem dtypes: int8, int16, int32, int64, fp16, bf16, fp32, fp64.
+//
+// Valid shapes: a collective reads only its input's valid region (elements outside it are never
+// sent or combined into a valid result element) and says below which valid shape its result
+// has; elements of the result outside that valid shape are unspecified, so an assemble of the
+// result writes only its valid region. Every PE of the group must pass the same valid shape,
+// except where noted. This holds for every algorithm (one-shot, two-shot, AUTO, fusion).
 #pragma once
 
 #include "pto/distributed.h"
@@ -63,7 +69,8 @@ int n_pes(const std::string &group = "world",
 
 /// Every PE gets the elementwise reduction of all PEs' `x` (same shape and dtype on every PE;
 /// PEs that differ get a DistributedError at kernel entry). Result: x's shape, dtype and valid
-/// shape; elements outside the valid shape are unspecified. As HCCL `allreduce` (seed 001).
+/// shape, whichever algorithm runs; elements outside the valid shape are unspecified. As HCCL
+/// `allreduce` (seed 001).
 ///
 /// Fusion (HCCL's `fusion` / `fusion_id`). With fusion 1 or 2 the call is deferred: it returns
 /// at once a tensor with x's shape, dtype and valid shape, and joins a group of calls that are
@@ -98,18 +105,23 @@ Tensor allreduce(const Tensor &x, Reduction op, AllreduceOptions opts = {},
 Tensor allgather(const Tensor &x, CollectiveOptions opts = {},
                  std::source_location loc = std::source_location::current());
 /// The reduction of all PEs' x, scattered by row blocks: with B = ceil(R / n_pes), PE p gets
-/// rows [p*B, min((p+1)*B, R)) as a [B, ...] tensor whose valid rows are that count (0 for
-/// PEs past the end). As HCCL `reduce_scatter` (which requires R % n_pes == 0; we do not).
+/// rows [p*B, min((p+1)*B, R)) as a [B, ...] tensor whose valid shape is x's valid region in
+/// those rows: min(max(vr - p*B, 0), B) rows for x's valid rows vr (0 for PEs past the end),
+/// and x's valid extents in the other dims. As HCCL `reduce_scatter` (which requires
+/// R % n_pes == 0; we do not).
 Tensor reduce_scatter(const Tensor &x, Reduction op, CollectiveOptions opts = {},
                       std::source_location loc = std::source_location::current());
-/// Every PE gets PE `root`'s x. As HCCL `broadcast`.
+/// Every PE gets PE `root`'s x, with x's shape, dtype and valid shape (the valid region of
+/// root's x). As HCCL `broadcast`.
 Tensor broadcast(const Tensor &x, int root, CollectiveOptions opts = {},
                  std::source_location loc = std::source_location::current());
 /// Personalized exchange of row blocks. `counts[i][j]` = rows PE i sends to PE j (the same
 /// n_pes x n_pes matrix on every PE); PE i's x holds its blocks for PE 0, 1, ... back to back.
 /// PE j gets [max_j sum_i counts[i][j], ...] holding the blocks from PE 0, 1, ... back to back,
-/// with valid rows sum_i counts[i][j]. As HCCL `alltoallv`. ShapeError for a negative count, a
-/// sum of counts past 2^62 (pto/size_math.h), or a PE sending more rows than x has.
+/// with valid rows sum_i counts[i][j] and x's valid extents in the other dims. The rows a PE
+/// sends must lie in x's valid rows (ShapeError, at run time when the valid shape is only known
+/// then); PEs may differ in x's valid rows. ShapeError for a negative count or a sum of counts
+/// past 2^62 (pto/size_math.h). As HCCL `alltoallv`.
 Tensor all_to_all(const Tensor &x, const std::vector<std::vector<int64_t>> &counts,
                   CollectiveOptions opts = {},
                   std::source_location loc = std::source_location::current());

@@ -53,8 +53,11 @@ ShmemTensor create_shmem_signal(const std::string &group, int n_pes,
 struct ShmemViewOptions {
   std::optional<std::vector<SymbolicScalar>> valid_shape = {};
 };
-/// A sub-window of the data (signals are viewed alike), as PyPTO `shmem_view`. Rank must match;
-/// the window must fit. A signal-only object cannot be viewed.
+/// A sub-window of the data (signals are viewed alike), as PyPTO `shmem_view`. Rank must match
+/// (ShapeError); the window must fit in the data (DistributedError at trace time when concrete;
+/// the shmem ops check it per call). A valid_shape follows the valid-shape rule of ops.h: one
+/// entry per dim, each in [0, shape[d]] (ShapeError, by the call when symbolic), so a get never
+/// copies past its window. A signal-only object cannot be viewed.
 ShmemTensor shmem_view(const ShmemTensor &src, const std::vector<int64_t> &shape,
                        const std::vector<SymbolicScalar> &offsets, ShmemViewOptions opts = {},
                        SrcLoc loc = SrcLoc::current());
@@ -82,7 +85,9 @@ struct GetOptions {
   DataType dtype = DT_BOTTOM; ///< convert to this dtype (DT_BOTTOM: keep the data's)
 };
 /// Copies `src`'s window on PE `src_pe` into a new local tensor of the window's shape (valid
-/// shape carried over), as PyPTO `shmem_get`. The vec tile rank must equal the data rank.
+/// shape carried over), as PyPTO `shmem_get`. The vec tile rank must equal the data rank. The
+/// valid shape follows the valid-shape rule of ops.h here too, and every shmem op takes a
+/// ShapeError for view fields edited by hand into another rank or a dim < 1.
 Tensor shmem_get(const ShmemTensor &src, const SymbolicScalar &src_pe, GetOptions opts = {},
                  SrcLoc loc = SrcLoc::current());
 /// The same, also returning the dependency token of the get (first) and the data (second).

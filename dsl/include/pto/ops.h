@@ -8,6 +8,15 @@
 // - fp16/bf16 are stored as such and computed in fp32; every op's result is rounded to its
 //   output dtype (IEEE 754 roundTiesToEven), also inside fused chains.
 // - Ops act on the valid region (valid_shape); elements outside it are left untouched.
+// - One valid-shape rule for every op that takes a valid_shape (full, view, reshape,
+//   shmem_view): one entry per dim and 0 <= valid_shape[d] <= shape[d]. One window rule for
+//   view and assemble: per dim 0 <= offset and offset + extent <= the size of the tensor it
+//   lies in, unless the extent is 0 (see view). Both are checked at trace time for what is
+//   concrete and by the kernel call, once each time the op's position runs and before any op
+//   of that loop body (or kernel) touches memory, for what is known only at run time (loop
+//   indices, DYNAMIC dims, PE numbers; a check reading a tensor element runs where it was
+//   traced, the element read there). Either way it is the same ShapeError,
+//   "file:line: op: detail" with the user's line and op, in the JIT and the interpreter.
 // - Every op throws TileShapeError when no vec tile is set, or its rank is below the output rank.
 // - Sizes: every result (of every op in every header) needs at most 2^62 bytes, counting zero dims
 //   as 1 (kMaxExtent, pto/size_math.h), and dims computed from arguments are overflow-checked:
@@ -214,7 +223,9 @@ Tensor amin(const Tensor &x, int axis, ReduceOptions opts = {}, SrcLoc loc = Src
 struct FullOptions {
   std::optional<std::vector<SymbolicScalar>> valid_shape = {}; ///< defaults to the shape
 };
-/// A new tensor of `shape` filled with `value` converted to `dtype`, as PyPTO `full`.
+/// A new tensor of `shape` filled with `value` converted to `dtype`, as PyPTO `full`. Only its
+/// valid region is written. ShapeError for a valid_shape of another rank or an entry outside
+/// [0, shape[d]] (at run time when symbolic, see the common rules).
 Tensor full(const std::vector<SymbolicScalar> &shape, Element value, FullOptions opts = {},
             SrcLoc loc = SrcLoc::current());
 /// A new tensor of `shape` filled with `value` (cast to `dtype`).
@@ -229,13 +240,26 @@ struct ViewOptions {
   std::optional<std::vector<SymbolicScalar>> valid_shape = {};
 };
 /// A window of `x` (no copy), as PyPTO `view`: `shape` static, `offsets` may be symbolic, one
-/// per dim. ShapeError when ranks differ, a dim is not positive, or a concrete window does not
-/// fit in `x`; window bounds that depend on run-time values are checked by the kernel call.
+/// per dim. The window that must lie in `x` (per dim: 0 <= offset, offset + extent <= size) is
+/// what the view declares it covers:
+/// - without a valid_shape, its whole shape, in x's shape; its valid shape is then inferred
+///   within it (a partly valid x gives a partly valid view);
+/// - with a valid_shape (each entry in [0, shape[d]]), only that valid extent: a static tile may
+///   run past the end of x when its valid part does not, as PyPTO's tails (reference §3.3:
+///   `view(x, {16, 200}, {i * 16, 0}, {.valid_shape = {min(n - i * 16, 16), 200}})`). For an
+///   x that is itself a view given a valid_shape, the extent must lie in that valid_shape.
+///   An empty extent (0) may lie anywhere.
+/// PyPTO would silently clip a window without a valid_shape that leaves x (through the inferred
+/// valid shape); ptojit makes it an error, concrete or not. ShapeError when ranks differ, a dim
+/// is not positive, or a rule above fails (at trace time when concrete, else by the call: see
+/// the common rules), e.g. `view: window [6, 10) of dim 0 exceeds the size 8 of 'arg1'`.
 Tensor view(const Tensor &x, const std::vector<int64_t> &shape,
             const std::vector<SymbolicScalar> &offsets, ViewOptions opts = {},
             SrcLoc loc = SrcLoc::current());
 /// Writes the valid region of `x` into `out` at `offsets`, as PyPTO `assemble`. `out` is usually
-/// a kernel output parameter. Dtypes must match (DTypeError); the window must fit (ShapeError).
+/// a kernel output parameter. Dtypes must match (DTypeError). The window that must fit in `out`
+/// (ShapeError, by the window rule: trace time when concrete, else by the call) is x's valid
+/// region at `offsets`; for an `out` that is a view given a valid_shape, in that valid_shape.
 void assemble(const Tensor &x, const std::vector<SymbolicScalar> &offsets, const Tensor &out,
               SrcLoc loc = SrcLoc::current());
 

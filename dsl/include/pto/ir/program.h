@@ -38,6 +38,10 @@ struct Value {
   int shmem = -1;                     ///< ValueKind::ShmemData (and views of it): Program::shmems
   ValueId base = kNoValue;            ///< ValueKind::View: the viewed value (never itself a view)
   std::vector<SymbolicScalar> offsets; ///< ValueKind::View: offset of the window in `base`
+  /// ValueKind::View: the extent per dim its window was checked to fit in its parent with (the
+  /// valid_shape given to view, else the view's shape; shape_rules.h). A view of this view, or
+  /// an assemble into it, must fit in this extent. Trace-time only (not printed).
+  std::vector<SymbolicScalar> extent;
   int region = 0;                     ///< the loop region that defines it (0 = kernel body)
 };
 
@@ -162,6 +166,11 @@ enum class OpKind : uint8_t {
                 ///< ints = [sorted, return_inverse, return_counts]
   BesselI0e,    ///< exp(-|x|) I0(x), elementwise; inputs (x); outputs (y); no attributes
   BesselI1e,    ///< exp(-|x|) I1(x), elementwise; inputs (x); outputs (y); no attributes
+  // Run-time requirements.
+  Check, ///< fails the call with ShapeError `message` (its `{}` replaced by `args`, evaluated)
+         ///< unless `holds` is non-zero; traced by the shape rules (shape_rules.h) for the parts
+         ///< of a valid shape or a window known only at run time. Named `label` (the user's op)
+         ///< in messages. No inputs or outputs.
   // Structured control flow.
   Paths, ///< PyPTO path enumeration (pto::cond): a loop body's only op; the guards (disjoint
          ///< conjunctions of cond outcomes) are evaluated at body entry, before any path runs,
@@ -172,9 +181,9 @@ enum class OpKind : uint8_t {
 /// Families used by codegen and the verifier. Standalone ops are never fused: codegen lowers each
 /// as scalar loops over its output's valid region (its inputs and output get storage).
 /// Library ops are run by precompiled routines (codegen/src/xops.h) in both the JIT and the
-/// interpreter; like Standalone ops they are never fused.
+/// interpreter; like Standalone ops they are never fused. Check ops touch no memory.
 enum class OpFamily : uint8_t { Unary, Binary, Select, Reduce, Create, Move, Shmem, Control, Matmul,
-                                Standalone, Library };
+                                Standalone, Library, Check };
 
 struct OpInfo {
   const char *name; ///< as the user spells it (`add`, `shmem_put`)
@@ -239,6 +248,11 @@ struct Op {
   std::vector<double> reals;   ///< Arange (fp): start, step; Uniform: low, high; Normal: mean, std
   std::vector<int64_t> ints;   ///< integer attributes of Library ops (meaning per kind); printed
   uint64_t rng_key = 0, rng_counter = 0; ///< Uniform / Normal (Philox4x32-10)
+  // Check.
+  std::string label;            ///< the user's op (`view`, `full`), named in the call site
+  SymbolicScalar holds;         ///< the requirement: non-zero when it is met
+  std::string message;          ///< the error detail; format_check fills its `{}` with `args`
+  std::vector<SymbolicScalar> args;
   // Loop.
   int loop_id = -1;            ///< SymKind::LoopIndex id of the index symbol
   SymbolicScalar start, stop, step;
@@ -317,6 +331,16 @@ void layout_shmem(Program &p);
 /// rounded up to 512 B, signal arrays of n_pes * max_tile_num 32-byte slots, as layout_shmem
 /// lays them out), or nullopt when that exceeds kMaxSymmetricHeapBytes (pto/size_math.h).
 std::optional<int64_t> group_heap_bytes(const Program &p, int group);
+/// The op as the user spelled it, for call sites and messages: a Check op's label, else the
+/// kind's name (op_info).
+const char *site_name(const Op &op);
+
+/// A Check op's message with each `{}` replaced by the next of `args` (`{{` and `}}` stand for
+/// `{` and `}`; missing args print as `?`). The trace-time error and the run-time one of a
+/// requirement are both made by this function, so they read the same.
+std::string format_check(const std::string &message, const std::vector<std::string> &args);
+/// `text` with `{` and `}` doubled, for user-given names inside a Check message.
+std::string escape_check(const std::string &text);
 
 /// Row-major element strides of `shape` (last dim stride 1). Dims may be symbolic.
 std::vector<SymbolicScalar> row_major_strides(const std::vector<SymbolicScalar> &shape);

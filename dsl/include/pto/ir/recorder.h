@@ -56,6 +56,12 @@ public:
   /// symbols of its attributes and operands (check_symbols), and that its outputs' shapes do not
   /// depend on tensor elements or loop positions (ShapeError).
   void emit(Op op);
+  /// Adds a Check op (a run-time requirement, shape_rules.h) to the innermost open loop body (or
+  /// the kernel body): at its front, after the checks already there, so it runs before any op
+  /// of the body touches memory; in program order instead when it reads a tensor element (read
+  /// where it was traced). A check whose `holds` is already required at the front is dropped.
+  /// Checks its symbols as emit does.
+  void emit_check(Op op);
   /// Checks that `t` belongs to this trace and is visible here; returns its id. When `t`'s
   /// storage is watched by `deferred`, that work is traced before the next op is emitted.
   ValueId use(const Tensor &t, const char *op, const std::source_location &loc) const;
@@ -85,6 +91,8 @@ public:
   void abandon_loop(int loop_id);
   /// True while the body of loop `loop_id` is being traced.
   bool loop_open(int loop_id) const;
+  /// The Loop op of loop `loop_id` while its body is being traced (its bounds), else nullptr.
+  const Op *open_loop_op(int loop_id) const;
   /// pto::cond on a run-time condition: the outcome of the path being traced (see control.h).
   bool cond(const SymbolicScalar &c, const std::source_location &loc);
   int current_region() const { return regions_.back(); }
