@@ -26,6 +26,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <unordered_map>
 
 namespace pto::codegen {
 
@@ -160,88 +161,42 @@ private:
   LV *smax(LV *a, LV *b) { return B.CreateSelect(B.CreateICmpSGT(a, b), a, b); }
 
   // ---- symbolic scalars ----------------------------------------------------------------------
-  LV *sym(const SymbolicScalar &s) {
-    const SymExpr &e = s.expr();
-    switch (e.tag) {
-    case SymExpr::Tag::Const: return i64(e.value);
-    case SymExpr::Tag::Symbol:
-      switch (e.sym) {
-      case SymKind::LoopIndex: return loop_index_.at(e.a);
-      case SymKind::InputDim: {
-        int64_t off = 0;
-        for (int64_t q = 0; q < e.a; ++q)
-          off += static_cast<int64_t>(p_.value(p_.params[static_cast<size_t>(q)]).shape.size());
-        return B.CreateLoad(B.getInt64Ty(), B.CreateConstGEP1_64(B.getInt64Ty(), dims_,
-                                                                 static_cast<uint64_t>(off + e.b)));
-      }
-      case SymKind::MyPe: return my_pe_.at(e.a);
-      case SymKind::TensorElement: return read_element(e);
-      case SymKind::LoopBegin: {
-        const LoopBounds &lb = loop_bounds_.at(e.a);
-        return B.CreateZExt(B.CreateICmpEQ(loop_index_.at(e.a), lb.start), B.getInt64Ty());
-      }
-      case SymKind::LoopEnd: { // the next index reaches stop, or overflows
-        const LoopBounds &lb = loop_bounds_.at(e.a);
-        LV *next = B.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_with_overflow, loop_index_.at(e.a),
-                                           lb.step);
-        LV *last = B.CreateOr(B.CreateExtractValue(next, 1),
-                              B.CreateICmpSGE(B.CreateExtractValue(next, 0), lb.stop));
-        return B.CreateZExt(last, B.getInt64Ty());
-      }
-      case SymKind::Named:
-        throw InternalError("<codegen>", "lower_llvm",
-                            "free symbol '" + e.name + "' cannot be compiled; rerun with PTO_DUMP=ir");
-      }
-      break;
-    case SymExpr::Tag::Op: break;
+  /// A run-time symbol; `idx` holds a tensor element's evaluated indices.
+  LV *symbol_value(const SymExpr &e, const std::vector<LV *> &idx) {
+    switch (e.sym) {
+    case SymKind::LoopIndex: return loop_index_.at(e.a);
+    case SymKind::InputDim: {
+      int64_t off = 0;
+      for (int64_t q = 0; q < e.a; ++q)
+        off += static_cast<int64_t>(p_.value(p_.params[static_cast<size_t>(q)]).shape.size());
+      return B.CreateLoad(B.getInt64Ty(), B.CreateConstGEP1_64(B.getInt64Ty(), dims_,
+                                                               static_cast<uint64_t>(off + e.b)));
     }
+    case SymKind::MyPe: return my_pe_.at(e.a);
+    case SymKind::TensorElement: return read_element(e, idx);
+    case SymKind::LoopBegin: {
+      const LoopBounds &lb = loop_bounds_.at(e.a);
+      return B.CreateZExt(B.CreateICmpEQ(loop_index_.at(e.a), lb.start), B.getInt64Ty());
+    }
+    case SymKind::LoopEnd: { // the next index reaches stop, or overflows
+      const LoopBounds &lb = loop_bounds_.at(e.a);
+      LV *next = B.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_with_overflow, loop_index_.at(e.a),
+                                         lb.step);
+      LV *last = B.CreateOr(B.CreateExtractValue(next, 1),
+                            B.CreateICmpSGE(B.CreateExtractValue(next, 0), lb.stop));
+      return B.CreateZExt(last, B.getInt64Ty());
+    }
+    case SymKind::Named: break;
+    }
+    throw InternalError("<codegen>", "lower_llvm",
+                        "free symbol '" + e.name + "' cannot be compiled; rerun with PTO_DUMP=ir");
+  }
+
+  /// `op(a...)` on i64 operands (no short-circuit: every operand is evaluated).
+  LV *sym_op(SymOp op, const std::vector<LV *> &a) {
     auto b01 = [&](LV *c) { return B.CreateZExt(c, B.getInt64Ty()); };
     auto nz = [&](LV *v) { return B.CreateICmpNE(v, i64(0)); };
-    // `&`, `|` and ternary evaluate only the operands that decide the result when the others
-    // could fail (a tensor-element read, a division), as the interpreter does.
-    if ((e.op == SymOp::And || e.op == SymOp::Or) && may_fault(*e.args[1])) {
-      LV *l = nz(sym(SymbolicScalar(e.args[0])));
-      auto *from = B.GetInsertBlock();
-      auto *rhs = llvm::BasicBlock::Create(C, "sc.rhs", F);
-      auto *join = llvm::BasicBlock::Create(C, "sc.join", F);
-      if (e.op == SymOp::And)
-        B.CreateCondBr(l, rhs, join);
-      else
-        B.CreateCondBr(l, join, rhs);
-      B.SetInsertPoint(rhs);
-      LV *r = nz(sym(SymbolicScalar(e.args[1])));
-      auto *rhs_end = B.GetInsertBlock();
-      B.CreateBr(join);
-      B.SetInsertPoint(join);
-      auto *phi = B.CreatePHI(B.getInt1Ty(), 2);
-      phi->addIncoming(B.getInt1(e.op == SymOp::Or), from);
-      phi->addIncoming(r, rhs_end);
-      return b01(phi);
-    }
-    if (e.op == SymOp::Select && (may_fault(*e.args[1]) || may_fault(*e.args[2]))) {
-      LV *c = nz(sym(SymbolicScalar(e.args[0])));
-      auto *yes = llvm::BasicBlock::Create(C, "sel.t", F);
-      auto *no = llvm::BasicBlock::Create(C, "sel.f", F);
-      auto *join = llvm::BasicBlock::Create(C, "sel.join", F);
-      B.CreateCondBr(c, yes, no);
-      B.SetInsertPoint(yes);
-      LV *a = sym(SymbolicScalar(e.args[1]));
-      auto *yes_end = B.GetInsertBlock();
-      B.CreateBr(join);
-      B.SetInsertPoint(no);
-      LV *b = sym(SymbolicScalar(e.args[2]));
-      auto *no_end = B.GetInsertBlock();
-      B.CreateBr(join);
-      B.SetInsertPoint(join);
-      auto *phi = B.CreatePHI(B.getInt64Ty(), 2);
-      phi->addIncoming(a, yes_end);
-      phi->addIncoming(b, no_end);
-      return phi;
-    }
-    std::vector<LV *> a;
-    for (auto &x : e.args)
-      a.push_back(sym(SymbolicScalar(x)));
-    switch (e.op) {
+    switch (op) {
     case SymOp::Add: return B.CreateAdd(a[0], a[1]);
     case SymOp::Sub: return B.CreateSub(a[0], a[1]);
     case SymOp::Mul: return B.CreateMul(a[0], a[1]);
@@ -251,7 +206,7 @@ private:
       // x / -1 as a negation keeps INT64_MIN / -1 defined (wraps, as the folder does).
       LV *minus1 = B.CreateICmpEQ(a[1], i64(-1));
       LV *safe = B.CreateSelect(minus1, i64(1), a[1]);
-      if (e.op == SymOp::Div)
+      if (op == SymOp::Div)
         return B.CreateSelect(minus1, B.CreateNeg(a[0]), B.CreateSDiv(a[0], safe));
       return B.CreateSelect(minus1, i64(0), B.CreateSRem(a[0], safe));
     }
@@ -272,29 +227,154 @@ private:
     return i64(0);
   }
 
-  /// True when evaluating `e` can fail at run time (a tensor-element read, a division by a
-  /// value not known now).
-  static bool may_fault(const SymExpr &e) {
-    if (e.tag == SymExpr::Tag::Symbol && e.sym == SymKind::TensorElement)
-      return true;
-    if (e.tag == SymExpr::Tag::Op && (e.op == SymOp::Div || e.op == SymOp::Mod) &&
-        e.args[1]->tag != SymExpr::Tag::Const)
-      return true;
-    for (auto &a : e.args)
-      if (may_fault(*a))
-        return true;
-    return false;
+  /// Emits `s` as an i64. A stack machine (no recursion, so expressions of any depth are fine):
+  /// each frame is a node and its stage, operand values wait on `vals`. A shared subexpression
+  /// is emitted once per branch scope (`memo`: a value emitted inside a short-circuit branch
+  /// does not dominate the code after it). `&`, `|` and ternary evaluate only the operands that
+  /// decide the result when the others could fail (a tensor-element read, a division), as the
+  /// interpreter does.
+  LV *sym(const SymbolicScalar &s) {
+    const SymExpr &root = s.expr();
+    if (root.tag == SymExpr::Tag::Const)
+      return i64(root.value);
+    if (root.tag == SymExpr::Tag::Symbol && root.args.empty())
+      return symbol_value(root, {});
+    std::unordered_map<const SymExpr *, bool> faults; // can evaluating the node fail?
+    for_each_node(s, [&](const SymExpr &e) {
+      bool f = (e.tag == SymExpr::Tag::Symbol && e.sym == SymKind::TensorElement) ||
+               (e.tag == SymExpr::Tag::Op && (e.op == SymOp::Div || e.op == SymOp::Mod) &&
+                e.args[1]->tag != SymExpr::Tag::Const);
+      for (auto &a : e.args)
+        f = f || faults.at(a.get());
+      faults[&e] = f;
+    });
+    struct Frame {
+      const SymExpr *e;
+      int stage = 0;
+      llvm::BasicBlock *from = nullptr, *join = nullptr, *other = nullptr;
+      LV *first = nullptr;
+    };
+    std::vector<Frame> st{Frame{&root}};
+    std::vector<LV *> vals;
+    std::vector<std::unordered_map<const SymExpr *, LV *>> memo(1);
+    auto find = [&](const SymExpr *e) -> LV * {
+      for (auto it = memo.rbegin(); it != memo.rend(); ++it)
+        if (auto m = it->find(e); m != it->end())
+          return m->second;
+      return nullptr;
+    };
+    auto pop = [&] {
+      LV *v = vals.back();
+      vals.pop_back();
+      return v;
+    };
+    auto pop_n = [&](size_t n) {
+      std::vector<LV *> v(vals.end() - static_cast<long>(n), vals.end());
+      vals.resize(vals.size() - n);
+      return v;
+    };
+    auto done = [&](LV *v) { // the value of the frame on top
+      memo.back()[st.back().e] = v;
+      st.pop_back();
+      vals.push_back(v);
+    };
+    auto push = [&](const std::shared_ptr<const SymExpr> &p) { st.push_back(Frame{p.get()}); };
+    auto nz = [&](LV *v) { return B.CreateICmpNE(v, i64(0)); };
+    auto branch_to = [&](llvm::BasicBlock *bb) { // enter a branch: a new memo scope
+      B.SetInsertPoint(bb);
+      memo.emplace_back();
+    };
+    while (!st.empty()) {
+      Frame &f = st.back(); // only touched before the next push
+      const SymExpr &e = *f.e;
+      const int stage = f.stage++;
+      if (stage == 0)
+        if (LV *v = find(&e)) {
+          st.pop_back();
+          vals.push_back(v);
+          continue;
+        }
+      const auto n_args = static_cast<int>(e.args.size());
+      if (e.tag == SymExpr::Tag::Const) {
+        done(i64(e.value));
+      } else if (e.tag == SymExpr::Tag::Symbol) {
+        if (stage < n_args)
+          push(e.args[static_cast<size_t>(stage)]);
+        else
+          done(symbol_value(e, pop_n(e.args.size())));
+      } else if ((e.op == SymOp::And || e.op == SymOp::Or) && faults.at(e.args[1].get())) {
+        if (stage == 0) {
+          push(e.args[0]);
+        } else if (stage == 1) {
+          LV *l = nz(pop());
+          auto *rhs = llvm::BasicBlock::Create(C, "sc.rhs", F);
+          f.join = llvm::BasicBlock::Create(C, "sc.join", F);
+          f.from = B.GetInsertBlock();
+          if (e.op == SymOp::And)
+            B.CreateCondBr(l, rhs, f.join);
+          else
+            B.CreateCondBr(l, f.join, rhs);
+          branch_to(rhs);
+          push(e.args[1]);
+        } else {
+          LV *r = nz(pop());
+          memo.pop_back();
+          auto *rhs_end = B.GetInsertBlock();
+          B.CreateBr(f.join);
+          B.SetInsertPoint(f.join);
+          auto *phi = B.CreatePHI(B.getInt1Ty(), 2);
+          phi->addIncoming(B.getInt1(e.op == SymOp::Or), f.from);
+          phi->addIncoming(r, rhs_end);
+          done(B.CreateZExt(phi, B.getInt64Ty()));
+        }
+      } else if (e.op == SymOp::Select &&
+                 (faults.at(e.args[1].get()) || faults.at(e.args[2].get()))) {
+        if (stage == 0) {
+          push(e.args[0]);
+        } else if (stage == 1) {
+          LV *c = nz(pop());
+          auto *yes = llvm::BasicBlock::Create(C, "sel.t", F);
+          f.other = llvm::BasicBlock::Create(C, "sel.f", F);
+          f.join = llvm::BasicBlock::Create(C, "sel.join", F);
+          B.CreateCondBr(c, yes, f.other);
+          branch_to(yes);
+          push(e.args[1]);
+        } else if (stage == 2) {
+          f.first = pop();
+          memo.pop_back();
+          f.from = B.GetInsertBlock();
+          B.CreateBr(f.join);
+          branch_to(f.other);
+          push(e.args[2]);
+        } else {
+          LV *b = pop();
+          memo.pop_back();
+          auto *no_end = B.GetInsertBlock();
+          B.CreateBr(f.join);
+          B.SetInsertPoint(f.join);
+          auto *phi = B.CreatePHI(B.getInt64Ty(), 2);
+          phi->addIncoming(f.first, f.from);
+          phi->addIncoming(b, no_end);
+          done(phi);
+        }
+      } else if (stage < n_args) {
+        push(e.args[static_cast<size_t>(stage)]);
+      } else {
+        done(sym_op(e.op, pop_n(e.args.size())));
+      }
+    }
+    return vals.back();
   }
 
-  /// Tensor::at: the element of value `e.a` at indices `e.args`, widened to i64 (bool: 0/1).
-  /// Each index is checked against the value's dim (and, through a view, the viewed tensor's)
-  /// before the load: out of range fails the call (kind 2) at the current site.
-  LV *read_element(const SymExpr &e) {
+  /// Tensor::at: the element of value `e.a` at indices `idx` (evaluated `e.args`), widened to
+  /// i64 (bool: 0/1). Each index is checked against the value's dim (and, through a view, the
+  /// viewed tensor's) before the load: out of range fails the call (kind 2) at the current site.
+  LV *read_element(const SymExpr &e, const std::vector<LV *> &idx) {
     const ir::Value &v = p_.value(static_cast<ValueId>(e.a));
     const ir::Value &root = p_.root(v.id);
     std::vector<LV *> pos;
     for (size_t d = 0; d < e.args.size(); ++d) {
-      LV *i = sym(SymbolicScalar(e.args[d]));
+      LV *i = idx[d];
       LV *dim = sym(v.shape[d]);
       fail_unless(B.CreateICmpULT(i, dim), kFailIndex, i, dim);
       if (v.kind == ValueKind::View) {
@@ -1008,42 +1088,59 @@ private:
     B.SetInsertPoint(done);
   }
 
-  /// The value of `id` at columns [c, c+W) of the current row, in pass `pass`.
+  /// The value of `id` at columns [c, c+W) of the current row, in pass `pass`. Iterative over
+  /// the group's producers (each value's inputs first, from an explicit stack), so a chain of
+  /// any length lowers without deep recursion; eval_op then finds its inputs in `memo`.
   LV *value_at(const FusedGroup &g, int gi, ValueId id, RowCtx &rc, LV *c, LV *mask, int pass,
                std::map<ValueId, LV *> &memo) {
-    if (auto it = memo.find(id); it != memo.end())
-      return it->second;
-    if (auto it = rc.uniform.find(id); it != rc.uniform.end())
-      return it->second;
-    LV *v = nullptr;
-    auto gv = g.values.find(id);
-    if (gv == g.values.end()) { // a leaf
-      const ir::Value &val = p_.value(id);
-      LV *base = row_ptr(g, id, rc, false);
-      if (leaf_uniform(g, id)) {
-        LV *s = B.CreateLoad(storage_elem(val.dtype), base);
-        v = widen(splat(s), val.dtype);
-        rc.uniform[id] = v;
-        return v;
+    auto known = [&](ValueId v) -> LV * {
+      if (auto it = memo.find(v); it != memo.end())
+        return it->second;
+      if (auto it = rc.uniform.find(v); it != rc.uniform.end())
+        return it->second;
+      return nullptr;
+    };
+    std::vector<ValueId> todo{id};
+    while (!todo.empty()) {
+      const ValueId v = todo.back();
+      if (known(v)) {
+        todo.pop_back();
+        continue;
       }
-      v = load_vec(B.CreateGEP(storage_elem(val.dtype), base, c), val.dtype, mask);
-    } else if (gv->second.level < pass && gv->second.scratch) {
-      DataType dt = p_.value(id).dtype;
-      v = B.CreateAlignedLoad(vty(compute_elem(dt)),
-                              B.CreateGEP(compute_elem(dt), scratch_.at({gi, id}), c), llvm::Align(4));
-    } else {
-      const Op *op = producer(g, id);
-      v = eval_op(g, gi, *op, rc, c, pass, mask, &memo);
+      auto gv = g.values.find(v);
+      if (gv == g.values.end()) { // a leaf
+        todo.pop_back();
+        const ir::Value &val = p_.value(v);
+        LV *base = row_ptr(g, v, rc, false);
+        if (leaf_uniform(g, v)) {
+          LV *sc = B.CreateLoad(storage_elem(val.dtype), base);
+          rc.uniform[v] = widen(splat(sc), val.dtype);
+        } else {
+          memo[v] = load_vec(B.CreateGEP(storage_elem(val.dtype), base, c), val.dtype, mask);
+        }
+        continue;
+      }
+      if (gv->second.level < pass && gv->second.scratch) {
+        todo.pop_back();
+        DataType dt = p_.value(v).dtype;
+        memo[v] = B.CreateAlignedLoad(vty(compute_elem(dt)),
+                                      B.CreateGEP(compute_elem(dt), scratch_.at({gi, v}), c),
+                                      llvm::Align(4));
+        continue;
+      }
+      const Op *op = g.producers.at(v);
+      bool ready = true;
+      for (size_t i = op->inputs.size(); i-- > 0;) // inputs in order: in(0) is emitted first
+        if (!known(op->inputs[i])) {
+          todo.push_back(op->inputs[i]);
+          ready = false;
+        }
+      if (!ready)
+        continue;
+      todo.pop_back();
+      memo[v] = eval_op(g, gi, *op, rc, c, pass, mask, &memo);
     }
-    memo[id] = v;
-    return v;
-  }
-
-  const Op *producer(const FusedGroup &g, ValueId id) {
-    for (const Op *op : g.ops)
-      if (!op->outputs.empty() && op->outputs[0] == id && op->kind != OpKind::Assemble)
-        return op;
-    throw InternalError("<codegen>", "fuse", "no producer in group (a ptojit bug)");
+    return known(id);
   }
 
   LV *eval_op(const FusedGroup &g, int gi, const Op &op, RowCtx &rc, LV *c, int pass, LV *mask,

@@ -27,11 +27,15 @@ struct LoopOptions {
 
 /// The most paths (combinations of symbolic cond outcomes) one loop body may have.
 inline constexpr int kMaxCondPaths = 64;
+/// The most pto::loop levels that may be open at once (nested loops): opening one more is a
+/// CompileError at the loop (codegen and the interpreter walk loop bodies one level each).
+inline constexpr int kMaxLoopDepth = 64;
 
 /// `for (auto i : pto::loop(start, stop, step)) { ... }` records one loop whose index `i` is a
 /// run-time SymbolicScalar (start, start+step, ... while < stop). Bounds may be symbolic, including
 /// tensor elements (Tensor::at); they are evaluated once, when the loop starts. Throws
-/// SymbolicError when `step` is a concrete value <= 0; a run-time step <= 0 runs no iteration.
+/// SymbolicError when `step` is a concrete value <= 0; a run-time step <= 0 runs no iteration;
+/// CompileError when kMaxLoopDepth loops are already open around it.
 /// Ops traced in the body belong to the loop; tensors created in the body may not be used after
 /// it (assemble them into a tensor created outside).
 ///
