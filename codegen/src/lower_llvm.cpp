@@ -698,8 +698,9 @@ private:
   }
   LV *splat(LV *s) { return B.CreateVectorSplat(static_cast<unsigned>(W), s); }
 
-  LV *scalar_const(const ir::Scalar &s, DataType dt) {
+  LV *scalar_const(const ir::Scalar &scalar, DataType dt) {
     Type *ct = compute_elem(dt);
+    const ir::Scalar s = ir::as_element(scalar, dt);
     if (is_fp(dt)) {
       // The scalar is an element of the tensor's dtype: rounded once, on the host.
       double v = s.f;
@@ -761,9 +762,35 @@ private:
       return B.CreateIntrinsic(is_unsigned(to) ? llvm::Intrinsic::fptoui_sat
                                                : llvm::Intrinsic::fptosi_sat,
                                {dst, x->getType()}, {x});
+    if ((to == DT_FP16 || to == DT_BF16) && x->getType()->getScalarSizeInBits() > 24)
+      return int_to_f32_round_to_odd(x, !is_unsigned(from)); // the caller rounds it next
     if (is_fp(to))
       return is_unsigned(from) ? B.CreateUIToFP(x, dst) : B.CreateSIToFP(x, dst);
     return B.CreateIntCast(x, dst, !is_unsigned(from));
+  }
+
+  /// int32/int64 -> float rounded to odd (as pto::int64_to_fp32_round_to_odd): exact below 2^24
+  /// in magnitude, else the top 24 significant bits with the last set when bits were dropped,
+  /// so a following round to fp16/bf16 is the correctly rounded conversion (one rounding).
+  LV *int_to_f32_round_to_odd(LV *x, bool is_signed) {
+    auto *iv = vty(B.getInt64Ty());
+    auto *i32v = vty(B.getInt32Ty());
+    auto *fv = vty(B.getFloatTy());
+    auto c64 = [&](int64_t c) { return llvm::ConstantInt::get(iv, static_cast<uint64_t>(c)); };
+    LV *v = B.CreateIntCast(x, iv, is_signed);
+    LV *neg = is_signed ? B.CreateICmpSLT(v, c64(0)) : nullptr;
+    LV *m = neg ? B.CreateSelect(neg, B.CreateNeg(v), v) : v; // |INT64_MIN| = 2^63, unsigned
+    LV *lz = B.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, m, B.getFalse());
+    LV *drop = B.CreateSub(c64(40), lz); // 64 - lz - 24 bits below the top 24
+    drop = B.CreateSelect(B.CreateICmpSGT(drop, c64(0)), drop, c64(0));
+    LV *kept = B.CreateLShr(m, drop);
+    LV *lost = B.CreateAnd(m, B.CreateSub(B.CreateShl(c64(1), drop), c64(1)));
+    kept = B.CreateOr(kept, B.CreateZExt(B.CreateICmpNE(lost, c64(0)), iv));
+    LV *f = B.CreateSIToFP(B.CreateTrunc(kept, i32v), fv); // exact: kept < 2^24
+    LV *scale = B.CreateBitCast(B.CreateShl(B.CreateTrunc(B.CreateAdd(drop, c64(127)), i32v), 23),
+                                fv); // 2^drop, exact
+    f = B.CreateFMul(f, scale);
+    return neg ? B.CreateSelect(neg, B.CreateFNeg(f), f) : f;
   }
 
   /// double -> float rounded to odd (exact, or truncated toward zero with the last bit set), so

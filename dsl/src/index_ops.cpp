@@ -102,10 +102,7 @@ ir::Scalar resolve(ir::Scalar s, DataType dt, const char *op, const SrcLoc &loc)
                      fmt::format("floating scalar {} with an integer x of dtype {}; use an "
                                  "integer or cast x",
                                  s.f, name(dt)));
-  s.dtype = dt;
-  if (s.is_int && is_float(dt))
-    s.f = static_cast<double>(s.i);
-  return s;
+  return ir::as_element(s, dt);
 }
 
 /// Result shape of taking `index` (shape `is`, valid `iv`) at `axis` of x.

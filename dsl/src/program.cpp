@@ -1,10 +1,26 @@
 // program.cpp - Per-kind op facts, value roots, strides and the symmetric-heap layout.
 #include "pto/ir/program.h"
 
+#include "pto/half.h"
+
 #include <array>
 #include <stdexcept>
 
 namespace pto::ir {
+
+Scalar as_element(Scalar s, DataType dt) {
+  s.dtype = dt;
+  if (!s.is_int || !is_float(dt))
+    return s;
+  switch (dt) {
+  case DT_FP16: s.f = fp16_to_fp32(int64_to_fp16(s.i)); break;
+  case DT_BF16: s.f = bf16_to_fp32(int64_to_bf16(s.i)); break;
+  case DT_FP32: s.f = static_cast<float>(s.i); break;
+  default: s.f = static_cast<double>(s.i); break;
+  }
+  s.is_int = false;
+  return s;
+}
 
 const OpInfo &op_info(OpKind k) {
   static const std::array<OpInfo, 122> table{{

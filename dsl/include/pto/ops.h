@@ -51,9 +51,11 @@ Tensor sqrt(const Tensor &x, SrcLoc loc = SrcLoc::current());
 Tensor rsqrt(const Tensor &x, SrcLoc loc = SrcLoc::current());
 /// 1 / x. Floats only.
 Tensor reciprocal(const Tensor &x, SrcLoc loc = SrcLoc::current());
-/// Converts to `dtype`. Float -> float and int -> float round to nearest even; float -> int
-/// truncates toward zero (PyPTO's default cast mode), NaN -> 0, out of range saturates;
-/// int -> narrower int wraps (two's complement). Any supported dtype pair.
+/// Converts to `dtype`. Float -> float and int -> float round once to nearest even (correctly
+/// rounded: int32/int64 -> bf16 and fp64 -> fp16/bf16 never round through fp32 or fp64 first);
+/// float -> int truncates toward zero (PyPTO's default cast mode), NaN -> 0, out of range and
+/// +-inf saturate; int -> narrower int wraps (two's complement); any -> bool is x != 0 (NaN is
+/// true). Any supported dtype pair; both run modes give the same bits.
 Tensor cast(const Tensor &x, DataType dtype, SrcLoc loc = SrcLoc::current());
 
 // ---- Elementwise math of the op catalogue (reference §5) ----------------------------------

@@ -49,6 +49,11 @@ struct Scalar {
   DataType dtype = DT_BOTTOM;
 };
 
+/// `s` as an element of `dt` (its dtype set to `dt`): an integer scalar meeting a floating dtype
+/// becomes the floating scalar nearest to it in `dt` (rounded once, to nearest even; not through
+/// fp64 or fp32), so every consumer sees a value `dt` holds exactly and rounds it no further.
+Scalar as_element(Scalar s, DataType dt);
+
 /// Per-kind semantics; the facts table (op_info) gives name, arity and family.
 enum class OpKind : uint8_t {
   // Elementwise unary; fp16/bf16 are computed in fp32 and rounded to nearest even.
