@@ -103,7 +103,13 @@ bool groupable(const ir::Program &p, const Op &op) {
   case OpFamily::Reduce: {
     // Last-axis reductions fuse as per-row values; without keepdim only at rank 1 (a rank R-1
     // result would broadcast along columns, numpy-style, not along rows).
-    int rank = static_cast<int>(p.value(op.inputs[0]).shape.size());
+    const ir::Value &in = p.value(op.inputs[0]);
+    int rank = static_cast<int>(in.shape.size());
+    // Over one column a fused reduction is the identity, computed in the column loop: only
+    // right when that column is surely valid (an empty one must still give the empty result,
+    // so it is lowered on its own).
+    if (is_one(in.shape.back()) && !is_one(in.valid.back()))
+      return false;
     return op.axis == rank - 1 && (op.keepdim || rank == 1);
   }
   case OpFamily::Shmem:

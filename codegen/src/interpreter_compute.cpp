@@ -643,7 +643,9 @@ int32_t Run::reduce(const Op &op) {
       if (is_float(dt)) {
         auto run = [&](auto zero) {
           using C = decltype(zero);
-          C acc = op.kind == OpKind::Sum    ? C(0)
+          // A float sum starts at -0, the identity that keeps every addend (-0 + -0 = -0, as
+          // IEEE 754 and NumPy sum only -0 to -0); an empty one is +0 (reduce_ops.h).
+          C acc = op.kind == OpKind::Sum    ? (n > 0 ? -C(0) : C(0))
                   : op.kind == OpKind::Prod ? C(1)
                   : op.kind == OpKind::Amax ? -std::numeric_limits<C>::infinity()
                                             : std::numeric_limits<C>::infinity();

@@ -864,6 +864,15 @@ private:
                         : (is_unsigned(dt) ? llvm::APInt::getMaxValue(bits) : llvm::APInt::getSignedMaxValue(bits));
     return llvm::ConstantInt::get(t, v);
   }
+  /// A float sum accumulates from -0 (reduce_identity: -0 + x is x for every x, so only -0
+  /// addends sum to -0, as IEEE 754 and NumPy), but an empty one is +0 (reduce_ops.h; the
+  /// interpreter's rule too): `v` (a sum's scalar value), or +0 when end <= begin.
+  LV *empty_sum_is_plus_zero(OpKind k, DataType dt, LV *end, LV *begin, LV *v) {
+    if (k != OpKind::Sum || !is_fp(dt))
+      return v;
+    return B.CreateSelect(B.CreateICmpSGT(end, begin), v,
+                          llvm::ConstantFP::get(v->getType(), 0.0));
+  }
   LV *reduce_step(OpKind k, LV *acc, LV *v, DataType dt) {
     bool fp = is_fp(dt);
     if (k == OpKind::Sum)
@@ -1018,8 +1027,9 @@ private:
         if (ir::op_info(op->kind).family == OpFamily::Reduce) {
           DataType in_dt = p_.value(op->inputs[0]).dtype;
           LV *acc = B.CreateLoad(vty(compute_elem(in_dt)), acc_slot.at(op));
-          val = splat(reduce_horizontal(op->kind, acc, in_dt));
-          val = round_to(val, dt);
+          val = empty_sum_is_plus_zero(op->kind, in_dt, c_end, c_begin,
+                                       reduce_horizontal(op->kind, acc, in_dt));
+          val = round_to(splat(val), dt);
         } else {
           val = eval_op(g, gi, *op, rc, nullptr, /*pass=*/-1, nullptr, nullptr);
         }
@@ -1347,7 +1357,8 @@ private:
     std::function<void(size_t)> outer = [&](size_t d) {
       if (d == r) {
         LV *ident = B.CreateExtractElement(reduce_identity(op.kind, x.dtype), uint64_t{0});
-        B.CreateStore(ident, acc_slot);
+        B.CreateStore(empty_sum_is_plus_zero(op.kind, x.dtype, xvalid[axis], i64(0), ident),
+                      acc_slot);
         for_loop(i64(0), xvalid[axis], i64(1), [&](LV *k) {
           LV *lin = i64(0);
           for (size_t e = 0; e < r; ++e)

@@ -202,7 +202,8 @@ struct ReduceOptions {
 };
 /// Sum over `axis` (negative counts from the end). fp16/bf16 accumulate in fp32. The result's
 /// valid extent on the axis is 1; the reduction covers the input's valid extent (an empty valid
-/// extent sums to 0). Dtypes: ints, floats. ShapeError for an axis out of range.
+/// extent sums to +0; only -0 terms sum to -0, as IEEE 754 and NumPy). Dtypes: ints, floats.
+/// ShapeError for an axis out of range.
 Tensor sum(const Tensor &x, int axis, ReduceOptions opts = {}, SrcLoc loc = SrcLoc::current());
 /// Max over `axis`; NaN propagates; an empty valid extent gives -inf (floats) or the type's min.
 Tensor amax(const Tensor &x, int axis, ReduceOptions opts = {}, SrcLoc loc = SrcLoc::current());
