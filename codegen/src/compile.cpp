@@ -33,7 +33,8 @@ CompileOptions CompileOptions::from_env() {
 namespace {
 void collect_sites(const std::vector<ir::Op> &ops, std::vector<std::string> &out) {
   for (auto &op : ops) {
-    out.push_back(format_location(op.where) + ": " + ir::op_info(op.kind).name);
+    out.push_back(format_location(op.where) + ": " +
+                  (op.user_op ? op.user_op : ir::op_info(op.kind).name));
     collect_sites(op.body, out);
     for (auto &path : op.paths)
       collect_sites(path.body, out);

@@ -481,7 +481,11 @@ private:
           // element): valid <= 0, or 0 <= off and off + valid <= dim.
           LV *in = B.CreateAnd(B.CreateICmpSGE(off, i64(0)),
                                B.CreateICmpSLE(B.CreateAdd(off, valid), sym(root.shape[d])));
-          fail_unless(B.CreateOr(B.CreateICmpSLE(valid, i64(0)), in), kFailViewBounds, off,
+          // The message names an index of the window outside the dim (as the interpreter): the
+          // first when the window starts before 0, else the last.
+          LV *bad = B.CreateSelect(B.CreateICmpSLT(off, i64(0)), off,
+                                   B.CreateSub(B.CreateAdd(off, valid), i64(1)));
+          fail_unless(B.CreateOr(B.CreateICmpSLE(valid, i64(0)), in), kFailViewBounds, bad,
                       sym(root.shape[d]));
         }
         lin = B.CreateAdd(lin, B.CreateMul(off, a.strides[d]));

@@ -32,6 +32,7 @@ Tensor emit(Recorder &r, OpKind kind, const char *op, std::vector<ValueId> ins, 
   o.where = loc;
   o.inputs = std::move(ins);
   o.tile = ir::capture_tile(r, shape.size(), op, loc);
+  o.user_op = op; // run-time messages name it (embedding is an index_select op)
   if (attrs)
     attrs(o);
   Tensor out = make_local(r, dt, std::move(shape), std::move(valid));

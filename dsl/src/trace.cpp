@@ -97,6 +97,8 @@ void Recorder::emit(Op op) {
       flush_deferred(root);
   }
   check_op(op);
+  if (UserOpScope::active()) // the composite the user called names its inner ops
+    op.user_op = UserOpScope::active();
   scopes_.back()->push_back(std::move(op));
 }
 

@@ -219,6 +219,9 @@ struct Op {
   std::vector<ValueId> outputs; ///< results (a Token first for shmem ops)
   TileShape tile;               ///< captured at trace time
   std::source_location where;   ///< the user's call site
+  /// The public op the user called when this op is part of a composite (pto::UserOpScope), for
+  /// run-time messages; nullptr otherwise (the op's own name, op_info, is the user's).
+  const char *user_op = nullptr;
   // Attributes (meaning per kind).
   std::optional<Scalar> scalar; ///< tensor-scalar forms, Full's fill value
   bool scalar_first = false;    ///< the scalar is the left operand (`2 - x`)
