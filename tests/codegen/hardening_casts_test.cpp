@@ -420,3 +420,18 @@ TEST_CASE("an integer scalar meeting a floating tensor is rounded once into its 
     }
   }
 }
+
+TEST_CASE("cast to or from a dtype ptojit does not compute with is a DTypeError naming cast") {
+  // dtype.h lists PyPTO's every dtype; uint16/32/64, the 4- and 8-bit floats are not supported.
+  for (DataType dt : {pto::DT_UINT16, pto::DT_UINT32, pto::DT_UINT64, pto::DT_INT4, pto::DT_FP8,
+                      pto::DT_HF4, pto::DT_HF8, pto::DT_FP8E4M3, pto::DT_FP8E5M2}) {
+    CAPTURE(pto::name(dt));
+    auto k = pto::jit("cast_unsupported", [dt](pto::Tensor x, pto::Tensor y) {
+      pto::set_vec_tile_shapes(1, 16);
+      pto::assemble(pto::cast(pto::cast(x, dt), pto::DT_FP32), {0, 0}, y);
+    });
+    pto::HostTensor x(pto::DT_FP32, {1, 16}), y(pto::DT_FP32, {1, 16});
+    CHECK_THROWS_WITH_AS(k(x, y), doctest::Contains("hardening_casts_test.cpp"), pto::DTypeError);
+    CHECK_THROWS_WITH_AS(k(x, y), doctest::Contains("cast: "), pto::DTypeError);
+  }
+}
