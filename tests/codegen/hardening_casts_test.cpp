@@ -5,6 +5,7 @@
 // over long double (exact for every int64 and fp64 value), not from ptojit's conversions.
 #include "pto/pto.h"
 #include "pto/runtime/world.h"
+
 #include "support/support.h"
 
 #include <doctest/doctest.h>
@@ -38,10 +39,14 @@ struct Format {
 };
 Format format_of(DataType dt) {
   switch (dt) {
-  case pto::DT_FP16: return {11, -14, 15};
-  case pto::DT_BF16: return {8, -126, 127};
-  case pto::DT_FP32: return {24, -126, 127};
-  default: return {53, -1022, 1023};
+  case pto::DT_FP16:
+    return {11, -14, 15};
+  case pto::DT_BF16:
+    return {8, -126, 127};
+  case pto::DT_FP32:
+    return {24, -126, 127};
+  default:
+    return {53, -1022, 1023};
   }
 }
 
@@ -58,7 +63,7 @@ uint64_t round_bits(DataType dt, long double x) {
     return inf;
   int e = std::ilogb(a);
   if (e < f.emin)
-    e = f.emin; // subnormal: the quantum of the smallest binade
+    e = f.emin;                                 // subnormal: the quantum of the smallest binade
   long double n = std::ldexp(a, mant_bits - e); // a / quantum, exact
   long double whole = std::floor(n), frac = n - whole;
   auto q = static_cast<uint64_t>(whole);
@@ -84,12 +89,18 @@ struct Input {
 /// The exact value of `bits` as an element of `dt` (decoded here, bit by bit, for 16-bit floats).
 long double decode(DataType dt, uint64_t bits) {
   switch (dt) {
-  case pto::DT_INT8: return static_cast<int8_t>(bits);
-  case pto::DT_INT16: return static_cast<int16_t>(bits);
-  case pto::DT_INT32: return static_cast<int32_t>(bits);
-  case pto::DT_INT64: return static_cast<long double>(static_cast<int64_t>(bits));
-  case pto::DT_UINT8: return static_cast<uint8_t>(bits);
-  case pto::DT_BOOL: return bits != 0 ? 1 : 0;
+  case pto::DT_INT8:
+    return static_cast<int8_t>(bits);
+  case pto::DT_INT16:
+    return static_cast<int16_t>(bits);
+  case pto::DT_INT32:
+    return static_cast<int32_t>(bits);
+  case pto::DT_INT64:
+    return static_cast<long double>(static_cast<int64_t>(bits));
+  case pto::DT_UINT8:
+    return static_cast<uint8_t>(bits);
+  case pto::DT_BOOL:
+    return bits != 0 ? 1 : 0;
   case pto::DT_FP32: {
     float f;
     auto b = static_cast<uint32_t>(bits);
@@ -101,7 +112,8 @@ long double decode(DataType dt, uint64_t bits) {
     std::memcpy(&d, &bits, 8);
     return d;
   }
-  default: break;
+  default:
+    break;
   }
   const Format f = format_of(dt);
   const int mant_bits = f.p - 1;
@@ -151,9 +163,8 @@ Expect expect(DataType from, DataType to, const Input &in) {
 /// ties of each binade, their neighbours), the ends of the range, and seeded random values of
 /// every magnitude, with their negations.
 std::vector<int64_t> int_cases(int width) {
-  std::vector<int64_t> v = {0,     1,     2,        3,         65504,    65519,
-                            65520, 65535, 65536,    16842753,  16777217, 16908288,
-                            16908289};
+  std::vector<int64_t> v = {0,     1,     2,        3,        65504,    65519,   65520,
+                            65535, 65536, 16842753, 16777217, 16908288, 16908289};
   for (int k = 1; k < width - 1; ++k) {
     const int64_t p = int64_t{1} << k;
     for (int sig : {8, 11, 24, 53}) { // ties above 2^k at sig significant bits
@@ -191,7 +202,9 @@ std::vector<int64_t> int_cases(int width) {
 std::vector<Input> inputs(DataType dt) {
   std::vector<uint64_t> bits;
   switch (dt) {
-  case pto::DT_BOOL: bits = {0, 1}; break;
+  case pto::DT_BOOL:
+    bits = {0, 1};
+    break;
   case pto::DT_INT8:
   case pto::DT_UINT8:
     for (uint64_t b = 0; b < 256; ++b)
@@ -214,14 +227,38 @@ std::vector<Input> inputs(DataType dt) {
   case pto::DT_FP32:
   case pto::DT_DOUBLE: {
     const bool dbl = dt == pto::DT_DOUBLE;
-    std::vector<long double> special = {
-        0.0L, -0.0L, 1.0L, -1.0L, 0.5L, -0.5L, 0.9L, -0.9L, 127.5L, -128.5L, 255.9L, 256.0L,
-        65504.0L, 65519.0L, 65520.0L, 32767.5L, -32768.5L, 2147483647.0L, 2147483648.0L,
-        -2147483649.0L, 16842753.0L, std::ldexp(1.0L, 63), -std::ldexp(1.0L, 63),
-        std::ldexp(1.0L, 63) - std::ldexp(1.0L, 39), std::ldexp(1.0L, 64), 1e30L, -1e30L,
-        std::numeric_limits<float>::max(), std::numeric_limits<float>::denorm_min(),
-        std::numeric_limits<float>::min(), 5.9604644775390625e-8L /* 2^-24 */,
-        2.98023223876953125e-8L /* 2^-25: fp16 tie with 0 */};
+    std::vector<long double> special = {0.0L,
+                                        -0.0L,
+                                        1.0L,
+                                        -1.0L,
+                                        0.5L,
+                                        -0.5L,
+                                        0.9L,
+                                        -0.9L,
+                                        127.5L,
+                                        -128.5L,
+                                        255.9L,
+                                        256.0L,
+                                        65504.0L,
+                                        65519.0L,
+                                        65520.0L,
+                                        32767.5L,
+                                        -32768.5L,
+                                        2147483647.0L,
+                                        2147483648.0L,
+                                        -2147483649.0L,
+                                        16842753.0L,
+                                        std::ldexp(1.0L, 63),
+                                        -std::ldexp(1.0L, 63),
+                                        std::ldexp(1.0L, 63) - std::ldexp(1.0L, 39),
+                                        std::ldexp(1.0L, 64),
+                                        1e30L,
+                                        -1e30L,
+                                        std::numeric_limits<float>::max(),
+                                        std::numeric_limits<float>::denorm_min(),
+                                        std::numeric_limits<float>::min(),
+                                        5.9604644775390625e-8L /* 2^-24 */,
+                                        2.98023223876953125e-8L /* 2^-25: fp16 tie with 0 */};
     for (long double s : special) {
       if (dbl) {
         double d = static_cast<double>(s);
@@ -263,7 +300,8 @@ std::vector<Input> inputs(DataType dt) {
       bits.push_back(dbl ? rng() : rng() >> 32);
     break;
   }
-  default: break;
+  default:
+    break;
   }
   std::vector<Input> in;
   for (uint64_t b : bits)
@@ -277,7 +315,8 @@ pto::HostTensor tensor_of(DataType dt, const std::vector<Input> &in) {
   pto::HostTensor t(dt, {rows, cols});
   auto *p = static_cast<uint8_t *>(t.data());
   for (size_t i = 0; i < in.size(); ++i)
-    std::memcpy(p + i * static_cast<size_t>(bytes(dt)), &in[i].bits, static_cast<size_t>(bytes(dt)));
+    std::memcpy(p + i * static_cast<size_t>(bytes(dt)), &in[i].bits,
+                static_cast<size_t>(bytes(dt)));
   return t;
 }
 
@@ -319,10 +358,10 @@ TEST_CASE("the reference rounding routine gives the documented values") {
   // 2^24 + 2^17 = 16908288 (bf16 bits 0x4b81); fp32 alone rounds it to 16842752 (the tie).
   CHECK(round_bits(pto::DT_BF16, 16842753.0L) == 0x4b81);
   CHECK(round_bits(pto::DT_FP32, 16842753.0L) == 0x4b808000);
-  CHECK(round_bits(pto::DT_FP16, 65519.0L) == 0x7bff); // below the 65520 halfway point
-  CHECK(round_bits(pto::DT_FP16, 65520.0L) == 0x7c00); // ties to even: inf
-  CHECK(round_bits(pto::DT_FP16, std::ldexp(1.0L, -25)) == 0);     // tie with 0: to even (0)
-  CHECK(round_bits(pto::DT_FP16, std::ldexp(3.0L, -26)) == 1);     // above it: 2^-24
+  CHECK(round_bits(pto::DT_FP16, 65519.0L) == 0x7bff);         // below the 65520 halfway point
+  CHECK(round_bits(pto::DT_FP16, 65520.0L) == 0x7c00);         // ties to even: inf
+  CHECK(round_bits(pto::DT_FP16, std::ldexp(1.0L, -25)) == 0); // tie with 0: to even (0)
+  CHECK(round_bits(pto::DT_FP16, std::ldexp(3.0L, -26)) == 1); // above it: 2^-24
   CHECK(round_bits(pto::DT_DOUBLE, std::ldexp(1.0L, 53) + 1) == 0x4340000000000000ull);
   CHECK(decode(pto::DT_BF16, 0x4b81) == 16908288.0L);
   CHECK(decode(pto::DT_FP16, 0x0001) == std::ldexp(1.0L, -24));
@@ -355,9 +394,9 @@ TEST_CASE("cast: every dtype pair rounds once, in both run modes") {
 }
 
 TEST_CASE("shmem_get's dtype conversion rounds once for every shmem dtype pair") {
-  const std::vector<DataType> shmem_types = {pto::DT_INT8, pto::DT_INT16, pto::DT_INT32,
-                                             pto::DT_INT64, pto::DT_FP16, pto::DT_BF16,
-                                             pto::DT_FP32, pto::DT_DOUBLE};
+  const std::vector<DataType> shmem_types = {pto::DT_INT8,  pto::DT_INT16, pto::DT_INT32,
+                                             pto::DT_INT64, pto::DT_FP16,  pto::DT_BF16,
+                                             pto::DT_FP32,  pto::DT_DOUBLE};
   for (auto mode : support::run_modes()) {
     CAPTURE(support::mode_name(mode));
     for (DataType from : shmem_types) {
@@ -393,8 +432,9 @@ TEST_CASE("shmem_get's dtype conversion rounds once for every shmem dtype pair")
 
 TEST_CASE("an integer scalar meeting a floating tensor is rounded once into its dtype") {
   // full() of an int64 fill value, and a tensor-scalar add, in every floating dtype.
-  const std::vector<int64_t> values = {16842753, -16842753, (int64_t{1} << 60) + (int64_t{1} << 52) + 1,
-                                       INT64_MAX, INT64_MIN, 65519, 65520};
+  const std::vector<int64_t> values = {
+      16842753, -16842753, (int64_t{1} << 60) + (int64_t{1} << 52) + 1, INT64_MAX, INT64_MIN,
+      65519,    65520};
   for (auto mode : support::run_modes()) {
     CAPTURE(support::mode_name(mode));
     for (DataType dt : {pto::DT_FP16, pto::DT_BF16, pto::DT_FP32, pto::DT_DOUBLE}) {

@@ -5,6 +5,7 @@
 // Both run modes, over the last axis (fused row reductions) and axis 0 (standalone loops), every
 // float dtype, row lengths around the 16-lane vector; expected bits from plain C++ loops.
 #include "pto/pto.h"
+
 #include "support/support.h"
 
 #include <doctest/doctest.h>
@@ -28,13 +29,20 @@ enum class R { Sum, Prod, Amax, Amin, Mean, Cumsum, Cumprod };
 const std::vector<R> kAll = {R::Sum, R::Prod, R::Amax, R::Amin, R::Mean, R::Cumsum, R::Cumprod};
 const char *name(R r) {
   switch (r) {
-  case R::Sum: return "sum";
-  case R::Prod: return "prod";
-  case R::Amax: return "amax";
-  case R::Amin: return "amin";
-  case R::Mean: return "mean";
-  case R::Cumsum: return "cumsum";
-  case R::Cumprod: return "cumprod";
+  case R::Sum:
+    return "sum";
+  case R::Prod:
+    return "prod";
+  case R::Amax:
+    return "amax";
+  case R::Amin:
+    return "amin";
+  case R::Mean:
+    return "mean";
+  case R::Cumsum:
+    return "cumsum";
+  case R::Cumprod:
+    return "cumprod";
   }
   return "?";
 }
@@ -43,13 +51,20 @@ bool is_scan(R r) { return r == R::Cumsum || r == R::Cumprod; }
 pto::Tensor apply(R r, const pto::Tensor &x, int axis) {
   const pto::ReduceOptions keep{.keepdim = true};
   switch (r) {
-  case R::Sum: return pto::sum(x, axis, keep);
-  case R::Prod: return pto::prod(x, axis, keep);
-  case R::Amax: return pto::amax(x, axis, keep);
-  case R::Amin: return pto::amin(x, axis, keep);
-  case R::Mean: return pto::mean(x, axis, keep);
-  case R::Cumsum: return pto::cumsum(x, axis);
-  case R::Cumprod: return pto::cumprod(x, axis);
+  case R::Sum:
+    return pto::sum(x, axis, keep);
+  case R::Prod:
+    return pto::prod(x, axis, keep);
+  case R::Amax:
+    return pto::amax(x, axis, keep);
+  case R::Amin:
+    return pto::amin(x, axis, keep);
+  case R::Mean:
+    return pto::mean(x, axis, keep);
+  case R::Cumsum:
+    return pto::cumsum(x, axis);
+  case R::Cumprod:
+    return pto::cumprod(x, axis);
   }
   return x;
 }
@@ -64,18 +79,24 @@ double ieee_min(double a, double b) { return a == b ? (std::signbit(a) ? a : b) 
 double reduce_line(R r, const std::vector<double> &v) {
   if (v.empty()) {
     switch (r) {
-    case R::Sum: return 0.0;
-    case R::Prod: return 1.0;
-    case R::Amax: return -std::numeric_limits<double>::infinity();
-    case R::Amin: return std::numeric_limits<double>::infinity();
-    default: return std::numeric_limits<double>::quiet_NaN();
+    case R::Sum:
+      return 0.0;
+    case R::Prod:
+      return 1.0;
+    case R::Amax:
+      return -std::numeric_limits<double>::infinity();
+    case R::Amin:
+      return std::numeric_limits<double>::infinity();
+    default:
+      return std::numeric_limits<double>::quiet_NaN();
     }
   }
   double acc = v[0];
   for (size_t i = 1; i < v.size(); ++i)
-    acc = r == R::Prod ? acc * v[i] : r == R::Amax ? ieee_max(acc, v[i])
-          : r == R::Amin                           ? ieee_min(acc, v[i])
-                                                   : acc + v[i];
+    acc = r == R::Prod   ? acc * v[i]
+          : r == R::Amax ? ieee_max(acc, v[i])
+          : r == R::Amin ? ieee_min(acc, v[i])
+                         : acc + v[i];
   return r == R::Mean ? acc / static_cast<double>(v.size()) : acc;
 }
 /// Inclusive scan of `v`, the first element as is.
@@ -109,8 +130,8 @@ auto zeros_kernel(pto::RunMode mode) {
           for (int axis : {1, 0})
             pto::assemble(apply(r, x, axis), {0, 0}, ys[j++]);
       },
-      support::opts(mode, std::vector<pto::TensorSpec>(
-                              15, pto::TensorSpec{{pto::DYNAMIC, pto::DYNAMIC}})));
+      support::opts(
+          mode, std::vector<pto::TensorSpec>(15, pto::TensorSpec{{pto::DYNAMIC, pto::DYNAMIC}})));
 }
 
 class Runner {

@@ -1,26 +1,27 @@
 // hardening_deep_test.cpp - User-sized structures that once meant one stack frame per element
 // (issue 8): long fused op chains, deep symbolic expressions, expressions that double
-// themselves, deep loop nests and nested element reads. (Ranks are bounded by the ops: 1 to 4.) Each runs on a thread with a
-// set stack size (pthread attributes), in both run modes where a kernel runs, and either gives
-// the plain-C++ result or the documented typed error at this file's line.
+// themselves, deep loop nests and nested element reads. (Ranks are bounded by the ops: 1 to 4.)
+// Each runs on a thread with a set stack size (pthread attributes), in both run modes where a
+// kernel runs, and either gives the plain-C++ result or the documented typed error at this file's
+// line.
 #include "pto/pto.h"
+
 #include "support/support.h"
 
 #include <doctest/doctest.h>
-
-#include <pthread.h>
 
 #include <cmath>
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <pthread.h>
 #include <string>
 
 using doctest::Contains;
 
 namespace {
 
-constexpr size_t kSmallStack = 256 * 1024;     // far below what per-op recursion needed
+constexpr size_t kSmallStack = 256 * 1024;       // far below what per-op recursion needed
 constexpr size_t kNormalStack = 8 * 1024 * 1024; // the usual main-thread default
 
 /// Runs `fn` on a new thread with a `stack_bytes` stack and rethrows what it threw.
@@ -52,18 +53,26 @@ void on_stack(size_t stack_bytes, const std::function<void()> &fn) {
 /// Step k of the op chain, in the DSL and on the host (fp32, as the kernel computes).
 pto::Tensor chain_step(int k, const pto::Tensor &t, const pto::Tensor &x) {
   switch (k % 4) {
-  case 0: return t + 1.0;
-  case 1: return t * 0.5;
-  case 2: return t - x;
-  default: return -t;
+  case 0:
+    return t + 1.0;
+  case 1:
+    return t * 0.5;
+  case 2:
+    return t - x;
+  default:
+    return -t;
   }
 }
 float chain_step(int k, float t, float x) {
   switch (k % 4) {
-  case 0: return t + 1.0f;
-  case 1: return t * 0.5f;
-  case 2: return t - x;
-  default: return -t;
+  case 0:
+    return t + 1.0f;
+  case 1:
+    return t * 0.5f;
+  case 2:
+    return t - x;
+  default:
+    return -t;
   }
 }
 

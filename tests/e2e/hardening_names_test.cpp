@@ -3,6 +3,7 @@
 // time and at run time, in both run modes; and a run-time view-window error names an index that
 // really lies outside the dim.
 #include "pto/pto.h"
+
 #include "support/support.h"
 
 #include <doctest/doctest.h>
@@ -45,8 +46,10 @@ TEST_CASE("a composite's run-time integer division by zero names the composite")
     a.fill(7);
     b.fill(2);
     b.set(13, 0); // one zero divisor
-    auto fm = int_kernel("names_floor_mod", mode, [](auto x, auto z) { return pto::floor_mod(x, z); });
-    auto cd = int_kernel("names_ceil_div", mode, [](auto x, auto z) { return pto::ceil_div(x, z); });
+    auto fm =
+        int_kernel("names_floor_mod", mode, [](auto x, auto z) { return pto::floor_mod(x, z); });
+    auto cd =
+        int_kernel("names_ceil_div", mode, [](auto x, auto z) { return pto::ceil_div(x, z); });
     auto md = int_kernel("names_mod", mode, [](auto x, auto z) { return pto::mod(x, z); });
     CHECK_THROWS_WITH_AS(fm(a, b, y), Contains("floor_mod: integer division by zero"),
                          pto::RuntimeError);
@@ -58,8 +61,8 @@ TEST_CASE("a composite's run-time integer division by zero names the composite")
                                  message_of<pto::RuntimeError>([&] { cd(a, b, y); })})
       CHECK(m.find("hardening_names_test.cpp") != std::string::npos);
     // The primitive itself keeps its own name.
-    auto rm = int_kernel("names_remainder", mode,
-                         [](auto x, auto z) { return pto::remainder(x, z); });
+    auto rm =
+        int_kernel("names_remainder", mode, [](auto x, auto z) { return pto::remainder(x, z); });
     CHECK_THROWS_WITH_AS(rm(a, b, y), Contains("remainder: integer division by zero"),
                          pto::RuntimeError);
   }
@@ -76,13 +79,11 @@ TEST_CASE("a composite's trace-time error names the composite, not the inner op"
   };
   // A literal zero divisor, caught while tracing.
   CHECK_THROWS_WITH_AS(trace([](auto x, auto) { return pto::floor_mod(x, 0); }),
-                       Contains("floor_mod: integer division by a zero scalar"),
-                       pto::RuntimeError);
+                       Contains("floor_mod: integer division by a zero scalar"), pto::RuntimeError);
   CHECK_THROWS_WITH_AS(trace([](auto x, auto) { return pto::floor_mod(x, 0); }),
                        Contains("hardening_names_test.cpp"), pto::RuntimeError);
   CHECK_THROWS_WITH_AS(trace([](auto x, auto) { return pto::ceil_div(x, 0); }),
-                       Contains("ceil_div: integer division by a zero scalar"),
-                       pto::RuntimeError);
+                       Contains("ceil_div: integer division by a zero scalar"), pto::RuntimeError);
   // Shapes that do not broadcast ([4, 8] and [4, 5]), found by the inner div / remainder.
   CHECK_THROWS_WITH_AS(trace([](auto x, auto z) { return pto::ceil_div(x, z); }),
                        Contains("ceil_div: "), pto::ShapeError);

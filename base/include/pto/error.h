@@ -23,8 +23,8 @@ inline std::string format_location(const std::source_location &loc) {
 }
 
 /// While alive, names the public op the user called on this thread: composite ops (nn_ops.h,
-/// the list forms of reduce_ops.h) are traced from other ops, whose names would mean nothing to
-/// the user. Every pto::Error constructed on this thread meanwhile names this op instead of the
+/// mean and var, broadcast_to, split, stack, ones) are traced from other ops, whose names would
+/// mean nothing to the user. Every pto::Error constructed on this thread meanwhile names this op instead of the
 /// inner one that raised it, and the recorder stamps it on the ops traced meanwhile
 /// (ir::Op::user_op), so their run-time errors name it too. The outermost scope wins.
 class UserOpScope {

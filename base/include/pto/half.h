@@ -1,6 +1,7 @@
 // half.h - Bit-exact conversions between fp32/fp64/int64 and the 16-bit float formats fp16
-// (IEEE 754 binary16) and bf16 (bfloat16), rounding once to nearest even. Used by put/get dtype conversion and
-// fp16/bf16 atomic ADD; header-only so the reference interpreter can share the exact rounding.
+// (IEEE 754 binary16) and bf16 (bfloat16), rounding once to nearest even. Used by put/get dtype
+// conversion and fp16/bf16 atomic ADD; header-only so the reference interpreter can share the
+// exact rounding.
 #pragma once
 
 #include <bit>
