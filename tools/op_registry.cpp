@@ -55,6 +55,8 @@ constexpr std::string_view kRegressT = "tests/e2e/regressions_test.cpp";
 constexpr std::string_view kCollT = "tests/e2e/collectives_test.cpp";
 constexpr std::string_view kShmemT = "tests/e2e/shmem_primitives_test.cpp";
 constexpr std::string_view kGoldenT = "tests/e2e/golden_st_test.cpp";
+constexpr std::string_view kCastsT = "tests/codegen/hardening_casts_test.cpp";
+constexpr std::string_view kZerosT = "tests/codegen/hardening_zeros_test.cpp";
 constexpr std::string_view kReuseS = "samples/allreduce_add_allreduce.cpp";
 
 using K = Kind;
@@ -246,9 +248,11 @@ std::vector<OpRow> make_rows() {
        tested_in(kElemT, kUlpT), kNone, "ties to even; `decimals` is the nn_ops.h overload"},
       {"pto::sign", kOpsH, K::Elementwise, "sign", "Sign", kNumeric, tested_in(kElemT, kUlpT),
        kNone, "x itself for +-0 and NaN (NumPy)"},
-      {"pto::cast", kOpsH, K::Elementwise, "cast", "Cast", kAll, tested_in(kOpsT, kElemT), kNone,
-       "float -> int truncates (CAST_NONE), NaN -> 0, saturates; int -> narrower int wraps; no "
-       "satmode or fp8/fp4 (the rounding modes are the nn_ops.h overload)"},
+      {"pto::cast", kOpsH, K::Elementwise, "cast", "Cast", kAll,
+       tested_in(kOpsT, kElemT, kCastsT), kNone,
+       "every pair rounds once (int32/int64 -> bf16, fp64 -> fp16/bf16 correctly rounded, not "
+       "through fp32); float -> int truncates (CAST_NONE), NaN -> 0, saturates; int -> narrower "
+       "int wraps; no satmode or fp8/fp4 (the rounding modes are the nn_ops.h overload)"},
       {"pto::clone", kOpsH, K::Elementwise, "clone", "Identity", kAll, tested_in(kElemT), kNone,
        ""},
 
@@ -324,26 +328,32 @@ std::vector<OpRow> make_rows() {
        "NaN propagates; min > max gives max (PyTorch clamp); bounds may mix tensor and scalar"},
 
       // ---- reductions and scans ----------------------------------------------------------
-      {"pto::sum", kOpsH, K::Reduction, "sum", "ReduceSum", kNumeric, tested_in(kOpsT, kReduceT),
-       kNone, "one axis (ops.h) or a list (reduce_ops.h); fp16/bf16 accumulate in fp32; empty: 0"},
-      {"pto::amax", kOpsH, K::Reduction, "amax", "ReduceMax", kNumeric, tested_in(kOpsT, kReduceT),
-       kNone, "NaN propagates; empty: -inf or the dtype's minimum"},
-      {"pto::amin", kOpsH, K::Reduction, "amin", "ReduceMin", kNumeric, tested_in(kOpsT, kReduceT),
-       kNone, "NaN propagates; empty: +inf or the dtype's maximum"},
-      {"pto::prod", kReduceH, K::Reduction, "prod", "ReduceProd", kNumeric, tested_in(kReduceT),
-       kNone, "ints wrap; empty: 1"},
-      {"pto::mean", kReduceH, K::Reduction, "", "ReduceMean", kFloats, tested_in(kReduceT), kNone,
-       "floats only; empty: NaN"},
+      {"pto::sum", kOpsH, K::Reduction, "sum", "ReduceSum", kNumeric,
+       tested_in(kOpsT, kReduceT, kZerosT), kNone,
+       "one axis (ops.h) or a list (reduce_ops.h); fp16/bf16 accumulate in fp32; empty: +0; only "
+       "-0 terms: -0 (IEEE 754, NumPy; PyTorch's CPU sum gives +0)"},
+      {"pto::amax", kOpsH, K::Reduction, "amax", "ReduceMax", kNumeric,
+       tested_in(kOpsT, kReduceT, kZerosT), kNone,
+       "NaN propagates; -0 < +0; empty: -inf or the dtype's minimum"},
+      {"pto::amin", kOpsH, K::Reduction, "amin", "ReduceMin", kNumeric,
+       tested_in(kOpsT, kReduceT, kZerosT), kNone,
+       "NaN propagates; -0 < +0; empty: +inf or the dtype's maximum"},
+      {"pto::prod", kReduceH, K::Reduction, "prod", "ReduceProd", kNumeric,
+       tested_in(kReduceT, kZerosT), kNone, "ints wrap; empty: 1"},
+      {"pto::mean", kReduceH, K::Reduction, "", "ReduceMean", kFloats,
+       tested_in(kReduceT, kZerosT), kNone, "floats only; empty: NaN; only -0 terms: -0"},
       {"pto::var", kReduceH, K::Reduction, "var", "ops.var", kFloats, tested_in(kReduceT), kNone,
        "two-pass; n <= correction gives inf or NaN (PyTorch)"},
       {"pto::argmax", kReduceH, K::Reduction, "argmax", "Argmax", kNumeric, tested_in(kReduceT),
        kNone, "DT_INT32; first index on ties, a NaN wins (PyTorch); empty: -1; no alignment rule"},
       {"pto::argmin", kReduceH, K::Reduction, "argmin", "Argmin", kNumeric, tested_in(kReduceT),
        kNone, "as argmax"},
-      {"pto::cumsum", kReduceH, K::Reduction, "cumsum", "CumSum", kNumeric, tested_in(kReduceT),
-       kNone, "int inputs give DT_INT64 (PyPTO, PyTorch)"},
-      {"pto::cumprod", kReduceH, K::Reduction, "cumprod", "CumProd", kNumeric, tested_in(kReduceT),
-       kNone, "ints too, giving DT_INT64 (PyPTO: floats only)"},
+      {"pto::cumsum", kReduceH, K::Reduction, "cumsum", "CumSum", kNumeric,
+       tested_in(kReduceT, kZerosT), kNone,
+       "int inputs give DT_INT64 (PyPTO, PyTorch); a leading -0 stays -0 (NumPy; PyTorch's CPU "
+       "cumsum gives +0)"},
+      {"pto::cumprod", kReduceH, K::Reduction, "cumprod", "CumProd", kNumeric,
+       tested_in(kReduceT, kZerosT), kNone, "ints too, giving DT_INT64 (PyPTO: floats only)"},
 
       // ---- views, shape and movement -----------------------------------------------------
       {"pto::view", kOpsH, K::Shape, "view", "Slice, StridedSlice", kAll, tested_in(kOpsT, kShapeT),

@@ -192,7 +192,23 @@ std::string render_ops_md() {
         "(the row says where). — means not measured: not float math, or a composite the sweep "
         "does not cover yet.\n"
      << "- **differs**: where the semantics differ from PyPTO or PyTorch (PyTorch's where PyPTO "
-        "leaves a case open).\n";
+        "leaves a case open).\n"
+     << "- **exact**: where the JIT-compiled code and the interpreter give the same bits. They "
+        "do for integer and bool results of every op; for copies (views, shape and movement "
+        "ops, assemble, indexing, sort, shmem transfers and their dtype conversion), casts, "
+        "compares and predicates, rounding ops, abs, neg, copysign, maximum/minimum, clip, "
+        "relu/relu6, sign and where; for every float op whose max ULP is 0 or 0.50 in all four "
+        "dtypes (correctly rounded, so the result is unique); for amax/amin and argmax/argmin "
+        "(NaN as some NaN); for cumsum/cumprod and for reductions over an axis other than the "
+        "last (both accumulate in the same order and type); for the library ops (index, sort, "
+        "segment and special functions: one routine serves both); and for what the headers "
+        "define exactly at empty extents and signed zeros of reductions and scans (a float sum "
+        "over an empty axis is +0 and a sum of only -0 is -0, in both). Other float results "
+        "agree within the bounds the headers and this table give, not bit for bit: "
+        "transcendentals and composite activations (SLEEF's vector functions in the JIT, libm "
+        "in the interpreter), and sums, products, means and variances over the last axis, "
+        "matmul and the composites built on them (softmax, norms, losses): the JIT accumulates "
+        "a vector of lanes at a time, the interpreter one element at a time.\n";
   for (int k = 0; k <= static_cast<int>(Kind::Collective); ++k) {
     const Kind kind = static_cast<Kind>(k);
     bool any = false;

@@ -13,6 +13,11 @@ using ir::ValueId;
 
 namespace {
 
+/// The most ops one fused group takes: a group is one basic block per row pass, and LLVM's
+/// machine scheduler is quadratic in a block's size, so a longer chain is split into groups
+/// (each stores its result once) and compile time stays linear in the chain's length.
+constexpr size_t kMaxGroupOps = 1024;
+
 bool is_one(const SymbolicScalar &s) { return s.is_concrete() && s.concrete() == 1; }
 
 /// Calls `fn` on every SymbolicScalar attribute of `op` itself (not its operands or bodies).
@@ -101,7 +106,13 @@ bool groupable(const ir::Program &p, const Op &op) {
   case OpFamily::Reduce: {
     // Last-axis reductions fuse as per-row values; without keepdim only at rank 1 (a rank R-1
     // result would broadcast along columns, numpy-style, not along rows).
-    int rank = static_cast<int>(p.value(op.inputs[0]).shape.size());
+    const ir::Value &in = p.value(op.inputs[0]);
+    int rank = static_cast<int>(in.shape.size());
+    // Over one column a fused reduction is the identity, computed in the column loop: only
+    // right when that column is surely valid (an empty one must still give the empty result,
+    // so it is lowered on its own).
+    if (is_one(in.shape.back()) && !is_one(in.valid.back()))
+      return false;
     return op.axis == rank - 1 && (op.keepdim || rank == 1);
   }
   case OpFamily::Shmem:
@@ -152,9 +163,32 @@ bool disjoint(const Window &a, const Window &b) {
   return false;
 }
 
+/// What storage_hazard and fits need to know about the members of the open group, kept up to
+/// date as members join (so planning a chain of n ops takes O(n log n), not O(n^2)).
+struct GroupState {
+  std::set<ValueId> computed;                       ///< outputs of non-assemble members
+  std::map<ValueId, const Op *> producer;           ///< of each computed value
+  bool one_pass = true;                             ///< no reduction member
+  std::map<ValueId, std::vector<Window>> assembled; ///< per storage root: windows assembled into
+  /// Per storage root: (member, input) pairs of members reading it.
+  std::map<ValueId, std::vector<std::pair<const Op *, ValueId>>> reads;
+
+  void add(const ir::Program &p, const Op &op) {
+    if (op.kind == OpKind::Assemble) {
+      assembled[p.root(op.outputs[0]).id].push_back(window_of(p, op.outputs[0]));
+    } else {
+      computed.insert(op.outputs[0]);
+      producer[op.outputs[0]] = &op;
+      one_pass = one_pass && ir::op_info(op.kind).family != OpFamily::Reduce;
+    }
+    for (ValueId in : op.inputs)
+      reads[p.root(in).id].emplace_back(&op, in);
+  }
+};
+
 /// A group runs its members row by row: values flow in registers, and each row is stored (or
 /// assembled) as soon as it is computed. An assemble writes into the storage of its output's
-/// base, so `op` must start a group of its own when, inside `g`, it would
+/// base, so `op` must start a group of its own when, inside the group, it would
 /// - read storage an assemble member writes (it must see every row written, not only rows done);
 /// - assemble into a value a member computes (members read that value's registers, not the
 ///   assembled data, and the producer's store could land after the assemble's);
@@ -162,60 +196,48 @@ bool disjoint(const Window &a, const Window &b) {
 ///   assemble and the group has one pass (an in-place update: each row is loaded, then stored);
 /// - assemble into storage an assemble member writes, unless the windows are equal or apart
 ///   (overlapping windows at other offsets, written row by row, would interleave).
-bool storage_hazard(const ir::Program &p, const FusedGroup &g, const Op &op) {
-  auto root = [&](ValueId v) { return p.root(v).id; };
-  std::set<ValueId> computed;
-  std::map<ValueId, const Op *> producer;
-  bool one_pass = true;
-  for (const Op *m : g.ops) {
-    if (m->kind == OpKind::Assemble)
-      continue;
-    computed.insert(m->outputs[0]);
-    producer[m->outputs[0]] = m;
-    one_pass = one_pass && ir::op_info(m->kind).family != OpFamily::Reduce;
-  }
+bool storage_hazard(const ir::Program &p, const GroupState &g, const Op &op) {
   for (ValueId in : op.inputs)
-    for (const Op *m : g.ops)
-      if (m->kind == OpKind::Assemble && root(m->outputs[0]) == root(in))
-        return true;
+    if (g.assembled.count(p.root(in).id))
+      return true;
   if (op.kind != OpKind::Assemble)
     return false;
-  const ValueId dst = root(op.outputs[0]);
+  const ValueId dst = p.root(op.outputs[0]).id;
   const Window w = window_of(p, op.outputs[0]);
-  if (computed.count(dst))
+  if (g.computed.count(dst))
     return true;
+  if (auto it = g.assembled.find(dst); it != g.assembled.end())
+    for (const Window &mw : it->second)
+      if (!same_window(mw, w) && !disjoint(mw, w))
+        return true;
+  auto reads = g.reads.find(dst);
+  if (reads == g.reads.end())
+    return false;
   // The members this assemble's input is computed from (in-place reads must be among them).
   std::set<ValueId> cone;
   std::vector<ValueId> todo{op.inputs[0]};
   while (!todo.empty()) {
     ValueId v = todo.back();
     todo.pop_back();
-    auto it = producer.find(v);
-    if (it == producer.end() || !cone.insert(v).second)
+    auto it = g.producer.find(v);
+    if (it == g.producer.end() || !cone.insert(v).second)
       continue;
     todo.insert(todo.end(), it->second->inputs.begin(), it->second->inputs.end());
   }
-  for (const Op *m : g.ops) {
-    if (m->kind == OpKind::Assemble && root(m->outputs[0]) == dst) {
-      const Window mw = window_of(p, m->outputs[0]);
-      if (!same_window(mw, w) && !disjoint(mw, w))
-        return true;
-    }
-    for (ValueId in : m->inputs) {
-      if (computed.count(in) || root(in) != dst)
-        continue;
-      bool in_place = one_pass && m->kind != OpKind::Assemble && cone.count(m->outputs[0]) &&
-                      same_window(window_of(p, in), w);
-      if (!in_place)
-        return true;
-    }
+  for (auto [m, in] : reads->second) {
+    if (g.computed.count(in))
+      continue;
+    bool in_place = g.one_pass && m->kind != OpKind::Assemble && cone.count(m->outputs[0]) &&
+                    same_window(window_of(p, in), w);
+    if (!in_place)
+      return true;
   }
   return false;
 }
 
 /// Can `op` join `g` (whose space is set)? Its space must be g's, or a uniform (last dim 1)
 /// variant of it; tiles must agree; leaves must broadcast into the space.
-bool fits(const ir::Program &p, const FusedGroup &g, const Op &op) {
+bool fits(const ir::Program &p, const FusedGroup &g, const GroupState &gs, const Op &op) {
   Space s = space_of(p, op);
   if (s.shape.size() != g.rank)
     return false;
@@ -237,16 +259,14 @@ bool fits(const ir::Program &p, const FusedGroup &g, const Op &op) {
     return false;
   if (!std::equal(g.tile.begin(), g.tile.end(), op.tile.vec.begin()))
     return false;
-  if (storage_hazard(p, g, op))
+  if (storage_hazard(p, gs, op))
     return false;
   for (ValueId in : op.inputs) {
     const ir::Value &v = p.value(in);
     // A view of a value this group computes reads other rows and tiles of it: the value must be
     // stored first, so the reader starts a group of its own.
-    if (v.kind == ir::ValueKind::View)
-      for (const Op *m : g.ops)
-        if (std::find(m->outputs.begin(), m->outputs.end(), v.base) != m->outputs.end())
-          return false;
+    if (v.kind == ir::ValueKind::View && gs.computed.count(v.base))
+      return false;
     if (v.shape.size() > r)
       return false;
     size_t off = r - v.shape.size();
@@ -318,6 +338,7 @@ void finish_group(const ir::Program &p, FusedGroup &g,
     if (element_reads.count(out))
       fv.store = true;
     g.values[out] = fv;
+    g.producers[out] = op;
   }
   g.passes = max_pass + 1;
   // A full value read by a full consumer computed in a later pass is kept in a row scratch.
@@ -360,6 +381,7 @@ void plan_region(const ir::Program &p, const std::vector<Op> &ops, FusionPlan &p
                  const std::map<ValueId, std::vector<const Op *>> &users) {
   auto &items = plan.regions[&ops];
   int open = -1;
+  GroupState state; // of the open group
   for (const Op &op : ops) {
     if (op.kind == OpKind::Loop)
       plan_region(p, op.body, plan, users);
@@ -372,13 +394,17 @@ void plan_region(const ir::Program &p, const std::vector<Op> &ops, FusionPlan &p
       items.push_back(RegionItem{&op, -1});
       continue;
     }
-    if (open >= 0 && fits(p, plan.groups[static_cast<size_t>(open)], op)) {
+    if (open >= 0 && plan.groups[static_cast<size_t>(open)].ops.size() < kMaxGroupOps &&
+        fits(p, plan.groups[static_cast<size_t>(open)], state, op)) {
       plan.groups[static_cast<size_t>(open)].ops.push_back(&op);
+      state.add(p, op);
       continue;
     }
     plan.groups.push_back(start_group(p, op));
     open = static_cast<int>(plan.groups.size() - 1);
     plan.groups.back().ops.push_back(&op);
+    state = GroupState{};
+    state.add(p, op);
     items.push_back(RegionItem{nullptr, open});
   }
 }

@@ -33,6 +33,7 @@ struct FusedGroup {
   bool has_reduce = false;
   int passes = 1;
   std::map<ir::ValueId, FusedValue> values; ///< values produced inside the group
+  std::map<ir::ValueId, const ir::Op *> producers; ///< the member computing each of `values`
 };
 
 /// One item of a lowered region: a fused group, or a single op lowered on its own (shmem ops,

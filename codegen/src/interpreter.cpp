@@ -67,12 +67,7 @@ Run::Run(const ir::Program &p, const SiteMap &sites, pto_ctx *ctx, void *const *
     case SymKind::InputDim: return dims_[dim_base_.at(static_cast<size_t>(s.a)) + s.b];
     case SymKind::LoopIndex: return loop_idx_.at(static_cast<size_t>(s.a));
     case SymKind::MyPe: return pto_rt_my_pe(ctx_, static_cast<int32_t>(s.a));
-    case SymKind::TensorElement: {
-      int64_t v = 0;
-      if (int32_t st = read_element(s, v))
-        throw SymFault{st};
-      return v;
-    }
+    case SymKind::TensorElement: break; // elements_ reads them, at evaluated indices
     case SymKind::LoopBegin: {
       auto l = static_cast<size_t>(s.a);
       return loop_idx_.at(l) == loop_start_.at(l);
@@ -88,6 +83,12 @@ Run::Run(const ir::Program &p, const SiteMap &sites, pto_ctx *ctx, void *const *
     throw InternalError("<interpreter>", "evaluate",
                         "free symbol '" + s.name + "' has no value in a kernel");
   };
+  elements_ = [this](const SymExpr &e, const std::vector<int64_t> &idx) -> int64_t {
+    int64_t v = 0;
+    if (int32_t st = read_element(e, idx, v))
+      throw SymFault{st};
+    return v;
+  };
 }
 
 int32_t Run::eval(const SymbolicScalar &s, int64_t &out, bool *overflow) {
@@ -96,7 +97,7 @@ int32_t Run::eval(const SymbolicScalar &s, int64_t &out, bool *overflow) {
     return PTO_OK;
   }
   try {
-    out = evaluate(s, env_, "", overflow);
+    out = evaluate(s, env_, "", elements_, overflow);
   } catch (const RuntimeError &) {
     return fail(kFailDivZero, 0, 0);
   } catch (const SymFault &f) { // a tensor-element read failed (already recorded)
@@ -105,12 +106,8 @@ int32_t Run::eval(const SymbolicScalar &s, int64_t &out, bool *overflow) {
   return PTO_OK;
 }
 
-int32_t Run::read_element(const SymExpr &e, int64_t &out) {
+int32_t Run::read_element(const SymExpr &e, const std::vector<int64_t> &idx, int64_t &out) {
   const auto id = static_cast<ValueId>(e.a);
-  std::vector<int64_t> idx(e.args.size());
-  for (size_t d = 0; d < idx.size(); ++d)
-    if (int32_t st = eval(SymbolicScalar(e.args[d]), idx[d]))
-      return st;
   Ref r;
   if (int32_t st = ref(id, r))
     return st;

@@ -114,8 +114,9 @@ private:
   int32_t loop(const ir::Op &op);
   int32_t paths(const ir::Op &op);
   int32_t check(const ir::Op &op);
-  /// The value of a SymKind::TensorElement symbol (bounds-checked: kind 2 when out of range).
-  int32_t read_element(const SymExpr &e, int64_t &out);
+  /// The value of a SymKind::TensorElement symbol at evaluated indices `idx` (bounds-checked:
+  /// kind 2 when out of range).
+  int32_t read_element(const SymExpr &e, const std::vector<int64_t> &idx, int64_t &out);
   int32_t library(const ir::Op &op);
 
   const ir::Program &p_;
@@ -131,6 +132,7 @@ private:
   std::vector<std::vector<int64_t>> local_shape_;
   std::vector<char> allocated_;
   SymbolEnv env_;
+  ElementEnv elements_;
   int32_t site_ = -1;
 };
 

@@ -130,8 +130,8 @@ void store_i(uint8_t *p, DataType dt, int64_t v) {
   case DT_BOOL: put(p, static_cast<uint8_t>(v != 0)); return;
   case DT_FP32: put(p, static_cast<float>(v)); return; // one rounding, nearest even
   case DT_DOUBLE: put(p, static_cast<double>(v)); return;
-  case DT_FP16:
-  case DT_BF16: store_f(p, dt, static_cast<double>(v)); return;
+  case DT_FP16: put(p, int64_to_fp16(v)); return; // one rounding (not through fp32 or fp64)
+  case DT_BF16: put(p, int64_to_bf16(v)); return;
   default: break;
   }
   throw InternalError("<interpreter>", "store", "unsupported dtype " + name(dt));
@@ -519,7 +519,7 @@ int32_t Run::binary(const Op &op) {
   const DataType dt = a.dt, out = y.dt; // compares and logical ops store DT_BOOL
   const bool fp = is_float(dt);
   // A scalar operand is an element of the tensor's dtype: round it once (as generated code does).
-  const double scalar_f = has_scalar ? round_scalar(op.scalar->f, dt) : 0.0;
+  const double scalar_f = has_scalar ? round_scalar(ir::as_element(*op.scalar, dt).f, dt) : 0.0;
   for (const auto &t : tile_expand(y.shape, op.tile.vec)) {
     std::vector<int64_t> ext(r);
     for (size_t d = 0; d < r; ++d)
@@ -643,7 +643,9 @@ int32_t Run::reduce(const Op &op) {
       if (is_float(dt)) {
         auto run = [&](auto zero) {
           using C = decltype(zero);
-          C acc = op.kind == OpKind::Sum    ? C(0)
+          // A float sum starts at -0, the identity that keeps every addend (-0 + -0 = -0, as
+          // IEEE 754 and NumPy sum only -0 to -0); an empty one is +0 (reduce_ops.h).
+          C acc = op.kind == OpKind::Sum    ? (n > 0 ? -C(0) : C(0))
                   : op.kind == OpKind::Prod ? C(1)
                   : op.kind == OpKind::Amax ? -std::numeric_limits<C>::infinity()
                                             : std::numeric_limits<C>::infinity();

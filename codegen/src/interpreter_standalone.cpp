@@ -178,7 +178,7 @@ int32_t Run::standalone(const Op &op) {
       }
       auto run = [&](auto zero) {
         using C = decltype(zero);
-        C acc = sum ? C(0) : C(1);
+        C acc = sum ? -C(0) : C(1); // -0 keeps the first element's sign (cumsum([-0]) = -0)
         for (int64_t k = 0; k < n; ++k) {
           i[axis] = k;
           C v = static_cast<C>(load_f(x.at(i), x.dt));

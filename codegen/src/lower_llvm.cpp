@@ -27,6 +27,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <unordered_map>
 
 namespace pto::codegen {
 
@@ -183,88 +184,42 @@ private:
   LV *smax(LV *a, LV *b) { return B.CreateSelect(B.CreateICmpSGT(a, b), a, b); }
 
   // ---- symbolic scalars ----------------------------------------------------------------------
-  LV *sym(const SymbolicScalar &s) {
-    const SymExpr &e = s.expr();
-    switch (e.tag) {
-    case SymExpr::Tag::Const: return i64(e.value);
-    case SymExpr::Tag::Symbol:
-      switch (e.sym) {
-      case SymKind::LoopIndex: return loop_index_.at(e.a);
-      case SymKind::InputDim: {
-        int64_t off = 0;
-        for (int64_t q = 0; q < e.a; ++q)
-          off += static_cast<int64_t>(p_.value(p_.params[static_cast<size_t>(q)]).shape.size());
-        return B.CreateLoad(B.getInt64Ty(), B.CreateConstGEP1_64(B.getInt64Ty(), dims_,
-                                                                 static_cast<uint64_t>(off + e.b)));
-      }
-      case SymKind::MyPe: return my_pe_.at(e.a);
-      case SymKind::TensorElement: return read_element(e);
-      case SymKind::LoopBegin: {
-        const LoopBounds &lb = loop_bounds_.at(e.a);
-        return B.CreateZExt(B.CreateICmpEQ(loop_index_.at(e.a), lb.start), B.getInt64Ty());
-      }
-      case SymKind::LoopEnd: { // the next index reaches stop, or overflows
-        const LoopBounds &lb = loop_bounds_.at(e.a);
-        LV *next = B.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_with_overflow, loop_index_.at(e.a),
-                                           lb.step);
-        LV *last = B.CreateOr(B.CreateExtractValue(next, 1),
-                              B.CreateICmpSGE(B.CreateExtractValue(next, 0), lb.stop));
-        return B.CreateZExt(last, B.getInt64Ty());
-      }
-      case SymKind::Named:
-        throw InternalError("<codegen>", "lower_llvm",
-                            "free symbol '" + e.name + "' cannot be compiled; rerun with PTO_DUMP=ir");
-      }
-      break;
-    case SymExpr::Tag::Op: break;
+  /// A run-time symbol; `idx` holds a tensor element's evaluated indices.
+  LV *symbol_value(const SymExpr &e, const std::vector<LV *> &idx) {
+    switch (e.sym) {
+    case SymKind::LoopIndex: return loop_index_.at(e.a);
+    case SymKind::InputDim: {
+      int64_t off = 0;
+      for (int64_t q = 0; q < e.a; ++q)
+        off += static_cast<int64_t>(p_.value(p_.params[static_cast<size_t>(q)]).shape.size());
+      return B.CreateLoad(B.getInt64Ty(), B.CreateConstGEP1_64(B.getInt64Ty(), dims_,
+                                                               static_cast<uint64_t>(off + e.b)));
     }
+    case SymKind::MyPe: return my_pe_.at(e.a);
+    case SymKind::TensorElement: return read_element(e, idx);
+    case SymKind::LoopBegin: {
+      const LoopBounds &lb = loop_bounds_.at(e.a);
+      return B.CreateZExt(B.CreateICmpEQ(loop_index_.at(e.a), lb.start), B.getInt64Ty());
+    }
+    case SymKind::LoopEnd: { // the next index reaches stop, or overflows
+      const LoopBounds &lb = loop_bounds_.at(e.a);
+      LV *next = B.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_with_overflow, loop_index_.at(e.a),
+                                         lb.step);
+      LV *last = B.CreateOr(B.CreateExtractValue(next, 1),
+                            B.CreateICmpSGE(B.CreateExtractValue(next, 0), lb.stop));
+      return B.CreateZExt(last, B.getInt64Ty());
+    }
+    case SymKind::Named: break;
+    }
+    throw InternalError("<codegen>", "lower_llvm",
+                        "free symbol '" + e.name + "' cannot be compiled; rerun with PTO_DUMP=ir");
+  }
+
+  /// `op(a...)` on i64 operands (no short-circuit: every operand is evaluated).
+  LV *sym_op(SymOp op, const std::vector<LV *> &a) {
     auto b01 = [&](LV *c) { return B.CreateZExt(c, B.getInt64Ty()); };
     auto nz = [&](LV *v) { return B.CreateICmpNE(v, i64(0)); };
-    // `&`, `|` and ternary evaluate only the operands that decide the result when the others
-    // could fail (a tensor-element read, a division), as the interpreter does.
-    if ((e.op == SymOp::And || e.op == SymOp::Or) && may_fault(*e.args[1])) {
-      LV *l = nz(sym(SymbolicScalar(e.args[0])));
-      auto *from = B.GetInsertBlock();
-      auto *rhs = llvm::BasicBlock::Create(C, "sc.rhs", F);
-      auto *join = llvm::BasicBlock::Create(C, "sc.join", F);
-      if (e.op == SymOp::And)
-        B.CreateCondBr(l, rhs, join);
-      else
-        B.CreateCondBr(l, join, rhs);
-      B.SetInsertPoint(rhs);
-      LV *r = nz(sym(SymbolicScalar(e.args[1])));
-      auto *rhs_end = B.GetInsertBlock();
-      B.CreateBr(join);
-      B.SetInsertPoint(join);
-      auto *phi = B.CreatePHI(B.getInt1Ty(), 2);
-      phi->addIncoming(B.getInt1(e.op == SymOp::Or), from);
-      phi->addIncoming(r, rhs_end);
-      return b01(phi);
-    }
-    if (e.op == SymOp::Select && (may_fault(*e.args[1]) || may_fault(*e.args[2]))) {
-      LV *c = nz(sym(SymbolicScalar(e.args[0])));
-      auto *yes = llvm::BasicBlock::Create(C, "sel.t", F);
-      auto *no = llvm::BasicBlock::Create(C, "sel.f", F);
-      auto *join = llvm::BasicBlock::Create(C, "sel.join", F);
-      B.CreateCondBr(c, yes, no);
-      B.SetInsertPoint(yes);
-      LV *a = sym(SymbolicScalar(e.args[1]));
-      auto *yes_end = B.GetInsertBlock();
-      B.CreateBr(join);
-      B.SetInsertPoint(no);
-      LV *b = sym(SymbolicScalar(e.args[2]));
-      auto *no_end = B.GetInsertBlock();
-      B.CreateBr(join);
-      B.SetInsertPoint(join);
-      auto *phi = B.CreatePHI(B.getInt64Ty(), 2);
-      phi->addIncoming(a, yes_end);
-      phi->addIncoming(b, no_end);
-      return phi;
-    }
-    std::vector<LV *> a;
-    for (auto &x : e.args)
-      a.push_back(sym(SymbolicScalar(x)));
-    switch (e.op) {
+    switch (op) {
     case SymOp::Add: return arith(llvm::Intrinsic::sadd_with_overflow, a[0], a[1]);
     case SymOp::Sub: return arith(llvm::Intrinsic::ssub_with_overflow, a[0], a[1]);
     case SymOp::Mul: return arith(llvm::Intrinsic::smul_with_overflow, a[0], a[1]);
@@ -273,10 +228,10 @@ private:
       fail_unless(nz(a[1]), kFailDivZero, a[0], a[1]);
       // x / -1 as a negation keeps INT64_MIN / -1 defined (wraps, as the folder does).
       LV *minus1 = B.CreateICmpEQ(a[1], i64(-1));
-      if (overflow_ && e.op == SymOp::Div)
+      if (overflow_ && op == SymOp::Div)
         note_overflow(B.CreateAnd(minus1, B.CreateICmpEQ(a[0], i64(INT64_MIN))));
       LV *safe = B.CreateSelect(minus1, i64(1), a[1]);
-      if (e.op == SymOp::Div)
+      if (op == SymOp::Div)
         return B.CreateSelect(minus1, B.CreateNeg(a[0]), B.CreateSDiv(a[0], safe));
       return B.CreateSelect(minus1, i64(0), B.CreateSRem(a[0], safe));
     }
@@ -335,29 +290,154 @@ private:
     B.SetInsertPoint(cont);
   }
 
-  /// True when evaluating `e` can fail at run time (a tensor-element read, a division by a
-  /// value not known now).
-  static bool may_fault(const SymExpr &e) {
-    if (e.tag == SymExpr::Tag::Symbol && e.sym == SymKind::TensorElement)
-      return true;
-    if (e.tag == SymExpr::Tag::Op && (e.op == SymOp::Div || e.op == SymOp::Mod) &&
-        e.args[1]->tag != SymExpr::Tag::Const)
-      return true;
-    for (auto &a : e.args)
-      if (may_fault(*a))
-        return true;
-    return false;
+  /// Emits `s` as an i64. A stack machine (no recursion, so expressions of any depth are fine):
+  /// each frame is a node and its stage, operand values wait on `vals`. A shared subexpression
+  /// is emitted once per branch scope (`memo`: a value emitted inside a short-circuit branch
+  /// does not dominate the code after it). `&`, `|` and ternary evaluate only the operands that
+  /// decide the result when the others could fail (a tensor-element read, a division), as the
+  /// interpreter does.
+  LV *sym(const SymbolicScalar &s) {
+    const SymExpr &root = s.expr();
+    if (root.tag == SymExpr::Tag::Const)
+      return i64(root.value);
+    if (root.tag == SymExpr::Tag::Symbol && root.args.empty())
+      return symbol_value(root, {});
+    std::unordered_map<const SymExpr *, bool> faults; // can evaluating the node fail?
+    for_each_node(s, [&](const SymExpr &e) {
+      bool f = (e.tag == SymExpr::Tag::Symbol && e.sym == SymKind::TensorElement) ||
+               (e.tag == SymExpr::Tag::Op && (e.op == SymOp::Div || e.op == SymOp::Mod) &&
+                e.args[1]->tag != SymExpr::Tag::Const);
+      for (auto &a : e.args)
+        f = f || faults.at(a.get());
+      faults[&e] = f;
+    });
+    struct Frame {
+      const SymExpr *e;
+      int stage = 0;
+      llvm::BasicBlock *from = nullptr, *join = nullptr, *other = nullptr;
+      LV *first = nullptr;
+    };
+    std::vector<Frame> st{Frame{&root}};
+    std::vector<LV *> vals;
+    std::vector<std::unordered_map<const SymExpr *, LV *>> memo(1);
+    auto find = [&](const SymExpr *e) -> LV * {
+      for (auto it = memo.rbegin(); it != memo.rend(); ++it)
+        if (auto m = it->find(e); m != it->end())
+          return m->second;
+      return nullptr;
+    };
+    auto pop = [&] {
+      LV *v = vals.back();
+      vals.pop_back();
+      return v;
+    };
+    auto pop_n = [&](size_t n) {
+      std::vector<LV *> v(vals.end() - static_cast<long>(n), vals.end());
+      vals.resize(vals.size() - n);
+      return v;
+    };
+    auto done = [&](LV *v) { // the value of the frame on top
+      memo.back()[st.back().e] = v;
+      st.pop_back();
+      vals.push_back(v);
+    };
+    auto push = [&](const std::shared_ptr<const SymExpr> &p) { st.push_back(Frame{p.get()}); };
+    auto nz = [&](LV *v) { return B.CreateICmpNE(v, i64(0)); };
+    auto branch_to = [&](llvm::BasicBlock *bb) { // enter a branch: a new memo scope
+      B.SetInsertPoint(bb);
+      memo.emplace_back();
+    };
+    while (!st.empty()) {
+      Frame &f = st.back(); // only touched before the next push
+      const SymExpr &e = *f.e;
+      const int stage = f.stage++;
+      if (stage == 0)
+        if (LV *v = find(&e)) {
+          st.pop_back();
+          vals.push_back(v);
+          continue;
+        }
+      const auto n_args = static_cast<int>(e.args.size());
+      if (e.tag == SymExpr::Tag::Const) {
+        done(i64(e.value));
+      } else if (e.tag == SymExpr::Tag::Symbol) {
+        if (stage < n_args)
+          push(e.args[static_cast<size_t>(stage)]);
+        else
+          done(symbol_value(e, pop_n(e.args.size())));
+      } else if ((e.op == SymOp::And || e.op == SymOp::Or) && faults.at(e.args[1].get())) {
+        if (stage == 0) {
+          push(e.args[0]);
+        } else if (stage == 1) {
+          LV *l = nz(pop());
+          auto *rhs = llvm::BasicBlock::Create(C, "sc.rhs", F);
+          f.join = llvm::BasicBlock::Create(C, "sc.join", F);
+          f.from = B.GetInsertBlock();
+          if (e.op == SymOp::And)
+            B.CreateCondBr(l, rhs, f.join);
+          else
+            B.CreateCondBr(l, f.join, rhs);
+          branch_to(rhs);
+          push(e.args[1]);
+        } else {
+          LV *r = nz(pop());
+          memo.pop_back();
+          auto *rhs_end = B.GetInsertBlock();
+          B.CreateBr(f.join);
+          B.SetInsertPoint(f.join);
+          auto *phi = B.CreatePHI(B.getInt1Ty(), 2);
+          phi->addIncoming(B.getInt1(e.op == SymOp::Or), f.from);
+          phi->addIncoming(r, rhs_end);
+          done(B.CreateZExt(phi, B.getInt64Ty()));
+        }
+      } else if (e.op == SymOp::Select &&
+                 (faults.at(e.args[1].get()) || faults.at(e.args[2].get()))) {
+        if (stage == 0) {
+          push(e.args[0]);
+        } else if (stage == 1) {
+          LV *c = nz(pop());
+          auto *yes = llvm::BasicBlock::Create(C, "sel.t", F);
+          f.other = llvm::BasicBlock::Create(C, "sel.f", F);
+          f.join = llvm::BasicBlock::Create(C, "sel.join", F);
+          B.CreateCondBr(c, yes, f.other);
+          branch_to(yes);
+          push(e.args[1]);
+        } else if (stage == 2) {
+          f.first = pop();
+          memo.pop_back();
+          f.from = B.GetInsertBlock();
+          B.CreateBr(f.join);
+          branch_to(f.other);
+          push(e.args[2]);
+        } else {
+          LV *b = pop();
+          memo.pop_back();
+          auto *no_end = B.GetInsertBlock();
+          B.CreateBr(f.join);
+          B.SetInsertPoint(f.join);
+          auto *phi = B.CreatePHI(B.getInt64Ty(), 2);
+          phi->addIncoming(f.first, f.from);
+          phi->addIncoming(b, no_end);
+          done(phi);
+        }
+      } else if (stage < n_args) {
+        push(e.args[static_cast<size_t>(stage)]);
+      } else {
+        done(sym_op(e.op, pop_n(e.args.size())));
+      }
+    }
+    return vals.back();
   }
 
-  /// Tensor::at: the element of value `e.a` at indices `e.args`, widened to i64 (bool: 0/1).
-  /// Each index is checked against the value's dim (and, through a view, the viewed tensor's)
-  /// before the load: out of range fails the call (kind 2) at the current site.
-  LV *read_element(const SymExpr &e) {
+  /// Tensor::at: the element of value `e.a` at indices `idx` (evaluated `e.args`), widened to
+  /// i64 (bool: 0/1). Each index is checked against the value's dim (and, through a view, the
+  /// viewed tensor's) before the load: out of range fails the call (kind 2) at the current site.
+  LV *read_element(const SymExpr &e, const std::vector<LV *> &idx) {
     const ir::Value &v = p_.value(static_cast<ValueId>(e.a));
     const ir::Value &root = p_.root(v.id);
     std::vector<LV *> pos;
     for (size_t d = 0; d < e.args.size(); ++d) {
-      LV *i = sym(SymbolicScalar(e.args[d]));
+      LV *i = idx[d];
       LV *dim = sym(v.shape[d]);
       fail_unless(B.CreateICmpULT(i, dim), kFailIndex, i, dim);
       if (v.kind == ValueKind::View) {
@@ -464,7 +544,11 @@ private:
           // element): valid <= 0, or 0 <= off and off + valid <= dim.
           LV *in = B.CreateAnd(B.CreateICmpSGE(off, i64(0)),
                                B.CreateICmpSLE(B.CreateAdd(off, valid), sym(root.shape[d])));
-          fail_unless(B.CreateOr(B.CreateICmpSLE(valid, i64(0)), in), kFailViewBounds, off,
+          // The message names an index of the window outside the dim (as the interpreter): the
+          // first when the window starts before 0, else the last.
+          LV *bad = B.CreateSelect(B.CreateICmpSLT(off, i64(0)), off,
+                                   B.CreateSub(B.CreateAdd(off, valid), i64(1)));
+          fail_unless(B.CreateOr(B.CreateICmpSLE(valid, i64(0)), in), kFailViewBounds, bad,
                       sym(root.shape[d]));
         }
         lin = B.CreateAdd(lin, B.CreateMul(off, a.strides[d]));
@@ -718,8 +802,9 @@ private:
   }
   LV *splat(LV *s) { return B.CreateVectorSplat(static_cast<unsigned>(W), s); }
 
-  LV *scalar_const(const ir::Scalar &s, DataType dt) {
+  LV *scalar_const(const ir::Scalar &scalar, DataType dt) {
     Type *ct = compute_elem(dt);
+    const ir::Scalar s = ir::as_element(scalar, dt);
     if (is_fp(dt)) {
       // The scalar is an element of the tensor's dtype: rounded once, on the host.
       double v = s.f;
@@ -781,9 +866,35 @@ private:
       return B.CreateIntrinsic(is_unsigned(to) ? llvm::Intrinsic::fptoui_sat
                                                : llvm::Intrinsic::fptosi_sat,
                                {dst, x->getType()}, {x});
+    if ((to == DT_FP16 || to == DT_BF16) && x->getType()->getScalarSizeInBits() > 24)
+      return int_to_f32_round_to_odd(x, !is_unsigned(from)); // the caller rounds it next
     if (is_fp(to))
       return is_unsigned(from) ? B.CreateUIToFP(x, dst) : B.CreateSIToFP(x, dst);
     return B.CreateIntCast(x, dst, !is_unsigned(from));
+  }
+
+  /// int32/int64 -> float rounded to odd (as pto::int64_to_fp32_round_to_odd): exact below 2^24
+  /// in magnitude, else the top 24 significant bits with the last set when bits were dropped,
+  /// so a following round to fp16/bf16 is the correctly rounded conversion (one rounding).
+  LV *int_to_f32_round_to_odd(LV *x, bool is_signed) {
+    auto *iv = vty(B.getInt64Ty());
+    auto *i32v = vty(B.getInt32Ty());
+    auto *fv = vty(B.getFloatTy());
+    auto c64 = [&](int64_t c) { return llvm::ConstantInt::get(iv, static_cast<uint64_t>(c)); };
+    LV *v = B.CreateIntCast(x, iv, is_signed);
+    LV *neg = is_signed ? B.CreateICmpSLT(v, c64(0)) : nullptr;
+    LV *m = neg ? B.CreateSelect(neg, B.CreateNeg(v), v) : v; // |INT64_MIN| = 2^63, unsigned
+    LV *lz = B.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, m, B.getFalse());
+    LV *drop = B.CreateSub(c64(40), lz); // 64 - lz - 24 bits below the top 24
+    drop = B.CreateSelect(B.CreateICmpSGT(drop, c64(0)), drop, c64(0));
+    LV *kept = B.CreateLShr(m, drop);
+    LV *lost = B.CreateAnd(m, B.CreateSub(B.CreateShl(c64(1), drop), c64(1)));
+    kept = B.CreateOr(kept, B.CreateZExt(B.CreateICmpNE(lost, c64(0)), iv));
+    LV *f = B.CreateSIToFP(B.CreateTrunc(kept, i32v), fv); // exact: kept < 2^24
+    LV *scale = B.CreateBitCast(B.CreateShl(B.CreateTrunc(B.CreateAdd(drop, c64(127)), i32v), 23),
+                                fv); // 2^drop, exact
+    f = B.CreateFMul(f, scale);
+    return neg ? B.CreateSelect(neg, B.CreateFNeg(f), f) : f;
   }
 
   /// double -> float rounded to odd (exact, or truncated toward zero with the last bit set), so
@@ -856,6 +967,15 @@ private:
                         ? (is_unsigned(dt) ? llvm::APInt::getMinValue(bits) : llvm::APInt::getSignedMinValue(bits))
                         : (is_unsigned(dt) ? llvm::APInt::getMaxValue(bits) : llvm::APInt::getSignedMaxValue(bits));
     return llvm::ConstantInt::get(t, v);
+  }
+  /// A float sum accumulates from -0 (reduce_identity: -0 + x is x for every x, so only -0
+  /// addends sum to -0, as IEEE 754 and NumPy), but an empty one is +0 (reduce_ops.h; the
+  /// interpreter's rule too): `v` (a sum's scalar value), or +0 when end <= begin.
+  LV *empty_sum_is_plus_zero(OpKind k, DataType dt, LV *end, LV *begin, LV *v) {
+    if (k != OpKind::Sum || !is_fp(dt))
+      return v;
+    return B.CreateSelect(B.CreateICmpSGT(end, begin), v,
+                          llvm::ConstantFP::get(v->getType(), 0.0));
   }
   LV *reduce_step(OpKind k, LV *acc, LV *v, DataType dt) {
     bool fp = is_fp(dt);
@@ -1011,8 +1131,9 @@ private:
         if (ir::op_info(op->kind).family == OpFamily::Reduce) {
           DataType in_dt = p_.value(op->inputs[0]).dtype;
           LV *acc = B.CreateLoad(vty(compute_elem(in_dt)), acc_slot.at(op));
-          val = splat(reduce_horizontal(op->kind, acc, in_dt));
-          val = round_to(val, dt);
+          val = empty_sum_is_plus_zero(op->kind, in_dt, c_end, c_begin,
+                                       reduce_horizontal(op->kind, acc, in_dt));
+          val = round_to(splat(val), dt);
         } else {
           val = eval_op(g, gi, *op, rc, nullptr, /*pass=*/-1, nullptr, nullptr);
         }
@@ -1108,42 +1229,59 @@ private:
     B.SetInsertPoint(done);
   }
 
-  /// The value of `id` at columns [c, c+W) of the current row, in pass `pass`.
+  /// The value of `id` at columns [c, c+W) of the current row, in pass `pass`. Iterative over
+  /// the group's producers (each value's inputs first, from an explicit stack), so a chain of
+  /// any length lowers without deep recursion; eval_op then finds its inputs in `memo`.
   LV *value_at(const FusedGroup &g, int gi, ValueId id, RowCtx &rc, LV *c, LV *mask, int pass,
                std::map<ValueId, LV *> &memo) {
-    if (auto it = memo.find(id); it != memo.end())
-      return it->second;
-    if (auto it = rc.uniform.find(id); it != rc.uniform.end())
-      return it->second;
-    LV *v = nullptr;
-    auto gv = g.values.find(id);
-    if (gv == g.values.end()) { // a leaf
-      const ir::Value &val = p_.value(id);
-      LV *base = row_ptr(g, id, rc, false);
-      if (leaf_uniform(g, id)) {
-        LV *s = B.CreateLoad(storage_elem(val.dtype), base);
-        v = widen(splat(s), val.dtype);
-        rc.uniform[id] = v;
-        return v;
+    auto known = [&](ValueId v) -> LV * {
+      if (auto it = memo.find(v); it != memo.end())
+        return it->second;
+      if (auto it = rc.uniform.find(v); it != rc.uniform.end())
+        return it->second;
+      return nullptr;
+    };
+    std::vector<ValueId> todo{id};
+    while (!todo.empty()) {
+      const ValueId v = todo.back();
+      if (known(v)) {
+        todo.pop_back();
+        continue;
       }
-      v = load_vec(B.CreateGEP(storage_elem(val.dtype), base, c), val.dtype, mask);
-    } else if (gv->second.level < pass && gv->second.scratch) {
-      DataType dt = p_.value(id).dtype;
-      v = B.CreateAlignedLoad(vty(compute_elem(dt)),
-                              B.CreateGEP(compute_elem(dt), scratch_.at({gi, id}), c), llvm::Align(4));
-    } else {
-      const Op *op = producer(g, id);
-      v = eval_op(g, gi, *op, rc, c, pass, mask, &memo);
+      auto gv = g.values.find(v);
+      if (gv == g.values.end()) { // a leaf
+        todo.pop_back();
+        const ir::Value &val = p_.value(v);
+        LV *base = row_ptr(g, v, rc, false);
+        if (leaf_uniform(g, v)) {
+          LV *sc = B.CreateLoad(storage_elem(val.dtype), base);
+          rc.uniform[v] = widen(splat(sc), val.dtype);
+        } else {
+          memo[v] = load_vec(B.CreateGEP(storage_elem(val.dtype), base, c), val.dtype, mask);
+        }
+        continue;
+      }
+      if (gv->second.level < pass && gv->second.scratch) {
+        todo.pop_back();
+        DataType dt = p_.value(v).dtype;
+        memo[v] = B.CreateAlignedLoad(vty(compute_elem(dt)),
+                                      B.CreateGEP(compute_elem(dt), scratch_.at({gi, v}), c),
+                                      llvm::Align(4));
+        continue;
+      }
+      const Op *op = g.producers.at(v);
+      bool ready = true;
+      for (size_t i = op->inputs.size(); i-- > 0;) // inputs in order: in(0) is emitted first
+        if (!known(op->inputs[i])) {
+          todo.push_back(op->inputs[i]);
+          ready = false;
+        }
+      if (!ready)
+        continue;
+      todo.pop_back();
+      memo[v] = eval_op(g, gi, *op, rc, c, pass, mask, &memo);
     }
-    memo[id] = v;
-    return v;
-  }
-
-  const Op *producer(const FusedGroup &g, ValueId id) {
-    for (const Op *op : g.ops)
-      if (!op->outputs.empty() && op->outputs[0] == id && op->kind != OpKind::Assemble)
-        return op;
-    throw InternalError("<codegen>", "fuse", "no producer in group (a ptojit bug)");
+    return known(id);
   }
 
   LV *eval_op(const FusedGroup &g, int gi, const Op &op, RowCtx &rc, LV *c, int pass, LV *mask,
@@ -1323,7 +1461,8 @@ private:
     std::function<void(size_t)> outer = [&](size_t d) {
       if (d == r) {
         LV *ident = B.CreateExtractElement(reduce_identity(op.kind, x.dtype), uint64_t{0});
-        B.CreateStore(ident, acc_slot);
+        B.CreateStore(empty_sum_is_plus_zero(op.kind, x.dtype, xvalid[axis], i64(0), ident),
+                      acc_slot);
         for_loop(i64(0), xvalid[axis], i64(1), [&](LV *k) {
           LV *lin = i64(0);
           for (size_t e = 0; e < r; ++e)

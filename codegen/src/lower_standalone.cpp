@@ -351,7 +351,8 @@ void Emitter::scan(const Op &op) {
   LV *n = xv[axis];
   outer[axis] = B.CreateSelect(B.CreateICmpSGT(n, i64(0)), i64(1), i64(0));
   for_box(outer, [&](const Index &o) {
-    B.CreateStore(fp ? llvm::ConstantFP::get(ct, sum ? 0.0 : 1.0)
+    // -0 keeps the first element's sign (cumsum([-0]) = -0), as the interpreter.
+    B.CreateStore(fp ? llvm::ConstantFP::get(ct, sum ? -0.0 : 1.0)
                      : static_cast<LV *>(i64(sum ? 0 : 1)),
                   acc_slot);
     for_loop(

@@ -32,6 +32,7 @@ Tensor emit(Recorder &r, OpKind kind, const char *op, std::vector<ValueId> ins, 
   o.where = loc;
   o.inputs = std::move(ins);
   o.tile = ir::capture_tile(r, shape.size(), op, loc);
+  o.user_op = op; // run-time messages name it (embedding is an index_select op)
   if (attrs)
     attrs(o);
   check_result_size(shape, dt, op, loc);
@@ -103,10 +104,7 @@ ir::Scalar resolve(ir::Scalar s, DataType dt, const char *op, const SrcLoc &loc)
                      fmt::format("floating scalar {} with an integer x of dtype {}; use an "
                                  "integer or cast x",
                                  s.f, name(dt)));
-  s.dtype = dt;
-  if (s.is_int && is_float(dt))
-    s.f = static_cast<double>(s.i);
-  return s;
+  return ir::as_element(s, dt);
 }
 
 /// Result shape of taking `index` (shape `is`, valid `iv`) at `axis` of x.

@@ -231,6 +231,7 @@ Tensor channel_view(const Tensor &w, const Value &x, size_t channel, const SrcLo
 // ---- softmax family ------------------------------------------------------------------------
 
 Tensor softmax(const Tensor &x, int axis, SrcLoc loc) {
+  UserOpScope user_op("softmax");
   const char *op = "softmax";
   DataType dt = float_operand(x, op, loc);
   int a = axis_of(x, axis, op, loc);
@@ -240,6 +241,7 @@ Tensor softmax(const Tensor &x, int axis, SrcLoc loc) {
 }
 
 Tensor log_softmax(const Tensor &x, int axis, SrcLoc loc) {
+  UserOpScope user_op("log_softmax");
   const char *op = "log_softmax";
   DataType dt = float_operand(x, op, loc);
   int a = axis_of(x, axis, op, loc);
@@ -250,6 +252,7 @@ Tensor log_softmax(const Tensor &x, int axis, SrcLoc loc) {
 }
 
 Tensor logsumexp(const Tensor &x, int axis, ReduceOptions opts, SrcLoc loc) {
+  UserOpScope user_op("logsumexp");
   const char *op = "logsumexp";
   DataType dt = float_operand(x, op, loc);
   int a = axis_of(x, axis, op, loc);
@@ -287,6 +290,7 @@ Tensor norm_param(const std::optional<Tensor> &p, const char *what, const Value 
 } // namespace
 
 Tensor layer_norm(const Tensor &x, int begin_axis, LayerNormOptions opts, SrcLoc loc) {
+  UserOpScope user_op("layer_norm");
   const char *op = "layer_norm";
   DataType dt = float_operand(x, op, loc);
   Value v = operand(x, op, loc);
@@ -309,6 +313,7 @@ Tensor layer_norm(const Tensor &x, int begin_axis, LayerNormOptions opts, SrcLoc
 }
 
 Tensor rms_norm(const Tensor &x, RmsNormOptions opts, SrcLoc loc) {
+  UserOpScope user_op("rms_norm");
   const char *op = "rms_norm";
   DataType dt = float_operand(x, op, loc);
   Value v = operand(x, op, loc);
@@ -324,6 +329,7 @@ Tensor rms_norm(const Tensor &x, RmsNormOptions opts, SrcLoc loc) {
 }
 
 Tensor l2_normalize(const Tensor &x, int axis, double epsilon, SrcLoc loc) {
+  UserOpScope user_op("l2_normalize");
   const char *op = "l2_normalize";
   DataType dt = float_operand(x, op, loc);
   int a = axis_of(x, axis, op, loc);
@@ -336,6 +342,7 @@ Tensor l2_normalize(const Tensor &x, int axis, double epsilon, SrcLoc loc) {
 // ---- losses --------------------------------------------------------------------------------
 
 Tensor sigmoid_cross_entropy_with_logits(const Tensor &logits, const Tensor &labels, SrcLoc loc) {
+  UserOpScope user_op("sigmoid_cross_entropy_with_logits");
   const char *op = "sigmoid_cross_entropy_with_logits";
   DataType dt = binary_dtype(logits, labels, true, op, loc);
   Tensor x = widen(logits, loc), z = widen(labels, loc);
@@ -346,6 +353,7 @@ Tensor sigmoid_cross_entropy_with_logits(const Tensor &logits, const Tensor &lab
 
 SoftmaxCrossEntropy softmax_cross_entropy_with_logits(const Tensor &logits, const Tensor &labels,
                                                       SrcLoc loc) {
+  UserOpScope user_op("softmax_cross_entropy_with_logits");
   const char *op = "softmax_cross_entropy_with_logits";
   DataType dt = binary_dtype(logits, labels, true, op, loc);
   if (!same_shape(logits.shape(), labels.shape()))
@@ -365,6 +373,7 @@ SoftmaxCrossEntropy softmax_cross_entropy_with_logits(const Tensor &logits, cons
 
 Tensor dropout_gen_mask(const std::vector<SymbolicScalar> &shape, double p, uint64_t key,
                         uint64_t counter, SrcLoc loc) {
+  UserOpScope user_op("dropout_gen_mask");
   const char *op = "dropout_gen_mask";
   Recorder::current(op, loc);
   check_p(p, op, loc);
@@ -379,6 +388,7 @@ Tensor dropout_gen_mask(const std::vector<SymbolicScalar> &shape, double p, uint
 }
 
 Tensor dropout_do_mask(const Tensor &x, const Tensor &mask, double p, SrcLoc loc) {
+  UserOpScope user_op("dropout_do_mask");
   const char *op = "dropout_do_mask";
   DataType dt = float_operand(x, op, loc);
   Value m = operand(mask, op, loc);
@@ -393,6 +403,7 @@ Tensor dropout_do_mask(const Tensor &x, const Tensor &mask, double p, SrcLoc loc
 }
 
 Tensor dropout(const Tensor &x, double p, uint64_t key, uint64_t counter, SrcLoc loc) {
+  UserOpScope user_op("dropout");
   const char *op = "dropout";
   float_operand(x, op, loc);
   check_p(p, op, loc);
@@ -404,6 +415,7 @@ Tensor dropout(const Tensor &x, double p, uint64_t key, uint64_t counter, SrcLoc
 // ---- bias, activations ---------------------------------------------------------------------
 
 Tensor bias_add(const Tensor &x, const Tensor &bias, DataFormat format, SrcLoc loc) {
+  UserOpScope user_op("bias_add");
   const char *op = "bias_add";
   Value v = operand(x, op, loc);
   if (v.dtype == DT_BOOL)
@@ -422,6 +434,7 @@ Tensor bias_add(const Tensor &x, const Tensor &bias, DataFormat format, SrcLoc l
 }
 
 Tensor prelu(const Tensor &x, const Tensor &weight, SrcLoc loc) {
+  UserOpScope user_op("prelu");
   const char *op = "prelu";
   DataType dt = float_operand(x, op, loc);
   same_dtype(x, weight, "weight", op, loc);
@@ -442,6 +455,7 @@ Tensor prelu(const Tensor &x, const Tensor &weight, SrcLoc loc) {
 // ---- elementwise arithmetic ----------------------------------------------------------------
 
 Tensor div_no_nan(const Operand &a, const Operand &b, SrcLoc loc) {
+  UserOpScope user_op("div_no_nan");
   const char *op = "div_no_nan";
   DataType dt = binary_dtype(a, b, false, op, loc);
   if (!b.is_tensor()) {
@@ -456,16 +470,19 @@ Tensor div_no_nan(const Operand &a, const Operand &b, SrcLoc loc) {
 }
 
 Tensor floor_mod(const Operand &a, const Operand &b, SrcLoc loc) {
+  UserOpScope user_op("floor_mod");
   binary_dtype(a, b, false, "floor_mod", loc);
   return remainder(a, b, loc);
 }
 
 Tensor mod(const Operand &a, const Operand &b, SrcLoc loc) {
+  UserOpScope user_op("mod");
   binary_dtype(a, b, false, "mod", loc);
   return fmod(a, b, loc);
 }
 
 Tensor ceil_div(const Operand &a, const Operand &b, SrcLoc loc) {
+  UserOpScope user_op("ceil_div");
   const char *op = "ceil_div";
   DataType dt = binary_dtype(a, b, false, op, loc);
   if (is_float(dt))
@@ -485,6 +502,7 @@ Tensor ceil_div(const Operand &a, const Operand &b, SrcLoc loc) {
 }
 
 Tensor approximate_equal(const Tensor &a, const Tensor &b, double tolerance, SrcLoc loc) {
+  UserOpScope user_op("approximate_equal");
   const char *op = "approximate_equal";
   binary_dtype(a, b, true, op, loc);
   if (std::isnan(tolerance) || tolerance < 0)
@@ -498,9 +516,13 @@ Tensor approximate_equal(const Tensor &a, const Tensor &b, double tolerance, Src
              : lt(cast(d, DT_DOUBLE, loc), tolerance, loc);
 }
 
-Tensor greater(const Operand &a, const Operand &b, SrcLoc loc) { return gt(a, b, loc); }
+Tensor greater(const Operand &a, const Operand &b, SrcLoc loc) {
+  UserOpScope user_op("greater");
+  return gt(a, b, loc);
+}
 
 Tensor round(const Tensor &x, int decimals, SrcLoc loc) {
+  UserOpScope user_op("round");
   const char *op = "round";
   Value v = operand(x, op, loc);
   DataType dt = v.dtype;
@@ -535,6 +557,7 @@ Tensor round(const Tensor &x, int decimals, SrcLoc loc) {
 }
 
 Tensor lerp(const Tensor &start, const Tensor &end, const Operand &weight, SrcLoc loc) {
+  UserOpScope user_op("lerp");
   const char *op = "lerp";
   DataType dt = binary_dtype(start, end, true, op, loc);
   binary_dtype(start, weight, true, op, loc);
@@ -556,6 +579,7 @@ Tensor lerp(const Tensor &start, const Tensor &end, const Operand &weight, SrcLo
 }
 
 Tensor addcmul(const Tensor &input, const Tensor &t1, const Tensor &t2, double value, SrcLoc loc) {
+  UserOpScope user_op("addcmul");
   const char *op = "addcmul";
   DataType dt = binary_dtype(input, t1, false, op, loc);
   binary_dtype(input, t2, false, op, loc);
@@ -572,6 +596,7 @@ Tensor addcmul(const Tensor &input, const Tensor &t1, const Tensor &t2, double v
 }
 
 Tensor addcdiv(const Tensor &input, const Tensor &t1, const Tensor &t2, double value, SrcLoc loc) {
+  UserOpScope user_op("addcdiv");
   const char *op = "addcdiv";
   DataType dt = binary_dtype(input, t1, true, op, loc);
   binary_dtype(input, t2, true, op, loc);
@@ -581,11 +606,13 @@ Tensor addcdiv(const Tensor &input, const Tensor &t1, const Tensor &t2, double v
 }
 
 Tensor expand_exp_dif(const Tensor &a, const Tensor &b, SrcLoc loc) {
+  UserOpScope user_op("expand_exp_dif");
   DataType dt = binary_dtype(a, b, true, "expand_exp_dif", loc);
   return narrow(exp(sub(widen(a, loc), widen(b, loc), loc), loc), dt, loc);
 }
 
 Tensor axpy(const Tensor &y, const Tensor &x, double alpha, SrcLoc loc) {
+  UserOpScope user_op("axpy");
   const char *op = "axpy";
   Value vy = operand(y, op, loc), vx = operand(x, op, loc);
   if (!is_float(vy.dtype))
@@ -610,6 +637,7 @@ Tensor axpy(const Tensor &y, const Tensor &x, double alpha, SrcLoc loc) {
 }
 
 Tensor cast(const Tensor &x, DataType dtype, CastMode mode, SrcLoc loc) {
+  UserOpScope user_op("cast");
   const char *op = "cast";
   DataType src = operand(x, op, loc).dtype;
   check_dtype_supported(dtype, op, loc);
@@ -655,11 +683,18 @@ Tensor cast(const Tensor &x, DataType dtype, CastMode mode, SrcLoc loc) {
 // ---- creation and selection ----------------------------------------------------------------
 
 Tensor full_like(const Tensor &x, double value, DataType dtype, SrcLoc loc) {
+  UserOpScope user_op("full_like");
   Value v = operand(x, "full_like", loc);
   return full(v.shape, value, dtype == DT_BOTTOM ? v.dtype : dtype, {}, loc);
 }
-Tensor zeros_like(const Tensor &x, SrcLoc loc) { return full_like(x, 0, DT_BOTTOM, loc); }
-Tensor ones_like(const Tensor &x, SrcLoc loc) { return full_like(x, 1, DT_BOTTOM, loc); }
+Tensor zeros_like(const Tensor &x, SrcLoc loc) {
+  UserOpScope user_op("zeros_like");
+  return full_like(x, 0, DT_BOTTOM, loc);
+}
+Tensor ones_like(const Tensor &x, SrcLoc loc) {
+  UserOpScope user_op("ones_like");
+  return full_like(x, 1, DT_BOTTOM, loc);
+}
 
 namespace {
 IndexValue arg_with_value(bool is_max, const Tensor &x, int axis, ReduceOptions opts,
@@ -676,13 +711,16 @@ IndexValue arg_with_value(bool is_max, const Tensor &x, int axis, ReduceOptions 
 } // namespace
 
 IndexValue argmax_with_value(const Tensor &x, int axis, ReduceOptions opts, SrcLoc loc) {
+  UserOpScope user_op("argmax_with_value");
   return arg_with_value(true, x, axis, opts, loc);
 }
 IndexValue argmin_with_value(const Tensor &x, int axis, ReduceOptions opts, SrcLoc loc) {
+  UserOpScope user_op("argmin_with_value");
   return arg_with_value(false, x, axis, opts, loc);
 }
 
 Tensor fillpad(const Tensor &x, double value, SrcLoc loc) {
+  UserOpScope user_op("fillpad");
   const char *op = "fillpad";
   Value v = operand(x, op, loc);
   if (!is_float(v.dtype) && (!std::isfinite(value) || value != std::trunc(value)))
@@ -694,6 +732,7 @@ Tensor fillpad(const Tensor &x, double value, SrcLoc loc) {
 }
 
 Tensor gathermask(const Tensor &x, int pattern_mode, SrcLoc loc) {
+  UserOpScope user_op("gathermask");
   const char *op = "gathermask";
   Value v = operand(x, op, loc);
   if (pattern_mode < 1 || pattern_mode > 7)
@@ -756,6 +795,7 @@ std::vector<int64_t> pair_dims(const Tensor &a, const Tensor &b, const char *op,
 } // namespace
 
 std::pair<Tensor, Tensor> interleave(const Tensor &a, const Tensor &b, SrcLoc loc) {
+  UserOpScope user_op("interleave");
   const char *op = "interleave";
   auto dims = pair_dims(a, b, op, loc);
   int64_t lead = lead_of(dims), n = dims.back();
@@ -774,6 +814,7 @@ std::pair<Tensor, Tensor> interleave(const Tensor &a, const Tensor &b, SrcLoc lo
 }
 
 std::pair<Tensor, Tensor> deinterleave(const Tensor &a, const Tensor &b, SrcLoc loc) {
+  UserOpScope user_op("deinterleave");
   const char *op = "deinterleave";
   auto dims = pair_dims(a, b, op, loc);
   int64_t lead = lead_of(dims), n = dims.back();
@@ -787,6 +828,7 @@ std::pair<Tensor, Tensor> deinterleave(const Tensor &a, const Tensor &b, SrcLoc 
 }
 
 std::pair<Tensor, Tensor> deinterleave(const Tensor &a, SrcLoc loc) {
+  UserOpScope user_op("deinterleave");
   const char *op = "deinterleave";
   auto dims = static_dims(operand(a, op, loc), op, loc);
   if (dims.back() % 2 != 0)
@@ -805,6 +847,7 @@ std::pair<Tensor, Tensor> deinterleave(const Tensor &a, SrcLoc loc) {
 Tensor strided_slice(const Tensor &x, const std::vector<int64_t> &begin,
                      const std::vector<int64_t> &end, const std::vector<int64_t> &strides,
                      SrcLoc loc) {
+  UserOpScope user_op("strided_slice");
   const char *op = "strided_slice";
   Value v = operand(x, op, loc);
   auto dims = static_dims(v, op, loc);
@@ -909,6 +952,7 @@ int quant_axis(const Value &x, int axis, const char *op, const SrcLoc &loc) {
 
 Tensor quantize(const Tensor &x, const Tensor &scale, DataType otype, int axis,
                 std::optional<Tensor> zero_points, SrcLoc loc) {
+  UserOpScope user_op("quantize");
   const char *op = "quantize";
   Value v = operand(x, op, loc);
   if (v.dtype != DT_FP32)
@@ -924,6 +968,7 @@ Tensor quantize(const Tensor &x, const Tensor &scale, DataType otype, int axis,
 
 Tensor dequantize(const Tensor &x, const Tensor &scale, DataType otype, int axis,
                   std::optional<Tensor> zero_points, SrcLoc loc) {
+  UserOpScope user_op("dequantize");
   const char *op = "dequantize";
   Value v = operand(x, op, loc);
   if (v.dtype != DT_INT8 && v.dtype != DT_INT16 && v.dtype != DT_UINT8)
@@ -953,6 +998,7 @@ Value fp32_2d(const Tensor &t, const char *what, const char *op, const SrcLoc &l
 } // namespace
 
 OnlineSoftmax online_softmax(const Tensor &scores, double scale, SrcLoc loc) {
+  UserOpScope user_op("online_softmax");
   const char *op = "online_softmax";
   fp32_2d(scores, "scores", op, loc);
   if (!std::isfinite(scale))
@@ -967,6 +1013,7 @@ OnlineSoftmax online_softmax_update(const Tensor &previous_max, const Tensor &pr
                                     const Tensor &previous_output, const Tensor &current_max,
                                     const Tensor &current_sum, const Tensor &current_output,
                                     SrcLoc loc) {
+  UserOpScope user_op("online_softmax_update");
   const char *op = "online_softmax_update";
   Value po = fp32_2d(previous_output, "previous_output", op, loc);
   Value co = fp32_2d(current_output, "current_output", op, loc);
@@ -997,6 +1044,7 @@ OnlineSoftmax online_softmax_update(const Tensor &previous_max, const Tensor &pr
 }
 
 Tensor transposed_batchmatmul(const Tensor &a, const Tensor &b, DataType out_dtype, SrcLoc loc) {
+  UserOpScope user_op("transposed_batchmatmul");
   const char *op = "transposed_batchmatmul";
   Value va = operand(a, op, loc), vb = operand(b, op, loc);
   if (va.shape.size() != 3 || vb.shape.size() != 3)

@@ -134,10 +134,7 @@ ir::Scalar resolve_scalar(ir::Scalar s, DataType tensor_dt, const char *op, cons
                      fmt::format("floating scalar {} with an integer tensor of dtype {}; use an "
                                  "integer or cast the tensor",
                                  s.f, name(tensor_dt)));
-  s.dtype = tensor_dt;
-  if (s.is_int && is_float(tensor_dt))
-    s.f = static_cast<double>(s.i);
-  return s;
+  return ir::as_element(s, tensor_dt);
 }
 
 /// Which operand dtypes an elementwise op accepts.
@@ -572,9 +569,7 @@ Tensor trace::full_as(const char *op, const std::vector<SymbolicScalar> &shape, 
   ir::Op o;
   o.kind = OpKind::Full;
   o.where = loc;
-  ir::Scalar sc = value.scalar;
-  sc.dtype = dt;
-  o.scalar = sc;
+  o.scalar = ir::as_element(value.scalar, dt);
   o.tile = ir::capture_tile(r, s.size(), op, loc);
   Tensor out = make_local(r, dt, s, valid);
   o.outputs = {out.id()};

@@ -5,12 +5,27 @@
 #include "pto/size_math.h"
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include "pto/half.h"
 
 #include <array>
 #include <stdexcept>
 #include <string>
 
 namespace pto::ir {
+
+Scalar as_element(Scalar s, DataType dt) {
+  s.dtype = dt;
+  if (!s.is_int || !is_float(dt))
+    return s;
+  switch (dt) {
+  case DT_FP16: s.f = fp16_to_fp32(int64_to_fp16(s.i)); break;
+  case DT_BF16: s.f = bf16_to_fp32(int64_to_bf16(s.i)); break;
+  case DT_FP32: s.f = static_cast<float>(s.i); break;
+  default: s.f = static_cast<double>(s.i); break;
+  }
+  s.is_int = false;
+  return s;
+}
 
 const OpInfo &op_info(OpKind k) {
   static const std::array<OpInfo, 123> table{{
@@ -145,7 +160,9 @@ const OpInfo &op_info(OpKind k) {
 }
 
 const char *site_name(const Op &op) {
-  return op.kind == OpKind::Check && !op.label.empty() ? op.label.c_str() : op_info(op.kind).name;
+  if (op.kind == OpKind::Check && !op.label.empty())
+    return op.label.c_str();
+  return op.user_op ? op.user_op : op_info(op.kind).name;
 }
 
 std::string format_check(const std::string &message, const std::vector<std::string> &args) {

@@ -172,6 +172,7 @@ Tensor prod(const Tensor &x, const std::vector<int> &axes, ReduceOptions opts, S
 }
 
 Tensor mean(const Tensor &x, const std::vector<int> &axes, ReduceOptions opts, SrcLoc loc) {
+  UserOpScope user_op("mean");
   Tensor xf = float_compute(x, "mean", loc);
   auto ax = norm_axes(axes, xf.shape().size(), "mean", loc);
   Tensor m = divide_by_count(reduce_list(OpKind::Sum, xf, ax, opts.keepdim, loc), count_of(x, ax),
@@ -183,6 +184,7 @@ Tensor mean(const Tensor &x, int axis, ReduceOptions opts, SrcLoc loc) {
 }
 
 Tensor var(const Tensor &x, const std::vector<int> &axes, VarOptions opts, SrcLoc loc) {
+  UserOpScope user_op("var");
   Tensor xf = float_compute(x, "var", loc);
   auto ax = norm_axes(axes, xf.shape().size(), "var", loc);
   SymbolicScalar n = count_of(x, ax);

@@ -30,6 +30,7 @@ Tensor emit(Recorder &r, OpKind kind, const char *user_op, std::vector<ValueId> 
   o.where = loc;
   o.inputs = std::move(ins);
   o.tile = ir::capture_tile(r, shape.size(), user_op, loc);
+  o.user_op = user_op; // run-time messages too (a UserOpScope of a composite still wins)
   if (attrs)
     attrs(o);
   check_result_size(shape, dt, user_op, loc);
@@ -278,6 +279,7 @@ Tensor expand(const Tensor &x, const std::vector<SymbolicScalar> &shape, SrcLoc 
 }
 
 Tensor broadcast_to(const Tensor &x, const std::vector<SymbolicScalar> &shape, SrcLoc loc) {
+  UserOpScope user_op("broadcast_to");
   return expand(x, shape, loc);
 }
 
@@ -328,6 +330,7 @@ Tensor concat(const std::vector<Tensor> &xs, int dim, SrcLoc loc) {
 }
 
 std::vector<Tensor> split(const Tensor &x, const std::vector<int64_t> &sizes, int dim, SrcLoc loc) {
+  UserOpScope user_op("split");
   const char *op = "split";
   auto &r = Recorder::current(op, loc);
   const Value v = data_operand(r, x, op, loc);
@@ -374,6 +377,7 @@ std::vector<Tensor> split(const Tensor &x, int64_t size, int dim, SrcLoc loc) {
 }
 
 Tensor stack(const std::vector<Tensor> &xs, int dim, SrcLoc loc) {
+  UserOpScope user_op("stack");
   const char *op = "stack";
   auto &r = Recorder::current(op, loc);
   auto vs = list_operands(r, xs, op, loc);
@@ -480,6 +484,7 @@ Tensor triu(const Tensor &x, const SymbolicScalar &diagonal, SrcLoc loc) {
 }
 
 Tensor ones(const std::vector<SymbolicScalar> &shape, DataType dtype, SrcLoc loc) {
+  UserOpScope user_op("ones");
   return full_as("ones", shape, 1.0, dtype, {}, loc);
 }
 

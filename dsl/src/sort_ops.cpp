@@ -39,6 +39,7 @@ ir::Op library_op(Recorder &r, OpKind kind, const Value &x, const char *op, cons
   o.where = loc;
   o.inputs = {x.id};
   o.tile = ir::capture_tile(r, x.shape.size(), op, loc);
+  o.user_op = op; // run-time messages name it (argsort is a sort op)
   return o;
 }
 

@@ -4,12 +4,59 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace pto {
 namespace {
 
 using Ptr = std::shared_ptr<const SymExpr>;
+
+/// same_as and evaluate walk expressions up to this many nodes (written out) as trees; larger
+/// ones remember the nodes they have met, so a DAG whose tree form is exponential takes linear
+/// time. (walk always does.)
+constexpr uint64_t kSmallTree = 64;
+
+/// Sets `e`'s nodes (1 + the args', saturating at 2^62) and reads (the args' most) from its args.
+void count_nodes(SymExpr &e) {
+  constexpr uint64_t cap = uint64_t{1} << 62;
+  e.nodes = 1;
+  e.reads = 0;
+  for (auto &a : e.args) {
+    e.nodes = a->nodes >= cap - e.nodes ? cap : e.nodes + a->nodes;
+    e.reads = std::max(e.reads, a->reads);
+  }
+}
+
+/// Depth-first over the distinct nodes of `root` with an explicit stack: `fn(node)` before its
+/// children when `post` is false, after them (in argument order) when true.
+template <class Fn> void walk(const SymExpr &root, bool post, Fn &&fn) {
+  if (root.args.empty()) {
+    fn(root);
+    return;
+  }
+  std::unordered_set<const SymExpr *> seen;
+  std::vector<std::pair<const SymExpr *, bool>> st{{&root, false}}; // (node, children done)
+  while (!st.empty()) {
+    auto [n, done] = st.back();
+    st.pop_back();
+    if (done) {
+      fn(*n);
+      continue;
+    }
+    if (!seen.insert(n).second)
+      continue;
+    if (post)
+      st.emplace_back(n, true);
+    else
+      fn(*n);
+    for (size_t i = n->args.size(); i-- > 0;)
+      st.emplace_back(n->args[i].get(), false);
+  }
+}
 
 Ptr make_const(int64_t v) {
   auto e = std::make_shared<SymExpr>();
@@ -47,6 +94,26 @@ int64_t c_mod(int64_t a, int64_t b) {
   if (b == -1)
     return 0;
   return a % b;
+}
+
+/// The infix form of a binary operator, with its spaces (" + ").
+const char *infix(SymOp op) {
+  switch (op) {
+  case SymOp::Add: return " + ";
+  case SymOp::Sub: return " - ";
+  case SymOp::Mul: return " * ";
+  case SymOp::Div: return " / ";
+  case SymOp::Mod: return " % ";
+  case SymOp::Eq: return " == ";
+  case SymOp::Ne: return " != ";
+  case SymOp::Lt: return " < ";
+  case SymOp::Le: return " <= ";
+  case SymOp::Gt: return " > ";
+  case SymOp::Ge: return " >= ";
+  case SymOp::And: return " & ";
+  case SymOp::Or: return " | ";
+  default: return " ? ";
+  }
 }
 
 const char *op_token(SymOp op) {
@@ -118,6 +185,26 @@ int64_t sym_fold(SymOp op, const std::vector<int64_t> &v, bool *div_zero, bool *
   return 0;
 }
 
+SymExpr::~SymExpr() {
+  // Unlink the children only this node owns and release them from a flat list: each released
+  // node then holds no child it solely owns, so no destructor nests more than one level deep.
+  if (args.empty())
+    return;
+  std::vector<Ptr> todo;
+  auto take = [&](std::vector<Ptr> &from) {
+    for (auto &a : from)
+      if (a && a.use_count() == 1)
+        todo.push_back(std::move(a));
+  };
+  take(args);
+  while (!todo.empty()) {
+    Ptr p = std::move(todo.back());
+    todo.pop_back();
+    // The node was built non-const (make_shared<SymExpr>) and `p` is its only owner.
+    take(const_cast<SymExpr &>(*p).args);
+  }
+}
+
 SymbolicScalar::SymbolicScalar(int64_t v) : e_(make_const(v)) {}
 
 SymbolicScalar::SymbolicScalar(const std::string &name) {
@@ -139,7 +226,8 @@ SymbolicScalar SymbolicScalar::symbol(SymKind kind, int64_t a, int64_t b, std::s
 }
 
 SymbolicScalar SymbolicScalar::tensor_element(int64_t value, uint64_t trace_id, std::string name,
-                                              const std::vector<SymbolicScalar> &indices) {
+                                              const std::vector<SymbolicScalar> &indices,
+                                              uint32_t offset_reads) {
   auto e = std::make_shared<SymExpr>();
   e->tag = SymExpr::Tag::Symbol;
   e->sym = SymKind::TensorElement;
@@ -148,6 +236,8 @@ SymbolicScalar SymbolicScalar::tensor_element(int64_t value, uint64_t trace_id, 
   e->name = std::move(name);
   for (auto &i : indices)
     e->args.push_back(i.ptr());
+  count_nodes(*e);
+  e->reads = std::max(e->reads, offset_reads) + 1;
   return SymbolicScalar(Ptr(e));
 }
 
@@ -164,81 +254,133 @@ SymbolicScalar SymbolicScalar::min(const SymbolicScalar &x) const { return pto::
 SymbolicScalar SymbolicScalar::max(const SymbolicScalar &x) const { return pto::max(*this, x); }
 
 std::string SymbolicScalar::str() const {
-  const SymExpr &e = *e_;
-  switch (e.tag) {
-  case SymExpr::Tag::Const: return std::to_string(e.value);
-  case SymExpr::Tag::Symbol:
-    if (e.sym == SymKind::TensorElement) {
-      std::string s = e.name + "[";
-      for (size_t i = 0; i < e.args.size(); ++i)
-        s += (i ? ", " : "") + SymbolicScalar(e.args[i]).str();
-      return s + "]";
+  // Written out left to right from a stack of nodes and literal tokens (no recursion).
+  struct Item {
+    const SymExpr *e;
+    const char *lit;
+  };
+  std::string out;
+  std::vector<Item> st{{e_.get(), nullptr}};
+  uint64_t budget = kMaxSymNodes;
+  auto node = [&](const Ptr &p) { st.push_back({p.get(), nullptr}); };
+  auto lit = [&](const char *l) { st.push_back({nullptr, l}); };
+  while (!st.empty()) {
+    Item it = st.back();
+    st.pop_back();
+    if (it.lit) {
+      out += it.lit;
+      continue;
     }
-    return e.name;
-  case SymExpr::Tag::Op: break;
+    if (budget-- == 0) {
+      out += "...";
+      break;
+    }
+    const SymExpr &e = *it.e;
+    switch (e.tag) {
+    case SymExpr::Tag::Const: out += std::to_string(e.value); continue;
+    case SymExpr::Tag::Symbol:
+      out += e.name;
+      if (e.sym == SymKind::TensorElement) {
+        lit("]");
+        for (size_t i = e.args.size(); i-- > 0;) {
+          node(e.args[i]);
+          if (i)
+            lit(", ");
+        }
+        lit("[");
+      }
+      continue;
+    case SymExpr::Tag::Op: break;
+    }
+    switch (e.op) {
+    case SymOp::Min:
+    case SymOp::Max:
+    case SymOp::Select:
+      out += e.op == SymOp::Select ? "ternary(" : e.op == SymOp::Min ? "min(" : "max(";
+      lit(")");
+      for (size_t i = e.args.size(); i-- > 0;) {
+        node(e.args[i]);
+        if (i)
+          lit(", ");
+      }
+      break;
+    case SymOp::Neg:
+    case SymOp::Not:
+      out += op_token(e.op);
+      node(e.args[0]);
+      break;
+    default:
+      out += "(";
+      lit(")");
+      node(e.args[1]);
+      lit(infix(e.op));
+      node(e.args[0]);
+      break;
+    }
   }
-  auto arg = [&](size_t i) { return SymbolicScalar(e.args[i]).str(); };
-  switch (e.op) {
-  case SymOp::Min:
-  case SymOp::Max: return fmt::format("{}({}, {})", op_token(e.op), arg(0), arg(1));
-  case SymOp::Neg:
-  case SymOp::Not: return fmt::format("{}{}", op_token(e.op), arg(0));
-  case SymOp::Select: return fmt::format("ternary({}, {}, {})", arg(0), arg(1), arg(2));
-  default: return fmt::format("({} {} {})", arg(0), op_token(e.op), arg(1));
-  }
+  return out;
 }
 
 bool SymbolicScalar::same_as(const SymbolicScalar &o) const {
-  const SymExpr &a = *e_, &b = *o.e_;
-  if (&a == &b)
-    return true;
-  if (a.tag != b.tag)
-    return false;
-  switch (a.tag) {
-  case SymExpr::Tag::Const: return a.value == b.value;
-  case SymExpr::Tag::Symbol:
-    if (a.sym != b.sym || a.a != b.a || a.b != b.b ||
-        (a.sym == SymKind::Named && a.name != b.name) || a.args.size() != b.args.size())
+  // Pairs of nodes still to compare; a pair met before is not compared again (shared parts).
+  std::vector<std::pair<const SymExpr *, const SymExpr *>> todo{{e_.get(), o.e_.get()}};
+  const bool dedup = e_->nodes > kSmallTree;
+  std::set<std::pair<const SymExpr *, const SymExpr *>> seen;
+  while (!todo.empty()) {
+    auto [pa, pb] = todo.back();
+    todo.pop_back();
+    if (pa == pb || (dedup && !seen.insert({pa, pb}).second))
+      continue;
+    const SymExpr &a = *pa, &b = *pb;
+    if (a.tag != b.tag || a.nodes != b.nodes || a.args.size() != b.args.size())
       return false;
-    for (size_t i = 0; i < a.args.size(); ++i) // tensor-element indices
-      if (!SymbolicScalar(a.args[i]).same_as(SymbolicScalar(b.args[i])))
+    switch (a.tag) {
+    case SymExpr::Tag::Const:
+      if (a.value != b.value)
         return false;
-    return true;
-  case SymExpr::Tag::Op:
-    if (a.op != b.op || a.args.size() != b.args.size())
-      return false;
+      break;
+    case SymExpr::Tag::Symbol: // tensor-element indices are compared as args
+      if (a.sym != b.sym || a.a != b.a || a.b != b.b ||
+          (a.sym == SymKind::Named && a.name != b.name))
+        return false;
+      break;
+    case SymExpr::Tag::Op:
+      if (a.op != b.op)
+        return false;
+      break;
+    }
     for (size_t i = 0; i < a.args.size(); ++i)
-      if (!SymbolicScalar(a.args[i]).same_as(SymbolicScalar(b.args[i])))
-        return false;
-    return true;
+      todo.emplace_back(a.args[i].get(), b.args[i].get());
   }
-  return false;
+  return true;
 }
 
 uint64_t SymbolicScalar::hash() const {
-  const SymExpr &e = *e_;
   auto mix = [](uint64_t h, uint64_t v) {
     return (h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)));
   };
-  uint64_t h = static_cast<uint64_t>(e.tag) + 1;
-  switch (e.tag) {
-  case SymExpr::Tag::Const: return mix(h, static_cast<uint64_t>(e.value));
-  case SymExpr::Tag::Symbol:
-    h = mix(h, static_cast<uint64_t>(e.sym));
-    h = mix(h, static_cast<uint64_t>(e.a));
-    h = mix(h, static_cast<uint64_t>(e.b));
-    if (e.sym == SymKind::Named)
-      h = mix(h, std::hash<std::string>{}(e.name));
+  // Children before parents, each distinct node once.
+  std::unordered_map<const SymExpr *, uint64_t> of;
+  uint64_t last = 0;
+  walk(*e_, /*post=*/true, [&](const SymExpr &e) {
+    uint64_t h = static_cast<uint64_t>(e.tag) + 1;
+    switch (e.tag) {
+    case SymExpr::Tag::Const: h = mix(h, static_cast<uint64_t>(e.value)); break;
+    case SymExpr::Tag::Symbol:
+      h = mix(h, static_cast<uint64_t>(e.sym));
+      h = mix(h, static_cast<uint64_t>(e.a));
+      h = mix(h, static_cast<uint64_t>(e.b));
+      if (e.sym == SymKind::Named)
+        h = mix(h, std::hash<std::string>{}(e.name));
+      break;
+    case SymExpr::Tag::Op: h = mix(h, static_cast<uint64_t>(e.op)); break;
+    }
     for (auto &a : e.args)
-      h = mix(h, SymbolicScalar(a).hash());
-    return h;
-  case SymExpr::Tag::Op:
-    h = mix(h, static_cast<uint64_t>(e.op));
-    for (auto &a : e.args)
-      h = mix(h, SymbolicScalar(a).hash());
-    return h;
-  }
-  return h;
+      h = mix(h, of.at(a.get()));
+    of[&e] = h;
+    last = h;
+  });
+  return last;
 }
 
 SymbolicScalar sym_apply(SymOp op, std::vector<SymbolicScalar> args, std::source_location loc) {
@@ -310,6 +452,7 @@ SymbolicScalar sym_apply(SymOp op, std::vector<SymbolicScalar> args, std::source
   e->op = op;
   for (auto &a : args)
     e->args.push_back(a.ptr());
+  count_nodes(*e);
   return SymbolicScalar(Ptr(e));
 }
 
@@ -370,42 +513,104 @@ SymbolicScalar ternary(const SymbolicScalar &c, const SymbolicScalar &a, const S
 }
 
 int64_t evaluate(const SymbolicScalar &s, const SymbolEnv &env, const std::string &where,
-                 bool *overflow) {
-  const SymExpr &e = s.expr();
-  switch (e.tag) {
-  case SymExpr::Tag::Const: return e.value;
-  case SymExpr::Tag::Symbol: return env(e);
-  case SymExpr::Tag::Op: break;
+                 const ElementEnv &elements, bool *overflow) {
+  // A stack machine: each frame is a node and how many of its operands are done; operand
+  // values wait on `vals`. Large expressions remember each node's value (shared parts).
+  struct Frame {
+    const SymExpr *e;
+    size_t stage;
+  };
+  std::vector<Frame> st{{s.ptr().get(), 0}};
+  std::vector<int64_t> vals;
+  std::unordered_map<const SymExpr *, int64_t> memo;
+  const bool use_memo = s.expr().nodes > kSmallTree;
+  auto pop = [&] {
+    int64_t v = vals.back();
+    vals.pop_back();
+    return v;
+  };
+  auto done = [&](int64_t v) {
+    if (use_memo)
+      memo[st.back().e] = v;
+    st.pop_back();
+    vals.push_back(v);
+  };
+  auto push = [&](const Ptr &p) { st.push_back({p.get(), 0}); };
+  while (!st.empty()) {
+    const SymExpr &e = *st.back().e;
+    const size_t stage = st.back().stage++;
+    if (stage == 0 && use_memo)
+      if (auto it = memo.find(&e); it != memo.end()) {
+        st.pop_back();
+        vals.push_back(it->second);
+        continue;
+      }
+    if (e.tag == SymExpr::Tag::Const) {
+      done(e.value);
+      continue;
+    }
+    if (e.tag == SymExpr::Tag::Symbol) {
+      if (e.sym != SymKind::TensorElement || !elements) {
+        done(env(e));
+      } else if (stage < e.args.size()) {
+        push(e.args[stage]);
+      } else {
+        std::vector<int64_t> idx(vals.end() - static_cast<long>(e.args.size()), vals.end());
+        vals.resize(vals.size() - e.args.size());
+        done(elements(e, idx));
+      }
+      continue;
+    }
+    // `&`, `|` and ternary evaluate the right operand only when it decides the result (as
+    // generated code does): one that reads a tensor element or divides may be skipped.
+    if (e.op == SymOp::Select) {
+      if (stage == 0)
+        push(e.args[0]);
+      else if (stage == 1)
+        push(e.args[pop() != 0 ? 1 : 2]);
+      else
+        done(pop());
+      continue;
+    }
+    if (e.op == SymOp::And || e.op == SymOp::Or) {
+      if (stage == 0) {
+        push(e.args[0]);
+      } else if (stage == 1) {
+        const bool l = pop() != 0;
+        if (l == (e.op == SymOp::Or))
+          done(l ? 1 : 0);
+        else
+          push(e.args[1]);
+      } else {
+        done(pop() != 0 ? 1 : 0);
+      }
+      continue;
+    }
+    if (stage < e.args.size()) {
+      push(e.args[stage]);
+      continue;
+    }
+    std::vector<int64_t> v(vals.end() - static_cast<long>(e.args.size()), vals.end());
+    vals.resize(vals.size() - e.args.size());
+    bool div_zero = false;
+    int64_t r = sym_fold(e.op, v, &div_zero, overflow);
+    if (div_zero)
+      throw RuntimeError(where, "SymbolicScalar",
+                         "integer division by zero at run time in `" + s.str() + "`");
+    done(r);
   }
-  if (e.op == SymOp::Select) // only the chosen side is evaluated, as generated code does
-    return evaluate(SymbolicScalar(e.args[0]), env, where, overflow) != 0
-               ? evaluate(SymbolicScalar(e.args[1]), env, where, overflow)
-               : evaluate(SymbolicScalar(e.args[2]), env, where, overflow);
-  // `&` and `|` short-circuit (as generated code does): a right operand that reads a tensor
-  // element or divides is only evaluated when it decides the result.
-  if (e.op == SymOp::And)
-    return evaluate(SymbolicScalar(e.args[0]), env, where, overflow) != 0 &&
-           evaluate(SymbolicScalar(e.args[1]), env, where, overflow) != 0;
-  if (e.op == SymOp::Or)
-    return evaluate(SymbolicScalar(e.args[0]), env, where, overflow) != 0 ||
-           evaluate(SymbolicScalar(e.args[1]), env, where, overflow) != 0;
-  std::vector<int64_t> v;
-  for (auto &a : e.args)
-    v.push_back(evaluate(SymbolicScalar(a), env, where, overflow));
-  bool div_zero = false;
-  int64_t r = sym_fold(e.op, v, &div_zero, overflow);
-  if (div_zero)
-    throw RuntimeError(where, "SymbolicScalar",
-                       "integer division by zero at run time in `" + s.str() + "`");
-  return r;
+  return vals.back();
 }
 
 void for_each_symbol(const SymbolicScalar &s, const std::function<void(const SymExpr &)> &fn) {
-  const SymExpr &e = s.expr();
-  if (e.tag == SymExpr::Tag::Symbol)
-    fn(e);
-  for (auto &a : e.args)
-    for_each_symbol(SymbolicScalar(a), fn);
+  walk(s.expr(), /*post=*/false, [&](const SymExpr &e) {
+    if (e.tag == SymExpr::Tag::Symbol)
+      fn(e);
+  });
+}
+
+void for_each_node(const SymbolicScalar &s, const std::function<void(const SymExpr &)> &fn) {
+  walk(s.expr(), /*post=*/true, fn);
 }
 
 bool mentions(const SymbolicScalar &s, SymKind kind) {

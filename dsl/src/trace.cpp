@@ -99,6 +99,8 @@ void Recorder::emit(Op op) {
       flush_deferred(root);
   }
   check_op(op);
+  if (UserOpScope::active()) // the composite the user called names its inner ops
+    op.user_op = UserOpScope::active();
   scopes_.back()->push_back(std::move(op));
 }
 
@@ -125,6 +127,13 @@ void Recorder::check_symbols(const SymbolicScalar &s, const char *op,
                              const std::source_location &loc) const {
   if (s.is_concrete())
     return;
+  if (s.expr().nodes > kMaxSymNodes)
+    throw SymbolicError(loc, op,
+                        fmt::format("a symbolic expression of {} nodes (written out, a shared "
+                                    "part counted at each use) is above the limit of {}; an "
+                                    "expression that doubles itself in a loop (`s = s + s`) "
+                                    "grows so: build it from smaller terms",
+                                    s.expr().nodes, kMaxSymNodes));
   for_each_symbol(s, [&](const SymExpr &e) {
     if (e.sym == SymKind::TensorElement) {
       if (static_cast<uint64_t>(e.b) != prog_.trace_id || e.a < 0 ||
@@ -247,6 +256,11 @@ ValueId Recorder::use(const Tensor &t, const char *op, const std::source_locatio
 }
 
 SymbolicScalar Recorder::open_loop(Op loop_op) {
+  if (frames_.size() >= static_cast<size_t>(kMaxLoopDepth))
+    throw CompileError(loop_op.where, "loop",
+                       fmt::format("{} pto::loop levels are already open around this one; at "
+                                   "most {} loops may be nested",
+                                   frames_.size(), kMaxLoopDepth));
   flush_deferred();
   check_symbols(loop_op.start, "loop", loop_op.where);
   check_symbols(loop_op.stop, "loop", loop_op.where);
@@ -592,7 +606,17 @@ SymbolicScalar Tensor::at(const std::vector<SymbolicScalar> &indices,
                                    idx[d].concrete(), dim.str(), d, v.name));
     idx[d] = i;
   }
-  return SymbolicScalar::tensor_element(id, r.program().trace_id, v.name, idx);
+  uint32_t offset_reads = 0;
+  for (auto &o : v.offsets)
+    offset_reads = std::max(offset_reads, o.expr().reads);
+  SymbolicScalar e = SymbolicScalar::tensor_element(id, r.program().trace_id, v.name, idx,
+                                                    offset_reads);
+  if (e.expr().reads > kMaxReadNesting)
+    throw SymbolicError(loc, op,
+                        fmt::format("element reads nest {} deep here (reads in the indices, or "
+                                    "in the offsets of the view read), more than {}",
+                                    e.expr().reads, kMaxReadNesting));
+  return e;
 }
 
 namespace {

@@ -1,7 +1,7 @@
 // element_convert.h - Internal: the element types of shmem data (by PyPTO dtype ordinal), value
 // conversion between them, and the atomic add of one element. Conversion rules:
-// - float -> float: round to nearest even (fp64 -> fp16/bf16 correctly rounded, no double
-//   rounding); NaN stays NaN, overflow goes to inf.
+// - float -> float and int -> float: round once to nearest even (fp64 and int64 -> fp16/bf16
+//   correctly rounded, no double rounding); NaN stays NaN, overflow goes to inf.
 // - float -> int: truncate toward zero, saturate at the type's range, NaN -> 0 (C++ leaves these
 //   undefined; saturation is what numpy-like users expect least surprise from).
 // - int -> int: two's-complement wrap (C++20 static_cast). Any -> bool: value != 0.
@@ -75,10 +75,12 @@ template <class D> inline D from_double(double d) {
 template <class D> inline D from_int64(int64_t i) {
   if constexpr (std::is_same_v<D, Bool8>)
     return Bool8{uint8_t(i != 0)};
-  else if constexpr (std::is_same_v<D, float>)
-    return float(i); // one rounding, to nearest even
-  else if constexpr (is_floating_v<D>)
-    return from_double<D>(double(i));
+  else if constexpr (std::is_same_v<D, float> || std::is_same_v<D, double>)
+    return D(i); // one rounding, to nearest even
+  else if constexpr (std::is_same_v<D, F16>)
+    return F16{int64_to_fp16(i)}; // one rounding (not through fp32 or fp64)
+  else if constexpr (std::is_same_v<D, BF16>)
+    return BF16{int64_to_bf16(i)};
   else
     return static_cast<D>(i);
 }

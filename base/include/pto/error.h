@@ -22,12 +22,38 @@ inline std::string format_location(const std::source_location &loc) {
   return file + ":" + std::to_string(loc.line());
 }
 
-/// Base of every ptojit error. `what()` is `file:line: op: detail`.
+/// While alive, names the public op the user called on this thread: composite ops (nn_ops.h,
+/// mean and var, broadcast_to, split, stack, ones) are traced from other ops, whose names would
+/// mean nothing to the user. Every pto::Error constructed on this thread meanwhile names this op instead of the
+/// inner one that raised it, and the recorder stamps it on the ops traced meanwhile
+/// (ir::Op::user_op), so their run-time errors name it too. The outermost scope wins.
+class UserOpScope {
+public:
+  explicit UserOpScope(const char *op) : prev_(slot()) {
+    if (!prev_)
+      slot() = op;
+  }
+  UserOpScope(const UserOpScope &) = delete;
+  UserOpScope &operator=(const UserOpScope &) = delete;
+  ~UserOpScope() { slot() = prev_; }
+  /// The op of the outermost live scope on this thread, or nullptr.
+  static const char *active() { return slot(); }
+
+private:
+  static const char *&slot() {
+    static thread_local const char *op = nullptr;
+    return op;
+  }
+  const char *prev_;
+};
+
+/// Base of every ptojit error. `what()` is `file:line: op: detail`; `op` is replaced by the
+/// active UserOpScope's op, if any.
 class Error : public std::runtime_error {
 public:
   Error(std::string where, std::string op, std::string detail)
-      : std::runtime_error(compose(where, op, detail)), where_(std::move(where)),
-        op_(std::move(op)), detail_(std::move(detail)) {}
+      : Error(std::move(where), UserOpScope::active() ? std::string(UserOpScope::active()) : op,
+              std::move(detail), 0) {}
   Error(const std::source_location &loc, std::string op, std::string detail)
       : Error(format_location(loc), std::move(op), std::move(detail)) {}
 
@@ -39,6 +65,9 @@ public:
   const std::string &detail() const { return detail_; }
 
 private:
+  Error(std::string where, std::string op, std::string detail, int)
+      : std::runtime_error(compose(where, op, detail)), where_(std::move(where)),
+        op_(std::move(op)), detail_(std::move(detail)) {}
   static std::string compose(const std::string &where, const std::string &op,
                              const std::string &detail) {
     std::string s;

@@ -1,6 +1,7 @@
-// half.h - Bit-exact conversions between fp32/fp64 and the 16-bit float formats fp16 (IEEE 754
-// binary16) and bf16 (bfloat16), rounding to nearest even. Used by put/get dtype conversion and
-// fp16/bf16 atomic ADD; header-only so the reference interpreter can share the exact rounding.
+// half.h - Bit-exact conversions between fp32/fp64/int64 and the 16-bit float formats fp16
+// (IEEE 754 binary16) and bf16 (bfloat16), rounding once to nearest even. Used by put/get dtype
+// conversion and fp16/bf16 atomic ADD; header-only so the reference interpreter can share the
+// exact rounding.
 #pragma once
 
 #include <bit>
@@ -67,6 +68,29 @@ inline float fp64_to_fp32_round_to_odd(double d) {
     f = std::nextafter(f, 0.0f);
   return std::bit_cast<float>(std::bit_cast<uint32_t>(f) | 1u);
 }
+
+/// int64 -> fp32 rounded to odd: exact below 2^24 in magnitude, else truncated to 24
+/// significant bits with the last one set when bits were dropped. Rounding that to nearest even
+/// in fp16 or bf16 gives the correctly rounded int64 -> fp16/bf16 result, which rounding through
+/// fp32 (or fp64, above 2^53) to nearest would not: 16842753 = 2^24 + 2^16 + 1 is bf16 16908288
+/// (2^24 + 2^17), but fp32 first rounds it to the tie 2^24 + 2^16, which bf16 rounds to 2^24.
+inline float int64_to_fp32_round_to_odd(int64_t v) {
+  const bool neg = v < 0;
+  const uint64_t m = neg ? 0 - uint64_t(v) : uint64_t(v); // |INT64_MIN| = 2^63 fits
+  if (m < (uint64_t{1} << 24))
+    return neg ? -float(m) : float(m);
+  const int drop = 64 - std::countl_zero(m) - 24;
+  uint64_t kept = m >> drop;
+  if ((m & ((uint64_t{1} << drop) - 1)) != 0)
+    kept |= 1;
+  const float f = std::ldexp(float(kept), drop); // exact: kept < 2^24, drop <= 40
+  return neg ? -f : f;
+}
+
+/// int64 -> fp16 bits, correctly rounded to nearest even (65520 and above: inf).
+inline uint16_t int64_to_fp16(int64_t v) { return fp32_to_fp16(int64_to_fp32_round_to_odd(v)); }
+/// int64 -> bf16 bits, correctly rounded to nearest even.
+inline uint16_t int64_to_bf16(int64_t v) { return fp32_to_bf16(int64_to_fp32_round_to_odd(v)); }
 
 /// fp64 -> fp16 bits, correctly rounded to nearest even.
 inline uint16_t fp64_to_fp16(double d) { return fp32_to_fp16(fp64_to_fp32_round_to_odd(d)); }

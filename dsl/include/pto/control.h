@@ -27,6 +27,9 @@ struct LoopOptions {
 
 /// The most paths (combinations of symbolic cond outcomes) one loop body may have.
 inline constexpr int kMaxCondPaths = 64;
+/// The most pto::loop levels that may be open at once (nested loops): opening one more is a
+/// CompileError at the loop (codegen and the interpreter walk loop bodies one level each).
+inline constexpr int kMaxLoopDepth = 64;
 
 /// `for (auto i : pto::loop(start, stop, step)) { ... }` records one loop whose index `i` is a
 /// run-time SymbolicScalar (start, start+step, ... while < stop). Bounds may be symbolic, including
@@ -36,6 +39,7 @@ inline constexpr int kMaxCondPaths = 64;
 /// never wraps: `loop(INT64_MAX - 2, INT64_MAX, 4)` runs once), in both executors. A bound whose
 /// run-time arithmetic (`+`, `-`, `*`, unary `-`) overflows int64 fails the call with
 /// RuntimeError naming the loop's line and the bound, before the first iteration.
+/// CompileError when kMaxLoopDepth loops are already open around it.
 /// Ops traced in the body belong to the loop; tensors created in the body may not be used after
 /// it (assemble them into a tensor created outside).
 ///

@@ -64,9 +64,11 @@ Tensor sqrt(const Tensor &x, SrcLoc loc = SrcLoc::current());
 Tensor rsqrt(const Tensor &x, SrcLoc loc = SrcLoc::current());
 /// 1 / x. Floats only.
 Tensor reciprocal(const Tensor &x, SrcLoc loc = SrcLoc::current());
-/// Converts to `dtype`. Float -> float and int -> float round to nearest even; float -> int
-/// truncates toward zero (PyPTO's default cast mode), NaN -> 0, out of range saturates;
-/// int -> narrower int wraps (two's complement). Any supported dtype pair.
+/// Converts to `dtype`. Float -> float and int -> float round once to nearest even (correctly
+/// rounded: int32/int64 -> bf16 and fp64 -> fp16/bf16 never round through fp32 or fp64 first);
+/// float -> int truncates toward zero (PyPTO's default cast mode), NaN -> 0, out of range and
+/// +-inf saturate; int -> narrower int wraps (two's complement); any -> bool is x != 0 (NaN is
+/// true). Any supported dtype pair; both run modes give the same bits.
 Tensor cast(const Tensor &x, DataType dtype, SrcLoc loc = SrcLoc::current());
 
 // ---- Elementwise math of the op catalogue (reference §5) ----------------------------------
@@ -213,7 +215,8 @@ struct ReduceOptions {
 };
 /// Sum over `axis` (negative counts from the end). fp16/bf16 accumulate in fp32. The result's
 /// valid extent on the axis is 1; the reduction covers the input's valid extent (an empty valid
-/// extent sums to 0). Dtypes: ints, floats. ShapeError for an axis out of range.
+/// extent sums to +0; only -0 terms sum to -0, as IEEE 754 and NumPy). Dtypes: ints, floats.
+/// ShapeError for an axis out of range.
 Tensor sum(const Tensor &x, int axis, ReduceOptions opts = {}, SrcLoc loc = SrcLoc::current());
 /// Max over `axis`; NaN propagates; an empty valid extent gives -inf (floats) or the type's min.
 Tensor amax(const Tensor &x, int axis, ReduceOptions opts = {}, SrcLoc loc = SrcLoc::current());

@@ -9,8 +9,12 @@
 //   1 (keepdim) and the other axes keep theirs. Without keepdim the reduced axes disappear; a
 //   result with no axis left keeps one element of shape [1] (ptojit has no rank-0 tensors).
 // - A reduction over a length-1 axis is the identity (argmax/argmin give 0).
-// - Empty reductions (a valid extent of 0 on a reduced axis): sum 0, prod 1, amax -inf (floats)
+// - Empty reductions (a valid extent of 0 on a reduced axis): sum +0, prod 1, amax -inf (floats)
 //   or the type's minimum, amin +inf or the type's maximum, mean and var NaN, argmax/argmin -1.
+// - Signed zeros follow IEEE 754 and NumPy: a float sum (and mean) of only -0 terms is -0, a +0
+//   term or cancelling terms make it +0; cumsum keeps a leading -0 (PyTorch's CPU kernels give
+//   +0 for both); amax/amin order -0 below +0. Both run modes give the same bits here
+//   (docs/ops.md, "exact", says where else they do).
 // - fp16/bf16 accumulate in fp32 and are rounded once to the result dtype (also across the axes
 //   of a list: the list forms widen to fp32 first).
 // - DT_BOOL inputs are a DTypeError (cast to an int type); so is every op on a token or shmem data.

@@ -39,7 +39,16 @@ enum class SymKind : uint8_t {
   LoopEnd,   ///< 1 on the last iteration of loop `a`, else 0 (PyPTO `is_loop_end`)
 };
 
-/// One node of a symbolic expression tree. Immutable and shared.
+/// The most nodes an expression used by a traced op may have when written out as a tree (a
+/// shared subexpression counts once per use): Recorder::check_symbols throws SymbolicError past
+/// it, and SymbolicScalar::str prints at most this many nodes. Far above any hand-written
+/// expression (a sum of 100000 terms has 200000 nodes), it bounds the code and text an
+/// expression that doubles itself in a loop (`s = s + s`) would expand to.
+inline constexpr uint64_t kMaxSymNodes = uint64_t{1} << 20;
+
+/// One node of a symbolic expression tree (a DAG: subexpressions are shared). Immutable and
+/// shared. Every walk over it (printing, folding, hashing, evaluation, code generation) is
+/// iterative, so expressions of any depth are fine.
 struct SymExpr {
   enum class Tag : uint8_t { Const, Symbol, Op } tag = Tag::Const;
   int64_t value = 0;       ///< Tag::Const
@@ -49,6 +58,15 @@ struct SymExpr {
   SymOp op = SymOp::Add;   ///< Tag::Op
   /// Tag::Op operands; for a SymKind::TensorElement symbol, its indices.
   std::vector<std::shared_ptr<const SymExpr>> args;
+  /// Nodes of the expression written out as a tree (1 + the args' nodes), saturating at 2^62;
+  /// set when the node is built.
+  uint64_t nodes = 1;
+  /// How deeply tensor-element reads nest in it: a read counts 1 + the most of its indices and
+  /// (reads of a view) of the view's offsets, which are evaluated to read it. Set when built.
+  uint32_t reads = 0;
+  /// Releases the nodes only this one owns without recursion (a deep chain would otherwise
+  /// overflow the stack in nested shared_ptr destructors).
+  ~SymExpr();
 };
 
 class SymbolicScalar;
@@ -72,9 +90,11 @@ public:
   /// A run-time symbol of the given kind (used by loops, jit parameters and my_symbolic_pe).
   static SymbolicScalar symbol(SymKind kind, int64_t a, int64_t b, std::string name);
   /// A SymKind::TensorElement symbol: element `indices` of value `value` (named `name`) of the
-  /// trace `trace_id`, printed `name[i, j]`. Built by Tensor::at, which checks its operands.
+  /// trace `trace_id`, printed `name[i, j]`. Built by Tensor::at, which checks its operands;
+  /// `offset_reads` is the most SymExpr::reads of the value's view offsets (0 for a non-view).
   static SymbolicScalar tensor_element(int64_t value, uint64_t trace_id, std::string name,
-                                       const std::vector<SymbolicScalar> &indices);
+                                       const std::vector<SymbolicScalar> &indices,
+                                       uint32_t offset_reads = 0);
 
   /// As PyPTO: a constant.
   bool is_immediate() const { return e_->tag == SymExpr::Tag::Const; }
@@ -91,7 +111,8 @@ public:
   SymbolicScalar min(const SymbolicScalar &x) const;
   SymbolicScalar max(const SymbolicScalar &x) const;
 
-  /// Readable form, e.g. `min((N - (i0 * 16)), 16)`.
+  /// Readable form, e.g. `min((N - (i0 * 16)), 16)`. An expression of more than kMaxSymNodes
+  /// nodes (written out) prints its first kMaxSymNodes nodes and `...`.
   std::string str() const;
   const SymExpr &expr() const { return *e_; }
   const std::shared_ptr<const SymExpr> &ptr() const { return e_; }
@@ -153,15 +174,21 @@ SymbolicScalar ternary(const SymbolicScalar &c, const SymbolicScalar &a, const S
 
 /// Binds symbols to values when evaluating on the host (interpreter, tests).
 using SymbolEnv = std::function<int64_t(const SymExpr &symbol)>;
+/// Reads a SymKind::TensorElement symbol at its evaluated indices (one per dim).
+using ElementEnv =
+    std::function<int64_t(const SymExpr &element, const std::vector<int64_t> &indices)>;
 /// Evaluates `s` with C semantics. Throws RuntimeError on division or modulo by zero, naming
 /// `where` (a "file:line" string) and the expression. `&`, `|` and `ternary` evaluate only the
 /// operands that decide the result (as C's `&&`, `||` and `?:`, and as generated code does), so
-/// `(i < n) & (x.at({i}) == 1)` never reads x out of range. Arithmetic wraps on int64 overflow;
-/// when `overflow` is given, `*overflow` is also set whenever a `+`, `-`, `*`, unary `-` or
-/// `/` (INT64_MIN / -1) evaluated overflowed (callers that size memory or count iterations
-/// turn that into an error, as generated code does).
+/// `(i < n) & (x.at({i}) == 1)` never reads x out of range. With `elements`, the indices of a
+/// tensor-element symbol are evaluated here (no recursion through the environment, so reads
+/// nested to any depth are fine) and `elements` reads it; without, `env` reads it. Iterative:
+/// any depth is fine; each shared subexpression of a large expression is evaluated once.
+/// Arithmetic wraps on int64 overflow; when `overflow` is given, `*overflow` is also set whenever
+/// a `+`, `-`, `*`, unary `-` or `/` (INT64_MIN / -1) evaluated overflowed (callers that size
+/// memory or count iterations turn that into an error, as generated code does).
 int64_t evaluate(const SymbolicScalar &s, const SymbolEnv &env, const std::string &where = "",
-                 bool *overflow = nullptr);
+                 const ElementEnv &elements = nullptr, bool *overflow = nullptr);
 
 /// Folds `op` over concrete operands with C semantics; sets `*div_zero` (and returns 0) for a
 /// division or modulo by zero, and `*overflow` (when given) when the wrapped result differs
@@ -172,8 +199,12 @@ int64_t sym_fold(SymOp op, const std::vector<int64_t> &operands, bool *div_zero,
 /// `[a, b, c]` with each dim printed by SymbolicScalar::str.
 std::string str(const std::vector<SymbolicScalar> &dims);
 
-/// Calls `fn` on every symbol node of `s` (including those inside tensor-element indices).
+/// Calls `fn` once on every distinct symbol node of `s` (including those inside tensor-element
+/// indices), parents before children.
 void for_each_symbol(const SymbolicScalar &s, const std::function<void(const SymExpr &)> &fn);
+/// Calls `fn` once on every distinct node of `s`, children (in argument order) before parents.
+/// Iterative: any depth is fine.
+void for_each_node(const SymbolicScalar &s, const std::function<void(const SymExpr &)> &fn);
 /// True when `s` mentions a symbol of kind `kind`.
 bool mentions(const SymbolicScalar &s, SymKind kind);
 

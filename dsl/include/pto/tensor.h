@@ -13,6 +13,10 @@
 
 namespace pto {
 
+/// The deepest Tensor::at reads may nest (a read whose indices, or whose view's offsets, read
+/// elements): one more is a SymbolicError at the read.
+inline constexpr uint32_t kMaxReadNesting = 64;
+
 /// A tensor inside a traced kernel: a kernel parameter, an op's result, or a view. Cheap to copy;
 /// copies name the same value. Valid only while its kernel is being traced.
 class Tensor {
@@ -55,6 +59,7 @@ public:
   /// writes the same tensor. Errors: ShapeError for a wrong index count or a concrete index out
   /// of range; at run time an index outside [0, dim) (for a view, also outside the viewed
   /// tensor) fails the call with RuntimeError naming the op's site, before any memory is read.
+  /// Reads nested more than kMaxReadNesting deep are a SymbolicError.
   SymbolicScalar at(const std::vector<SymbolicScalar> &indices,
                     std::source_location loc = std::source_location::current()) const;
 

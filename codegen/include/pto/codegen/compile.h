@@ -59,7 +59,8 @@ std::shared_ptr<const Executable> compile_jit(const ir::Program &p, const Compil
 std::shared_ptr<const Executable> make_interpreter(const ir::Program &p);
 
 /// The site table of `p`: one entry per op in pre-order (loop bodies after their loop op, the
-/// bodies of a paths op after it, path by path).
+/// bodies of a paths op after it, path by path), "file:line: op" with the op as the user called
+/// it (ir::Op::user_op for the inner ops of a composite).
 std::vector<std::string> site_table(const ir::Program &p);
 
 } // namespace pto::codegen

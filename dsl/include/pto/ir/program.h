@@ -53,6 +53,11 @@ struct Scalar {
   DataType dtype = DT_BOTTOM;
 };
 
+/// `s` as an element of `dt` (its dtype set to `dt`): an integer scalar meeting a floating dtype
+/// becomes the floating scalar nearest to it in `dt` (rounded once, to nearest even; not through
+/// fp64 or fp32), so every consumer sees a value `dt` holds exactly and rounds it no further.
+Scalar as_element(Scalar s, DataType dt);
+
 /// Per-kind semantics; the facts table (op_info) gives name, arity and family.
 enum class OpKind : uint8_t {
   // Elementwise unary; fp16/bf16 are computed in fp32 and rounded to nearest even.
@@ -223,6 +228,9 @@ struct Op {
   std::vector<ValueId> outputs; ///< results (a Token first for shmem ops)
   TileShape tile;               ///< captured at trace time
   std::source_location where;   ///< the user's call site
+  /// The public op the user called when this op is part of a composite (pto::UserOpScope), for
+  /// run-time messages; nullptr otherwise (the op's own name, op_info, is the user's).
+  const char *user_op = nullptr;
   // Attributes (meaning per kind).
   std::optional<Scalar> scalar; ///< tensor-scalar forms, Full's fill value
   bool scalar_first = false;    ///< the scalar is the left operand (`2 - x`)
