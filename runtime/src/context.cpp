@@ -192,21 +192,23 @@ int32_t pto_rt_n_pes(pto_ctx *ctx, int32_t group) {
 
 void *pto_rt_alloc(pto_ctx *ctx, int64_t bytes) {
   void *p = nullptr;
-  try {
-    // Generated code asks for INT64_MAX bytes when a size overflows; rounding it would too.
-    if (bytes > INT64_MAX - 63)
-      throw std::bad_alloc();
-    const size_t rounded = size_t((bytes < 1 ? 1 : bytes) + 63) / 64 * 64;
-    ctx->scratch.reserve(ctx->scratch.size() + 1);
-    p = ::operator new(rounded, std::align_val_t(64));
-  } catch (const std::bad_alloc &) {
-    fail<pto::RuntimeError>(ctx, -1, "alloc",
-                            "cannot allocate " + std::to_string(bytes) +
-                                " bytes of scratch memory for a local tensor");
-    return nullptr;
-  }
-  ctx->scratch.push_back(p);
-  return p;
+  const int32_t st = abi_boundary(ctx, [&]() -> int32_t {
+    try {
+      // Generated code asks for INT64_MAX bytes when a size overflows; rounding it would too.
+      if (bytes > INT64_MAX - 63)
+        throw std::bad_alloc();
+      const size_t rounded = size_t((bytes < 1 ? 1 : bytes) + 63) / 64 * 64;
+      ctx->scratch.reserve(ctx->scratch.size() + 1);
+      p = ::operator new(rounded, std::align_val_t(64));
+    } catch (const std::bad_alloc &) {
+      return fail<pto::RuntimeError>(ctx, -1, "alloc",
+                                     "cannot allocate " + std::to_string(bytes) +
+                                         " bytes of scratch memory for a local tensor");
+    }
+    ctx->scratch.push_back(p); // cannot throw: reserved above
+    return PTO_OK;
+  });
+  return st == PTO_OK ? p : nullptr;
 }
 
 int32_t pto_rt_fail_msg(pto_ctx *ctx, int32_t error_class, int32_t site, const char *detail) {
