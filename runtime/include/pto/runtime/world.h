@@ -32,7 +32,9 @@ struct WorldOptions {
   /// returning from its function, so a slow run (many PEs on few cores) never times out while
   /// some PE still gets on. The error comes between the timeout and the timeout plus one
   /// sampling slice (50 ms for waits, an eighth of the timeout for barriers) after the last
-  /// progress. A PE that computes longer than this without calling the runtime looks stuck.
+  /// progress. A PE that computes longer than this without calling the runtime looks stuck;
+  /// conversely, a wait that can never complete is reported only once every other PE has
+  /// stopped making progress too (returned, or blocked itself).
   int64_t deadlock_timeout_ms = kDefaultDeadlockTimeoutMs;
 };
 
