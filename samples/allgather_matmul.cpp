@@ -33,25 +33,40 @@ int main(int argc, char **argv) {
   f.pes = 2;
   f.dtype = "bf16";
   int64_t batch = 8, d = 256, n = 512;
-  sample::add_common_flags(app, f, {"bf16", "fp32"});
-  app.add_option("--batch", batch, "rows per PE")->check(CLI::Range(1, 4096))->capture_default_str();
+  sample::add_common_flags(app, f, {"bf16", "fp32"}, {.max = 256});
+  app.add_option("--batch", batch, "rows per PE (default 8, or 64 / pes above 8 PEs)")
+      ->check(CLI::Range(1, 4096));
   app.add_option("--d", d, "inner dim D")->check(CLI::Range(1, 1 << 16))->capture_default_str();
-  app.add_option("--n", n, "output columns N (rows of W)")->check(CLI::Range(1, 1 << 16))->capture_default_str();
+  app.add_option("--n", n, "output columns N (rows of W)")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
   if (int rc = sample::parse(app, argc, argv); rc >= 0)
     return rc;
+  batch = sample::default_per_pe(app, "--batch", batch, 8, f.pes);
   try {
     const int ws = f.pes;
     const pto::DataType dt = pto::parse_dtype(f.dtype);
+    // Per PE: its slice, its weight, its [ws*B, N] output, the gathered [ws*B, D] shmem buffer
+    // with its local copy, and the fp32 matmul result; one PE's double reference at a time.
+    const int64_t rows = int64_t{ws} * batch;
+    sample::MemoryEstimate need;
+    need.add("inputs", ws, {batch, d}, dt)
+        .add("weights", ws, {n, d}, dt)
+        .add("outputs", ws, {rows, n}, dt)
+        .add("symmetric heaps", ws, {rows, d}, dt)
+        .add("kernel locals", ws, {rows, d + n}, pto::DT_FP32)
+        .add("reference", f.check ? 1 : 0, {rows, n}, pto::DT_DOUBLE);
+    if (!sample::fits_in_memory(need))
+      return 2;
     fmt::print("allgather_matmul {} batch={} d={} n={} pes={} mode={}\n", f.dtype, batch, d, n, ws,
-               f.interpret ? "interpret" : "jit");
+               sample::mode_name(f));
     std::vector<pto::HostTensor> xs, ws_, ys;
     for (int p = 0; p < ws; ++p) {
       xs.push_back(sample::random_tensor(dt, {batch, d}, f.seed + uint64_t(p)));
       ws_.push_back(sample::random_tensor(dt, {n, d}, f.seed + 1000 + uint64_t(p)));
       ys.emplace_back(dt, std::vector<int64_t>{ws * batch, n});
     }
-    auto k = pto::jit("allgather_matmul", kernel,
-                      {.run_mode = f.interpret ? pto::RunMode::Interpret : pto::RunMode::Jit});
+    auto k = pto::jit("allgather_matmul", kernel, sample::jit_options(f));
     pto::runtime::World world(ws);
     world.enable_trace(!f.trace.empty());
     world.run([&](int pe) { k(xs[size_t(pe)], ws_[size_t(pe)], ys[size_t(pe)]); });

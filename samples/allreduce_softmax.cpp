@@ -67,22 +67,35 @@ int main(int argc, char **argv) {
   sample::CommonFlags f;
   int64_t rows = 256, cols = 1024;
   sample::add_common_flags(app, f, {"fp32", "fp16", "bf16"});
-  app.add_option("--rows", rows, "rows of each PE's input")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
-  app.add_option("--cols", cols, "columns of each PE's input")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
+  app.add_option("--rows", rows, "rows of each PE's input (default 256, or 2048 / pes above 8 PEs)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app.add_option("--cols", cols, "columns of each PE's input")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->capture_default_str();
   if (int rc = sample::parse(app, argc, argv); rc >= 0)
     return rc;
+  rows = sample::default_per_pe(app, "--rows", rows, 256, f.pes);
 
   try {
     pto::DataType dt = pto::parse_dtype(f.dtype);
+    // Per PE: input and output, the fp32 shmem accumulator, the kernel's fp32 locals (the sum,
+    // exp, softmax and a cast: 4 tiles' worth of the whole tensor); the double reference.
+    const int64_t elems = rows * cols;
+    sample::MemoryEstimate need;
+    need.add("inputs and outputs", 2 * int64_t{f.pes}, elems, pto::bytes_of(dt))
+        .add("symmetric heaps", f.pes, elems, 4)
+        .add("kernel locals", 4 * int64_t{f.pes}, elems, 4)
+        .add("reference", f.check ? 1 : 0, elems, 8);
+    if (!sample::fits_in_memory(need))
+      return 2;
     fmt::print("allreduce_softmax {} rows={} cols={} pes={} backend=threads mode={}\n", f.dtype,
-               rows, cols, f.pes, f.interpret ? "interpret" : "jit");
+               rows, cols, f.pes, sample::mode_name(f));
     std::vector<pto::HostTensor> xs, ys;
     for (int p = 0; p < f.pes; ++p) {
       xs.push_back(sample::random_tensor(dt, {rows, cols}, f.seed + static_cast<uint64_t>(p)));
       ys.emplace_back(dt, std::vector<int64_t>{rows, cols});
     }
-    auto kernel = pto::jit("allreduce_softmax", allreduce_softmax,
-                           {.run_mode = f.interpret ? pto::RunMode::Interpret : pto::RunMode::Jit});
+    auto kernel = pto::jit("allreduce_softmax", allreduce_softmax, sample::jit_options(f));
     pto::runtime::World world(f.pes);
     world.enable_trace(!f.trace.empty());
     auto t0 = std::chrono::steady_clock::now();
@@ -95,7 +108,8 @@ int main(int argc, char **argv) {
     world.run([&](int pe) { kernel(xs[static_cast<size_t>(pe)], ys[static_cast<size_t>(pe)], f.pes); });
     double run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t2).count();
     fmt::print("  compile {:.1f} ms (trace + {})   first call {:.1f} ms   run {:.2f} ms\n",
-               compile_ms, f.interpret ? "interpreter setup" : "LLVM O3 + ORC", first_ms, run_ms);
+               compile_ms, kernel.stats().compiles > 0 ? "LLVM O3 + ORC" : "interpreter setup",
+               first_ms, run_ms);
     sample::write_trace(world, f);
     if (!f.check)
       return 0;

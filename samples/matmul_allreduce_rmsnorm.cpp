@@ -48,16 +48,34 @@ int main(int argc, char **argv) {
   f.dtype = "bf16";
   int64_t batch = 8, k = 256, h = 512;
   sample::add_common_flags(app, f, {"bf16", "fp32"});
-  app.add_option("--batch", batch, "rows per PE")->check(CLI::Range(1, 4096))->capture_default_str();
+  app.add_option("--batch", batch, "rows per PE (default 8, or 64 / pes above 8 PEs)")
+      ->check(CLI::Range(1, 4096));
   app.add_option("--k", k, "inner dim K")->check(CLI::Range(1, 1 << 16))->capture_default_str();
-  app.add_option("--h", h, "hidden size H (rows of W)")->check(CLI::Range(1, 1 << 16))->capture_default_str();
+  app.add_option("--h", h, "hidden size H (rows of W)")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
   if (int rc = sample::parse(app, argc, argv); rc >= 0)
     return rc;
+  batch = sample::default_per_pe(app, "--batch", batch, 8, f.pes);
   try {
     const int ws = f.pes;
     const pto::DataType dt = pto::parse_dtype(f.dtype);
+    // Per PE: input, weight, two outputs; the 8-row blocks are unrolled at trace time, so
+    // every block has its own allreduce shmem buffer (fp32; one per PE of the world when it
+    // gathers) and fp32 locals: over all blocks, that many [batch, h] tensors. Shared residual,
+    // gamma and bias; the double references.
+    sample::MemoryEstimate need;
+    need.add("inputs", ws, {batch, k}, dt)
+        .add("weights", ws, {h, k}, dt)
+        .add("outputs", 2 * int64_t{ws}, {batch, h}, dt)
+        .add("symmetric heaps", int64_t{ws} * (ws + 1), {batch, h}, pto::DT_FP32)
+        .add("kernel locals", int64_t{ws} * (ws + 8), {batch, h}, pto::DT_FP32)
+        .add("shared inputs", 1, {batch + 2, h}, dt)
+        .add("reference", f.check ? 2 : 0, {batch, h}, pto::DT_DOUBLE);
+    if (!sample::fits_in_memory(need))
+      return 2;
     fmt::print("matmul_allreduce_rmsnorm {} batch={} k={} h={} pes={} mode={}\n", f.dtype, batch, k,
-               h, ws, f.interpret ? "interpret" : "jit");
+               h, ws, sample::mode_name(f));
     // Per PE: its input and weight; shared by all: residual, gamma, bias.
     auto residual = sample::random_tensor(dt, {batch, h}, f.seed + 7);
     auto gamma = sample::random_tensor(dt, {1, h}, f.seed + 8);
@@ -69,8 +87,7 @@ int main(int argc, char **argv) {
       outs.emplace_back(dt, std::vector<int64_t>{batch, h});
       res_outs.emplace_back(dt, std::vector<int64_t>{batch, h});
     }
-    auto kern = pto::jit("matmul_allreduce_rmsnorm", kernel,
-                         {.run_mode = f.interpret ? pto::RunMode::Interpret : pto::RunMode::Jit});
+    auto kern = pto::jit("matmul_allreduce_rmsnorm", kernel, sample::jit_options(f));
     pto::runtime::World world(ws);
     world.enable_trace(!f.trace.empty());
     world.run([&](int pe) {

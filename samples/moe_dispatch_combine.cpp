@@ -36,7 +36,7 @@ struct Dims {
   int n = 4;        ///< PEs
   int64_t b = 8;    ///< tokens per PE
   int64_t h = 256;  ///< hidden size
-  int64_t e = 16;   ///< experts (a multiple of n)
+  int64_t e = 16;   ///< experts (a multiple of n; by default the least one >= 16)
   int64_t k = 4;    ///< experts per token
   int64_t e_local() const { return e / n; }
 };
@@ -162,22 +162,26 @@ int main(int argc, char **argv) {
   sample::CommonFlags f;
   f.pes = 4;
   Dims d;
-  sample::add_common_flags(app, f, {"fp32", "bf16", "fp16", "int32"});
+  // The dispatch unrolls a loop over the E expert groups at trace time: E grows with the PEs.
+  sample::add_common_flags(app, f, {"fp32", "bf16", "fp16", "int32"}, {.max = 64});
   app.add_option("--tokens", d.b, "tokens per PE (B)")
       ->check(CLI::Range(int64_t{1}, int64_t{4096}))
       ->capture_default_str();
   app.add_option("--hidden", d.h, "hidden size (H)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 14))
       ->capture_default_str();
-  app.add_option("--experts", d.e, "experts in total (E, a multiple of --pes)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1024}))
-      ->capture_default_str();
+  app.add_option("--experts", d.e,
+                 "experts in total (E, a multiple of --pes and >= --topk; default the least "
+                 "multiple of --pes that is >= 16)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
   app.add_option("--topk", d.k, "experts per token (K <= E)")
       ->check(CLI::Range(int64_t{1}, int64_t{64}))
       ->capture_default_str();
   if (int rc = sample::parse(app, argc, argv); rc >= 0)
     return rc;
   d.n = f.pes;
+  if (app.count("--experts") == 0)
+    d.e = (16 + d.n - 1) / d.n * d.n;
   if (d.e % d.n != 0 || d.k > d.e) {
     fmt::print(stderr, "error: --experts ({}) must be a multiple of --pes ({}) and >= --topk ({})\n",
                d.e, d.n, d.k);
@@ -186,9 +190,25 @@ int main(int argc, char **argv) {
   try {
     const pto::DataType dt = pto::parse_dtype(f.dtype);
     const int n = d.n;
-    const int64_t el = d.e_local(), rows_max = el * n * d.b;
+    const int64_t el = d.e_local(), rows_max = el * n * d.b, tasks = d.b * d.k;
+    // Per PE: routing inputs, the received rows (expand_x and the experts' output),
+    // assist_info, the combined output; shmem data [E*B, H] and info [E*B, 4] (fp64-sized at
+    // most), counts, the combine's fp32 [K*B, H]; the kernels' one-hot, rank and pair locals
+    // ([B*K, E] each, int64 at most), the local copies of every received group [B, H + 4]
+    // (E groups, unrolled) and the combine's fp32 copy of its input [rows, H].
+    sample::MemoryEstimate need;
+    need.add("inputs", n, {d.b, d.h + 3 * d.k + 1}, pto::DT_DOUBLE)
+        .add("received rows", 2 * int64_t{n}, {rows_max, d.h}, dt)
+        .add("assist info", n, {rows_max, 4}, pto::DT_INT32)
+        .add("outputs", n, {d.b, d.h}, dt)
+        .add("symmetric heaps", n, {d.e * d.b, d.h + 4}, pto::DT_DOUBLE)
+        .add("symmetric heaps (combine)", n, {d.k * d.b, d.h}, pto::DT_FP32)
+        .add("kernel locals", 3 * int64_t{n}, {tasks, d.e}, pto::DT_INT64)
+        .add("received copies", n, {d.e * d.b + rows_max, d.h + 4}, pto::DT_FP32);
+    if (!sample::fits_in_memory(need))
+      return 2;
     fmt::print("moe_dispatch_combine {} pes={} tokens={} hidden={} experts={} topk={} mode={}\n",
-               f.dtype, n, d.b, d.h, d.e, d.k, f.interpret ? "interpret" : "jit");
+               f.dtype, n, d.b, d.h, d.e, d.k, sample::mode_name(f));
     // Inputs: distinct experts per token, ~3/4 of the tokens active, routing weights in [0, 1).
     std::mt19937_64 rng(f.seed);
     std::vector<pto::HostTensor> xs, ids, masks, scales;
@@ -218,9 +238,8 @@ int main(int argc, char **argv) {
       rc.emplace_back(pto::DT_INT32, std::vector<int64_t>{1});
       outs.emplace_back(dt, std::vector<int64_t>{d.b, d.h});
     }
-    const auto mode = f.interpret ? pto::RunMode::Interpret : pto::RunMode::Jit;
-    auto kd = pto::jit("moe_dispatch", dispatch, {.run_mode = mode});
-    auto kc = pto::jit("moe_combine", combine, {.run_mode = mode});
+    auto kd = pto::jit("moe_dispatch", dispatch, sample::jit_options(f));
+    auto kc = pto::jit("moe_combine", combine, sample::jit_options(f));
     pto::runtime::World world(n);
     world.enable_trace(!f.trace.empty());
     world.run([&](int pe) {

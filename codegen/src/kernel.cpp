@@ -311,8 +311,7 @@ void KernelCore::call(const std::vector<HostTensor *> &tensors,
     for (auto d : t->shape())
       dims.push_back(d);
   }
-  const std::string where = format_location(call_loc);
-  runtime::begin_call(ctx, &entry->exe->sites(), k.name.c_str(), where.c_str());
+  runtime::begin_call(ctx, &entry->exe->sites(), k.name.c_str(), call_loc);
   try {
     entry->exe->run(ctx, ptrs.data(), dims.data());
   } catch (...) {

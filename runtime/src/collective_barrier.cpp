@@ -18,7 +18,7 @@ void CollectiveBarrier::wake_all() {
 }
 
 CollectiveBarrier::Result CollectiveBarrier::arrive_and_wait(
-    int pe, Clock::time_point deadline, const std::function<bool()> &aborted,
+    int pe, ProgressWatch &watch, const std::function<bool()> &aborted,
     const std::function<bool(int pe)> &gone, const std::function<void()> &completion) {
   std::unique_lock lock(mutex_);
   const uint64_t my_generation = generation_;
@@ -50,11 +50,12 @@ CollectiveBarrier::Result CollectiveBarrier::arrive_and_wait(
         r.missing = {p};
         return r;
       }
-    if (Clock::now() >= deadline) {
+    const auto now = Clock::now();
+    if (watch.stalled(now)) {
       r.outcome = Outcome::TimedOut;
       return r;
     }
-    cv_.wait_until(lock, deadline);
+    cv_.wait_until(lock, watch.next_sample(now));
   }
 }
 

@@ -1,7 +1,10 @@
 // collective_barrier.h - The barrier behind kernel entry and exit: blocks on a condition variable
-// (never spins), gives up at a deadline, and lets go early when the world aborts or when a PE
-// that has not arrived has already returned (so it never will).
+// (never spins), gives up when no PE has made progress for the timeout (progress.h), and lets go
+// early when the world aborts or when a PE that has not arrived has already returned (so it
+// never will).
 #pragma once
+
+#include "progress.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -26,8 +29,9 @@ public:
   void reset(int n_parties);
   /// PE `pe` arrives and waits for all. The last to arrive runs `completion` under the lock
   /// before anyone is released (it may read every PE's proposal). `aborted()` and
-  /// `gone(pe)` are re-checked on every wake-up (see wake_all()).
-  Result arrive_and_wait(int pe, Clock::time_point deadline, const std::function<bool()> &aborted,
+  /// `gone(pe)` are re-checked on every wake-up (see wake_all()); TimedOut once `watch` says
+  /// that no PE has made progress for its timeout (the caller counts its own arrival).
+  Result arrive_and_wait(int pe, ProgressWatch &watch, const std::function<bool()> &aborted,
                          const std::function<bool(int pe)> &gone,
                          const std::function<void()> &completion);
   /// Wakes every waiter to re-check abort and gone PEs.

@@ -4,6 +4,7 @@
 
 #include "pto/runtime/world.h"
 
+#include "boundary.h"
 #include "world_state.h"
 
 #include <cstdint>
@@ -21,10 +22,11 @@ void site_location(const pto_ctx *ctx, int32_t site, const char *default_op, std
   where = "<runtime>";
   op = default_op ? default_op : "";
   if (!ctx || !ctx->sites || site < 0 || size_t(site) >= ctx->sites->size()) {
-    // No op to blame (kernel entry and exit, scratch memory): the user's call of the kernel.
-    if (ctx && ctx->call_where && ctx->kernel_name) {
-      where = ctx->call_where;
-      op = ctx->kernel_name;
+    // No site of its own (scratch memory, kernel entry and exit): the user's call of the kernel.
+    if (ctx && ctx->call_loc.file_name() && *ctx->call_loc.file_name()) {
+      where = format_location(ctx->call_loc);
+      if (ctx->kernel_name)
+        op = ctx->kernel_name;
     }
     return;
   }
@@ -76,31 +78,11 @@ pto_ctx *default_ctx() {
   return ctx;
 }
 
-void free_scratch(pto_ctx *ctx) {
-  for (void *p : ctx->scratch)
-    ::operator delete(p, std::align_val_t(64));
-  ctx->scratch.clear();
-}
-} // namespace
-
-pto_ctx *current_ctx() { return detail::tls_ctx ? detail::tls_ctx : default_ctx(); }
-
-void begin_call(pto_ctx *ctx, const std::vector<std::string> *sites, const char *kernel_name,
-                const char *call_where) {
-  if (ctx->world->tracing.load(std::memory_order_relaxed)) {
-    ctx->call_start_ns = ctx->world->trace_now_ns();
-    ctx->call_name = kernel_name ? kernel_name : "kernel";
-  }
-  ctx->status = PTO_OK;
-  ctx->error = nullptr;
-  ctx->error_released = false;
-  ctx->sites = sites;
-  ctx->kernel_name = kernel_name;
-  ctx->call_where = call_where;
-}
-
-void end_call(pto_ctx *ctx) {
-  if (ctx->world->tracing.load(std::memory_order_relaxed) && !ctx->call_name.empty()) {
+// The kernel call's span on the timeline, when the world is tracing.
+void record_kernel_event(pto_ctx *ctx) noexcept {
+  if (!ctx->world->tracing.load(std::memory_order_relaxed) || ctx->call_name.empty())
+    return;
+  try {
     detail::TraceEvent e;
     e.name = "kernel";
     e.cat = "kernel";
@@ -108,12 +90,53 @@ void end_call(pto_ctx *ctx) {
     e.ts_ns = ctx->call_start_ns;
     e.dur_ns = ctx->world->trace_now_ns() - ctx->call_start_ns;
     ctx->trace.push_back(std::move(e));
-    ctx->call_name.clear();
+  } catch (const std::bad_alloc &) { // out of memory: the timeline loses this event
   }
-  free_scratch(ctx);
+  ctx->call_name.clear();
+}
+} // namespace
+
+void detail::free_scratch(pto_ctx *ctx) {
+  for (void *p : ctx->scratch)
+    ::operator delete(p, std::align_val_t(64));
+  ctx->scratch.clear();
+}
+
+pto_ctx *current_ctx() {
+  if (detail::tls_ctx)
+    return detail::tls_ctx;
+  try {
+    return default_ctx();
+  } catch (...) {
+    detail::rethrow_as_pto_error("<runtime>", "current_ctx", "creating the implicit 1-PE world");
+  }
+}
+
+void begin_call(pto_ctx *ctx, const std::vector<std::string> *sites, const char *kernel_name,
+                std::source_location call_loc) {
+  ctx->status = PTO_OK;
+  ctx->error = nullptr;
+  ctx->error_released = false;
+  ctx->sites = sites;
+  ctx->kernel_name = kernel_name;
+  ctx->call_loc = call_loc;
+  ctx->world->progress.bump();
+  if (ctx->world->tracing.load(std::memory_order_relaxed)) {
+    ctx->call_start_ns = ctx->world->trace_now_ns();
+    detail::host_boundary(call_loc, kernel_name ? kernel_name : "kernel", "starting the trace",
+                          [&] { ctx->call_name = kernel_name ? kernel_name : "kernel"; });
+  }
+}
+
+void end_call(pto_ctx *ctx) {
+  record_kernel_event(ctx);
+  detail::free_scratch(ctx);
+  std::string where, op;
+  detail::site_location(ctx, -1, "kernel", where, op); // the kernel call, for wrapped errors
   ctx->sites = nullptr;
   ctx->kernel_name = nullptr;
-  ctx->call_where = nullptr;
+  ctx->call_loc = {};
+  ctx->world->progress.bump();
   if (ctx->status == PTO_OK)
     return;
   std::exception_ptr e = std::move(ctx->error);
@@ -122,25 +145,34 @@ void end_call(pto_ctx *ctx) {
   // Outside World::run nobody else can be blocked on this world: make it usable again.
   if (!detail::tls_ctx)
     ctx->world->reset_for_run();
-  if (e)
+  if (!e)
+    throw InternalError(where, op, "status PTO_ERR without a recorded error");
+  try {
     std::rethrow_exception(e);
-  throw InternalError("<runtime>", "end_call", "status PTO_ERR without a recorded error");
+  } catch (...) { // a pto::Error as recorded; anything else a runtime entry point threw, wrapped
+    detail::rethrow_as_pto_error(where, op, "running the kernel");
+  }
 }
 
 int my_pe(const pto_ctx *ctx) { return ctx->pe; }
 int n_pes(const pto_ctx *ctx) { return ctx->world->n_pes; }
 
 std::map<std::string, int> group_sizes(const pto_ctx *ctx) {
-  std::map<std::string, int> out;
-  std::lock_guard lock(ctx->world->registry_mu);
-  for (const auto &[name, g] : ctx->world->registry)
-    out[name] = g->n_pes;
-  return out;
+  try {
+    std::map<std::string, int> out;
+    std::lock_guard lock(ctx->world->registry_mu);
+    for (const auto &[name, g] : ctx->world->registry)
+      out[name] = g->n_pes;
+    return out;
+  } catch (...) {
+    detail::rethrow_as_pto_error("<runtime>", "group_sizes", "listing the groups");
+  }
 }
 
 } // namespace pto::runtime
 
 using namespace pto::runtime;
+using pto::runtime::detail::abi_boundary;
 using pto::runtime::detail::fail;
 
 extern "C" {
@@ -160,59 +192,69 @@ int32_t pto_rt_n_pes(pto_ctx *ctx, int32_t group) {
 
 void *pto_rt_alloc(pto_ctx *ctx, int64_t bytes, int32_t site) {
   void *p = nullptr;
-  try {
-    // Generated code asks for INT64_MAX bytes when a size overflows; rounding it would too.
-    if (bytes > INT64_MAX - 63)
-      throw std::bad_alloc();
-    const size_t rounded = size_t((bytes < 1 ? 1 : bytes) + 63) / 64 * 64;
-    ctx->scratch.reserve(ctx->scratch.size() + 1);
-    p = ::operator new(rounded, std::align_val_t(64));
-  } catch (const std::bad_alloc &) {
-    fail<pto::RuntimeError>(ctx, site, "alloc",
-                            "cannot allocate " + std::to_string(bytes) +
-                                " bytes of scratch memory for a local tensor");
-    return nullptr;
-  }
-  ctx->scratch.push_back(p);
-  return p;
+  const int32_t st = abi_boundary(ctx, [&]() -> int32_t {
+    try {
+      // Generated code asks for INT64_MAX bytes when a size overflows; rounding it would too.
+      if (bytes > INT64_MAX - 63)
+        throw std::bad_alloc();
+      const size_t rounded = size_t((bytes < 1 ? 1 : bytes) + 63) / 64 * 64;
+      ctx->scratch.reserve(ctx->scratch.size() + 1);
+      p = ::operator new(rounded, std::align_val_t(64));
+    } catch (const std::bad_alloc &) {
+      return fail<pto::RuntimeError>(ctx, site, "alloc",
+                                     "cannot allocate " + std::to_string(bytes) +
+                                         " bytes of scratch memory for a local tensor");
+    }
+    ctx->scratch.push_back(p); // cannot throw: reserved above
+    return PTO_OK;
+  });
+  return st == PTO_OK ? p : nullptr;
 }
 
 int32_t pto_rt_fail_msg(pto_ctx *ctx, int32_t error_class, int32_t site, const char *detail) {
-  switch (error_class) {
-  case PTO_ERROR_RUNTIME: return fail<pto::RuntimeError>(ctx, site, "", detail);
-  case PTO_ERROR_SHAPE: return fail<pto::ShapeError>(ctx, site, "", detail);
-  case PTO_ERROR_ARGUMENT: return fail<pto::ArgumentError>(ctx, site, "", detail);
-  default: return fail<pto::InternalError>(ctx, site, "", detail);
-  }
+  return abi_boundary(ctx, [&]() -> int32_t {
+    switch (error_class) {
+    case PTO_ERROR_RUNTIME:
+      return fail<pto::RuntimeError>(ctx, site, "", detail);
+    case PTO_ERROR_SHAPE:
+      return fail<pto::ShapeError>(ctx, site, "", detail);
+    case PTO_ERROR_ARGUMENT:
+      return fail<pto::ArgumentError>(ctx, site, "", detail);
+    default:
+      return fail<pto::InternalError>(ctx, site, "", detail);
+    }
+  });
 }
 
 int32_t pto_rt_fail(pto_ctx *ctx, int32_t kind, int32_t site, int64_t a, int64_t b) {
-  const std::string range = " out of range [0, " + std::to_string(b) + ")";
-  switch (kind) {
-  case 1:
-    return fail<pto::RuntimeError>(ctx, site, "", "integer division by zero");
-  case 2:
-    return fail<pto::RuntimeError>(ctx, site, "", "index " + std::to_string(a) + range);
-  case 3:
-    return fail<pto::DistributedError>(ctx, site, "", "PE " + std::to_string(a) + range);
-  case 4:
-    return fail<pto::DistributedError>(ctx, site, "",
-                                       "offset " + std::to_string(a) + " out of bounds [0, " +
-                                           std::to_string(b) + ")");
-  case 6:
-    return fail<pto::DistributedError>(
-        ctx, site, "",
-        "signal/wait window offset " + std::to_string(a) + " (within its view) is not a " +
-            "multiple of the vec tile size " + std::to_string(b) +
-            "; windows that are not tile-aligned would share signal slots");
-  case 5:
-    return fail<pto::ShapeError>(ctx, site, "",
-                                 "view window out of bounds at run time: index " +
-                                     std::to_string(a) + " is outside dim [0, " +
-                                     std::to_string(b) + ") of the viewed tensor");
-  }
-  return fail<pto::InternalError>(ctx, site, "",
-                                  "pto_rt_fail: unknown error kind " + std::to_string(kind));
+  return abi_boundary(ctx, [&]() -> int32_t {
+    const std::string range = " out of range [0, " + std::to_string(b) + ")";
+    switch (kind) {
+    case 1:
+      return fail<pto::RuntimeError>(ctx, site, "", "integer division by zero");
+    case 2:
+      return fail<pto::RuntimeError>(ctx, site, "", "index " + std::to_string(a) + range);
+    case 3:
+      return fail<pto::DistributedError>(ctx, site, "", "PE " + std::to_string(a) + range);
+    case 4:
+      return fail<pto::DistributedError>(ctx, site, "",
+                                         "offset " + std::to_string(a) + " out of bounds [0, " +
+                                             std::to_string(b) + ")");
+    case 6:
+      return fail<pto::DistributedError>(
+          ctx, site, "",
+          "signal/wait window offset " + std::to_string(a) + " (within its view) is not a " +
+              "multiple of the vec tile size " + std::to_string(b) +
+              "; windows that are not tile-aligned would share signal slots");
+    case 5:
+      return fail<pto::ShapeError>(ctx, site, "",
+                                   "view window out of bounds at run time: index " +
+                                       std::to_string(a) + " is outside dim [0, " +
+                                       std::to_string(b) + ") of the viewed tensor");
+    }
+    return fail<pto::InternalError>(ctx, site, "",
+                                    "pto_rt_fail: unknown error kind " + std::to_string(kind));
+  });
 }
 
 } // extern "C"

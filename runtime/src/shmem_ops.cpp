@@ -3,6 +3,7 @@
 // the element loops then run unchecked, with a memmove fast path for contiguous same-dtype rows.
 #include "pto/runtime/signal.h"
 
+#include "boundary.h"
 #include "element_convert.h"
 #include "world_state.h"
 
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <mutex>
+#include <optional>
 
 using namespace pto::runtime;
 using namespace pto::runtime::detail;
@@ -265,192 +267,209 @@ void *pto_rt_heap_base(pto_ctx *ctx, int32_t group, int32_t pe) {
 int32_t pto_rt_put(pto_ctx *ctx, int32_t group, int32_t dst_pe, int32_t op, const void *src,
                    pto_dtype src_dt, int64_t dst_offset_bytes, int64_t dst_limit_bytes,
                    pto_dtype dst_dt, const pto_block *block, int32_t site) {
-  constexpr const char *kOp = "shmem_put";
-  TraceScope trace(ctx, kOp, "put");
-  if (auto *e = trace.event()) {
-    e->peer = dst_pe;
-    e->bytes = block ? block->extent[0] * block->extent[1] * block->extent[2] * block->extent[3] *
-                           element_size(dst_dt)
-                     : 0;
-    e->name = op == PTO_ATOMIC_ADD ? "shmem_put ADD" : "shmem_put";
-  }
+  return abi_boundary(ctx, [&]() -> int32_t {
+    constexpr const char *kOp = "shmem_put";
+    TraceScope trace(ctx, kOp, "put");
+    if (auto *e = trace.event()) {
+      e->peer = dst_pe;
+      e->bytes = block ? block->extent[0] * block->extent[1] * block->extent[2] * block->extent[3] *
+                             element_size(dst_dt)
+                       : 0;
+      e->name = op == PTO_ATOMIC_ADD ? "shmem_put ADD" : "shmem_put";
+    }
 
-  if (!check_group(ctx, group, site, kOp) || !check_dtype(ctx, src_dt, site, kOp) ||
-      !check_dtype(ctx, dst_dt, site, kOp))
-    return PTO_ERR;
-  if (op != PTO_ATOMIC_SET && op != PTO_ATOMIC_ADD)
-    return fail<pto::InternalError>(ctx, site, kOp, fmt::format("unknown put op {}", op));
-  if (op == PTO_ATOMIC_ADD && dst_dt == 15)
-    return fail<pto::DTypeError>(ctx, site, kOp, "atomic ADD into bool data is not supported");
-  if (!check_pe(ctx, group, dst_pe, "dst_pe", site, kOp))
-    return PTO_ERR;
-  bool empty = false;
-  if (!check_heap_block(ctx, group, dst_pe, block, block ? block->dst_stride : nullptr,
-                        dst_offset_bytes, dst_limit_bytes, element_size(dst_dt), site, kOp, empty))
-    return PTO_ERR;
-  if (empty)
+    if (!check_group(ctx, group, site, kOp) || !check_dtype(ctx, src_dt, site, kOp) ||
+        !check_dtype(ctx, dst_dt, site, kOp))
+      return PTO_ERR;
+    if (op != PTO_ATOMIC_SET && op != PTO_ATOMIC_ADD)
+      return fail<pto::InternalError>(ctx, site, kOp, fmt::format("unknown put op {}", op));
+    if (op == PTO_ATOMIC_ADD && dst_dt == 15)
+      return fail<pto::DTypeError>(ctx, site, kOp, "atomic ADD into bool data is not supported");
+    if (!check_pe(ctx, group, dst_pe, "dst_pe", site, kOp))
+      return PTO_ERR;
+    bool empty = false;
+    if (!check_heap_block(ctx, group, dst_pe, block, block ? block->dst_stride : nullptr,
+                          dst_offset_bytes, dst_limit_bytes, element_size(dst_dt), site, kOp,
+                          empty))
+      return PTO_ERR;
+    if (empty)
+      return PTO_OK;
+    if (!src)
+      return fail<pto::InternalError>(ctx, site, kOp, "null source");
+    move_block(*block, op, static_cast<const std::byte *>(src), src_dt,
+               heap_at(ctx, group, dst_pe, dst_offset_bytes), dst_dt);
+    ctx->world->progress.bump();
     return PTO_OK;
-  if (!src)
-    return fail<pto::InternalError>(ctx, site, kOp, "null source");
-  move_block(*block, op, static_cast<const std::byte *>(src), src_dt,
-             heap_at(ctx, group, dst_pe, dst_offset_bytes), dst_dt);
-  return PTO_OK;
+  });
 }
 
 int32_t pto_rt_get(pto_ctx *ctx, int32_t group, int32_t src_pe, int64_t src_offset_bytes,
                    int64_t src_limit_bytes, pto_dtype src_dt, void *dst, pto_dtype dst_dt,
                    const pto_block *block, int32_t site) {
-  constexpr const char *kOp = "shmem_get";
-  TraceScope trace(ctx, kOp, "get");
-  if (auto *e = trace.event()) {
-    e->peer = src_pe;
-    e->bytes = block ? block->extent[0] * block->extent[1] * block->extent[2] * block->extent[3] *
-                           element_size(src_dt)
-                     : 0;
-  }
+  return abi_boundary(ctx, [&]() -> int32_t {
+    constexpr const char *kOp = "shmem_get";
+    TraceScope trace(ctx, kOp, "get");
+    if (auto *e = trace.event()) {
+      e->peer = src_pe;
+      e->bytes = block ? block->extent[0] * block->extent[1] * block->extent[2] * block->extent[3] *
+                             element_size(src_dt)
+                       : 0;
+    }
 
-  if (!check_group(ctx, group, site, kOp) || !check_dtype(ctx, src_dt, site, kOp) ||
-      !check_dtype(ctx, dst_dt, site, kOp) || !check_pe(ctx, group, src_pe, "src_pe", site, kOp))
-    return PTO_ERR;
-  bool empty = false;
-  if (!check_heap_block(ctx, group, src_pe, block, block ? block->src_stride : nullptr,
-                        src_offset_bytes, src_limit_bytes, element_size(src_dt), site, kOp, empty))
-    return PTO_ERR;
-  if (empty)
+    if (!check_group(ctx, group, site, kOp) || !check_dtype(ctx, src_dt, site, kOp) ||
+        !check_dtype(ctx, dst_dt, site, kOp) || !check_pe(ctx, group, src_pe, "src_pe", site, kOp))
+      return PTO_ERR;
+    bool empty = false;
+    if (!check_heap_block(ctx, group, src_pe, block, block ? block->src_stride : nullptr,
+                          src_offset_bytes, src_limit_bytes, element_size(src_dt), site, kOp,
+                          empty))
+      return PTO_ERR;
+    if (empty)
+      return PTO_OK;
+    if (!dst)
+      return fail<pto::InternalError>(ctx, site, kOp, "null destination");
+    move_block(*block, PTO_ATOMIC_SET, heap_at(ctx, group, src_pe, src_offset_bytes), src_dt,
+               static_cast<std::byte *>(dst), dst_dt);
+    ctx->world->progress.bump();
     return PTO_OK;
-  if (!dst)
-    return fail<pto::InternalError>(ctx, site, kOp, "null destination");
-  move_block(*block, PTO_ATOMIC_SET, heap_at(ctx, group, src_pe, src_offset_bytes), src_dt,
-             static_cast<std::byte *>(dst), dst_dt);
-  return PTO_OK;
+  });
 }
 
 int32_t pto_rt_clear(pto_ctx *ctx, int32_t group, int64_t offset_bytes, int64_t limit_bytes,
                      pto_dtype dt, const pto_block *block, int32_t site) {
-  constexpr const char *kOp = "shmem_clear_data";
-  TraceScope trace(ctx, kOp, "clear");
-  if (auto *e = trace.event())
-    e->bytes = block ? block->extent[0] * block->extent[1] * block->extent[2] * block->extent[3] *
-                           element_size(dt)
-                     : 0;
+  return abi_boundary(ctx, [&]() -> int32_t {
+    constexpr const char *kOp = "shmem_clear_data";
+    TraceScope trace(ctx, kOp, "clear");
+    if (auto *e = trace.event())
+      e->bytes = block ? block->extent[0] * block->extent[1] * block->extent[2] * block->extent[3] *
+                             element_size(dt)
+                       : 0;
 
-  if (!check_group(ctx, group, site, kOp) || !check_dtype(ctx, dt, site, kOp))
-    return PTO_ERR;
-  const int me = pto_rt_my_pe(ctx, group);
-  const int64_t esize = element_size(dt);
-  bool empty = false;
-  if (!check_heap_block(ctx, group, me, block, block ? block->dst_stride : nullptr, offset_bytes,
-                        limit_bytes, esize, site, kOp, empty))
-    return PTO_ERR;
-  if (empty)
+    if (!check_group(ctx, group, site, kOp) || !check_dtype(ctx, dt, site, kOp))
+      return PTO_ERR;
+    const int me = pto_rt_my_pe(ctx, group);
+    const int64_t esize = element_size(dt);
+    bool empty = false;
+    if (!check_heap_block(ctx, group, me, block, block ? block->dst_stride : nullptr, offset_bytes,
+                          limit_bytes, esize, site, kOp, empty))
+      return PTO_ERR;
+    if (empty)
+      return PTO_OK;
+    const Walk w = collapse(*block, block->dst_stride, block->dst_stride);
+    const int64_t st = w.dst_stride[w.n - 1];
+    std::byte *base = heap_at(ctx, group, me, offset_bytes);
+    for_each_row(w, base, esize, base, esize, [&](const std::byte *, std::byte *d, int64_t n) {
+      if (st == 1)
+        std::memset(d, 0, size_t(n * esize));
+      else
+        for (int64_t i = 0; i < n; ++i)
+          std::memset(d + i * st * esize, 0, size_t(esize));
+    });
+    ctx->world->progress.bump();
     return PTO_OK;
-  const Walk w = collapse(*block, block->dst_stride, block->dst_stride);
-  const int64_t st = w.dst_stride[w.n - 1];
-  std::byte *base = heap_at(ctx, group, me, offset_bytes);
-  for_each_row(w, base, esize, base, esize, [&](const std::byte *, std::byte *d, int64_t n) {
-    if (st == 1)
-      std::memset(d, 0, size_t(n * esize));
-    else
-      for (int64_t i = 0; i < n; ++i)
-        std::memset(d + i * st * esize, 0, size_t(esize));
   });
-  return PTO_OK;
 }
 
 int32_t pto_rt_signal(pto_ctx *ctx, int32_t group, int32_t target_pe, int64_t slot_offset_bytes,
                       int32_t op, int32_t value, int32_t site) {
-  const char *kOp = target_pe == -1 ? "shmem_signal_all" : "shmem_signal";
-  TraceScope trace(ctx, kOp, "signal");
-  if (auto *e = trace.event()) {
-    e->peer = target_pe;
-    e->slot = slot_offset_bytes / 32;
-    e->value = value;
-  }
+  return abi_boundary(ctx, [&]() -> int32_t {
+    const char *kOp = target_pe == -1 ? "shmem_signal_all" : "shmem_signal";
+    TraceScope trace(ctx, kOp, "signal");
+    if (auto *e = trace.event()) {
+      e->peer = target_pe;
+      e->slot = slot_offset_bytes / 32;
+      e->value = value;
+    }
 
-  if (!check_group(ctx, group, site, kOp))
-    return PTO_ERR;
-  if (op != PTO_ATOMIC_SET && op != PTO_ATOMIC_ADD)
-    return fail<pto::InternalError>(ctx, site, kOp, fmt::format("unknown signal op {}", op));
-  const int n = ctx->groups[size_t(group)]->n_pes;
-  if (target_pe < -1 || target_pe >= n)
-    return fail<pto::DistributedError>(ctx, site, kOp,
-                                       fmt::format("target_pe {} is out of range [0, {}) for "
-                                                   "group '{}' (or -1 for every PE)",
-                                                   target_pe, n, group_name(ctx, group)));
-  if (!check_slot(ctx, group, slot_offset_bytes, site, kOp))
-    return PTO_ERR;
-  WorldState &world = *ctx->world;
-  const int first = target_pe == -1 ? 0 : target_pe, last = target_pe == -1 ? n - 1 : target_pe;
-  for (int pe = first; pe <= last; ++pe) {
-    auto *word = reinterpret_cast<int32_t *>(heap_at(ctx, group, pe, slot_offset_bytes));
-    std::atomic_ref<int32_t> a(*word);
-    // seq_cst (not just release): with the waiter's seq_cst increment of futex_waiters this is
-    // a Dekker handshake, so skipping the wake when nobody waits never loses a wake-up.
-    if (op == PTO_ATOMIC_SET)
-      a.store(value, std::memory_order_seq_cst);
-    else
-      a.fetch_add(value, std::memory_order_seq_cst);
-    if (world.futex_waiters.load(std::memory_order_seq_cst) > 0)
-      futex_wake_all(word);
-  }
-  return PTO_OK;
+    if (!check_group(ctx, group, site, kOp))
+      return PTO_ERR;
+    if (op != PTO_ATOMIC_SET && op != PTO_ATOMIC_ADD)
+      return fail<pto::InternalError>(ctx, site, kOp, fmt::format("unknown signal op {}", op));
+    const int n = ctx->groups[size_t(group)]->n_pes;
+    if (target_pe < -1 || target_pe >= n)
+      return fail<pto::DistributedError>(ctx, site, kOp,
+                                         fmt::format("target_pe {} is out of range [0, {}) for "
+                                                     "group '{}' (or -1 for every PE)",
+                                                     target_pe, n, group_name(ctx, group)));
+    if (!check_slot(ctx, group, slot_offset_bytes, site, kOp))
+      return PTO_ERR;
+    WorldState &world = *ctx->world;
+    const int first = target_pe == -1 ? 0 : target_pe, last = target_pe == -1 ? n - 1 : target_pe;
+    for (int pe = first; pe <= last; ++pe) {
+      auto *word = reinterpret_cast<int32_t *>(heap_at(ctx, group, pe, slot_offset_bytes));
+      std::atomic_ref<int32_t> a(*word);
+      // seq_cst (not just release): with the waiter's seq_cst increment of futex_waiters this is
+      // a Dekker handshake, so skipping the wake when nobody waits never loses a wake-up.
+      if (op == PTO_ATOMIC_SET)
+        a.store(value, std::memory_order_seq_cst);
+      else
+        a.fetch_add(value, std::memory_order_seq_cst);
+      if (world.futex_waiters.load(std::memory_order_seq_cst) > 0)
+        futex_wake_all(word);
+    }
+    world.progress.bump();
+    return PTO_OK;
+  });
 }
 
 int32_t pto_rt_wait_until(pto_ctx *ctx, int32_t group, int64_t slot_offset_bytes, int32_t cmp,
                           int32_t value, int32_t clear, int64_t slot_number, int32_t site) {
-  constexpr const char *kOp = "shmem_wait_until";
-  TraceScope trace(ctx, kOp, "wait");
-  if (auto *e = trace.event()) {
-    e->slot = slot_number;
-    e->value = value;
-  }
+  return abi_boundary(ctx, [&]() -> int32_t {
+    constexpr const char *kOp = "shmem_wait_until";
+    TraceScope trace(ctx, kOp, "wait");
+    if (auto *e = trace.event()) {
+      e->slot = slot_number;
+      e->value = value;
+    }
 
-  if (!check_group(ctx, group, site, kOp) || !check_slot(ctx, group, slot_offset_bytes, site, kOp))
-    return PTO_ERR;
-  if (cmp < PTO_CMP_EQ || cmp > PTO_CMP_GE)
-    return fail<pto::InternalError>(ctx, site, kOp, fmt::format("unknown comparison {}", cmp));
-  WorldState &world = *ctx->world;
-  const int me = pto_rt_my_pe(ctx, group);
-  auto *word = reinterpret_cast<int32_t *>(heap_at(ctx, group, me, slot_offset_bytes));
-  std::atomic_ref<int32_t> a(*word);
-  using Clock = std::chrono::steady_clock;
-  Clock::time_point deadline{};
-  bool have_deadline = false;
-  for (;;) {
-    const int32_t v = a.load(std::memory_order_acquire);
-    if (signal_compare(v, cmp, value)) {
-      // Subtract rather than store 0, so an ADD that lands between the load and the clear (a
-      // fast peer already in the next barrier round) is kept, not lost. GE consumes exactly the
-      // awaited count (a counting barrier: the excess belongs to the next round); the other
-      // comparisons subtract what was observed.
-      if (clear)
-        a.fetch_sub(cmp == PTO_CMP_GE ? value : v, std::memory_order_acq_rel);
-      return PTO_OK;
+    if (!check_group(ctx, group, site, kOp) ||
+        !check_slot(ctx, group, slot_offset_bytes, site, kOp))
+      return PTO_ERR;
+    if (cmp < PTO_CMP_EQ || cmp > PTO_CMP_GE)
+      return fail<pto::InternalError>(ctx, site, kOp, fmt::format("unknown comparison {}", cmp));
+    WorldState &world = *ctx->world;
+    const int me = pto_rt_my_pe(ctx, group);
+    auto *word = reinterpret_cast<int32_t *>(heap_at(ctx, group, me, slot_offset_bytes));
+    std::atomic_ref<int32_t> a(*word);
+    // Made on the first wait that blocks, so a wait that is already satisfied reads no clock.
+    std::optional<ProgressWatch> watch;
+    for (;;) {
+      const int32_t v = a.load(std::memory_order_acquire);
+      if (signal_compare(v, cmp, value)) {
+        // Subtract rather than store 0, so an ADD that lands between the load and the clear (a
+        // fast peer already in the next barrier round) is kept, not lost. GE consumes exactly the
+        // awaited count (a counting barrier: the excess belongs to the next round); the other
+        // comparisons subtract what was observed.
+        if (clear)
+          a.fetch_sub(cmp == PTO_CMP_GE ? value : v, std::memory_order_acq_rel);
+        world.progress.bump();
+        return PTO_OK;
+      }
+      if (world.aborted.load(std::memory_order_acquire))
+        return fail_released(ctx, site, kOp);
+      const auto now = ProgressWatch::Clock::now();
+      if (!watch)
+        watch.emplace(world.watch());
+      if (watch->stalled(now))
+        return fail<pto::DeadlockError>(
+            ctx, site, kOp,
+            fmt::format("PE {} timed out after {} ms without progress on any PE, waiting for "
+                        "signal slot {} (group '{}') to be {} {}; current value {}; raise "
+                        "PTO_DEADLOCK_TIMEOUT_MS if a PE legitimately computes that long without "
+                        "communicating",
+                        me, watch->timeout_ms(), slot_number, group_name(ctx, group),
+                        signal_compare_name(cmp), value, a.load(std::memory_order_acquire)));
+      // Sleep in slices so progress and the abort flag are re-checked even without a wake-up.
+      const auto left_ms =
+          std::chrono::ceil<std::chrono::milliseconds>(watch->next_sample(now) - now).count();
+      ctx->waiting_on.store(word, std::memory_order_seq_cst);
+      world.futex_waiters.fetch_add(1, std::memory_order_seq_cst);
+      if (a.load(std::memory_order_seq_cst) == v && !world.aborted.load(std::memory_order_seq_cst))
+        futex_wait(word, v, std::max<int64_t>(left_ms, 1));
+      world.futex_waiters.fetch_sub(1, std::memory_order_seq_cst);
+      ctx->waiting_on.store(nullptr, std::memory_order_relaxed);
     }
-    if (world.aborted.load(std::memory_order_acquire))
-      return fail_released(ctx, site, kOp);
-    const auto now = Clock::now();
-    if (!have_deadline) {
-      deadline = now + std::chrono::milliseconds(world.deadlock_timeout_ms);
-      have_deadline = true;
-    }
-    if (now >= deadline)
-      return fail<pto::DeadlockError>(
-          ctx, site, kOp,
-          fmt::format("PE {} timed out after {} ms waiting for signal slot {} (group '{}') to "
-                      "be {} {}; current value {}; raise PTO_DEADLOCK_TIMEOUT_MS if the wait is "
-                      "legitimately long",
-                      me, world.deadlock_timeout_ms, slot_number, group_name(ctx, group),
-                      signal_compare_name(cmp), value, a.load(std::memory_order_acquire)));
-    // Sleep in slices so the deadline and the abort flag are re-checked even without a wake-up.
-    const auto left_ms = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
-    ctx->waiting_on.store(word, std::memory_order_seq_cst);
-    world.futex_waiters.fetch_add(1, std::memory_order_seq_cst);
-    if (a.load(std::memory_order_seq_cst) == v && !world.aborted.load(std::memory_order_seq_cst))
-      futex_wait(word, v, std::min<int64_t>(left_ms, 50));
-    world.futex_waiters.fetch_sub(1, std::memory_order_seq_cst);
-    ctx->waiting_on.store(nullptr, std::memory_order_relaxed);
-  }
+  });
 }
 
 } // extern "C"

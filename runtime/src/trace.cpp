@@ -1,11 +1,15 @@
 // trace.cpp - The World's timeline as Chrome trace JSON (Perfetto opens it): a lane per PE.
 #include "pto/runtime/world.h"
 
+#include "boundary.h"
 #include "world_state.h"
 
-#include <nlohmann/json.hpp>
-
+#include <cerrno>
+#include <cstring>
+#include <fmt/format.h>
 #include <fstream>
+#include <new>
+#include <nlohmann/json.hpp>
 
 namespace pto::runtime {
 
@@ -18,16 +22,18 @@ size_t World::trace_events() const {
   return n;
 }
 
-void World::write_trace(const std::string &path) const {
+namespace {
+// The timeline as a Chrome trace JSON document.
+nlohmann::json trace_json(const detail::WorldState &w) {
   using nlohmann::json;
   json events = json::array();
-  for (int pe = 0; pe < state_->n_pes; ++pe) {
+  for (int pe = 0; pe < w.n_pes; ++pe) {
     events.push_back({{"ph", "M"},
                       {"name", "thread_name"},
                       {"pid", 0},
                       {"tid", pe},
                       {"args", {{"name", "PE " + std::to_string(pe)}}}});
-    for (const auto &e : state_->ctxs[size_t(pe)].trace) {
+    for (const auto &e : w.ctxs[size_t(pe)].trace) {
       json args = json::object();
       if (e.bytes >= 0)
         args["bytes"] = e.bytes;
@@ -49,10 +55,34 @@ void World::write_trace(const std::string &path) const {
                         {"args", args}});
     }
   }
-  std::ofstream f(path);
-  f << json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump() << "\n";
+  return json{{"traceEvents", events}, {"displayTimeUnit", "ns"}};
+}
+} // namespace
+
+void World::write_trace(const std::string &path, std::source_location loc) const {
+  constexpr const char *kOp = "World::write_trace";
+  if (path.empty())
+    throw ArgumentError(loc, kOp, "the trace file path is empty");
+  if (running_.load())
+    throw DistributedError(loc, kOp,
+                           "cannot write the trace while the world is running; call it after "
+                           "World::run returns");
+  // Kernel names are the user's strings and need not be UTF-8: invalid bytes become U+FFFD
+  // (JSON has no other way to carry them) instead of a json::type_error.
+  const std::string text = detail::host_boundary(loc, kOp, "formatting the trace", [&] {
+    return trace_json(*state_).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  });
+  errno = 0;
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  const int open_errno = errno;
+  if (f)
+    f << text << "\n";
+  if (f)
+    f.close();
   if (!f)
-    throw Error("<runtime>", "World::write_trace", "cannot write trace file '" + path + "'");
+    throw RuntimeError(loc, kOp,
+                       fmt::format("cannot write trace file '{}': {}", path,
+                                   std::strerror(open_errno != 0 ? open_errno : EIO)));
 }
 
 } // namespace pto::runtime
@@ -68,15 +98,18 @@ int64_t pto_rt_trace_now(pto_ctx *ctx) {
 void pto_rt_trace_op(pto_ctx *ctx, int32_t site, int32_t n_ops, int64_t start_ns) {
   if (start_ns < 0 || !ctx->world->tracing.load(std::memory_order_relaxed))
     return;
-  std::string where, op;
-  pto::runtime::detail::site_location(ctx, site, "op", where, op);
-  pto::runtime::detail::TraceEvent e;
-  e.name = "op";
-  e.cat = "op";
-  e.label = n_ops > 1 ? op + " (fused, " + std::to_string(n_ops) + " ops)" : op;
-  e.ts_ns = start_ns;
-  e.dur_ns = ctx->world->trace_now_ns() - start_ns;
-  ctx->trace.push_back(std::move(e));
+  try {
+    std::string where, op;
+    pto::runtime::detail::site_location(ctx, site, "op", where, op);
+    pto::runtime::detail::TraceEvent e;
+    e.name = "op";
+    e.cat = "op";
+    e.label = n_ops > 1 ? op + " (fused, " + std::to_string(n_ops) + " ops)" : op;
+    e.ts_ns = start_ns;
+    e.dur_ns = ctx->world->trace_now_ns() - start_ns;
+    ctx->trace.push_back(std::move(e));
+  } catch (const std::bad_alloc &) { // out of memory: the timeline loses this event
+  }
 }
 
 } // extern "C"

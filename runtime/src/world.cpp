@@ -4,6 +4,7 @@
 
 #include "pto/runtime/signal.h"
 
+#include "boundary.h"
 #include "world_state.h"
 
 #include <algorithm>
@@ -90,9 +91,11 @@ GroupState &WorldState::group(const std::string &name, int n) {
 } // namespace detail
 
 namespace {
-int64_t effective_timeout_ms(int64_t requested) {
+constexpr const char *kWorldOp = "World";
+
+int64_t effective_timeout_ms(int64_t requested, const std::source_location &loc) {
   if (requested <= 0)
-    throw DistributedError("<runtime>", "World",
+    throw DistributedError(loc, kWorldOp,
                            fmt::format("deadlock_timeout_ms must be > 0, got {}", requested));
   if (requested != WorldOptions::kDefaultDeadlockTimeoutMs)
     return requested;
@@ -103,79 +106,93 @@ int64_t effective_timeout_ms(int64_t requested) {
   char *end = nullptr;
   const long long v = std::strtoll(env, &end, 10);
   if (errno != 0 || end == env || *end != '\0' || v <= 0)
-    throw DistributedError("<runtime>", "World",
+    throw DistributedError(loc, kWorldOp,
                            fmt::format("PTO_DEADLOCK_TIMEOUT_MS='{}' is not a positive integer "
                                        "number of milliseconds",
                                        env));
   return v;
 }
 
-int checked_n_pes(int n_pes) {
+// The world's shared state, after the checks of its arguments.
+std::unique_ptr<detail::WorldState> make_state(int n_pes, const WorldOptions &opts,
+                                               const Backend *backend,
+                                               const std::source_location &loc) {
   if (n_pes < 1 || n_pes > 4096)
-    throw DistributedError("<runtime>", "World",
-                           fmt::format("n_pes must be in [1, 4096], got {}", n_pes));
-  return n_pes;
+    throw DistributedError(loc, kWorldOp, fmt::format("n_pes must be in [1, 4096], got {}", n_pes));
+  if (!backend)
+    throw DistributedError(loc, kWorldOp, "the backend is null");
+  const int64_t timeout_ms = effective_timeout_ms(opts.deadlock_timeout_ms, loc);
+  return detail::host_boundary(loc, kWorldOp, fmt::format("creating {} PE contexts", n_pes), [&] {
+    return std::make_unique<detail::WorldState>(n_pes, timeout_ms);
+  });
 }
 } // namespace
 
-World::World(int n_pes, WorldOptions opts) : World(n_pes, opts, make_threads_backend()) {}
+World::World(int n_pes, WorldOptions opts, std::source_location loc)
+    : World(n_pes, opts, make_threads_backend(), loc) {}
 
-World::World(int n_pes, WorldOptions opts, std::unique_ptr<Backend> backend)
-    : state_(std::make_unique<detail::WorldState>(checked_n_pes(n_pes),
-                                                  effective_timeout_ms(opts.deadlock_timeout_ms))),
-      backend_(std::move(backend)) {}
+World::World(int n_pes, WorldOptions opts, std::unique_ptr<Backend> backend,
+             std::source_location loc)
+    : state_(make_state(n_pes, opts, backend.get(), loc)), backend_(std::move(backend)) {}
 
 World::~World() = default;
 
 int World::n_pes() const { return state_->n_pes; }
 int64_t World::deadlock_timeout_ms() const { return state_->deadlock_timeout_ms; }
 const char *World::backend_name() const { return backend_->name(); }
-pto_ctx *World::context(int pe) { return &state_->ctxs[size_t(pe)]; }
+pto_ctx *World::context(int pe, std::source_location loc) {
+  if (pe < 0 || pe >= state_->n_pes)
+    throw DistributedError(loc, "World::context",
+                           fmt::format("PE {} is out of range [0, {})", pe, state_->n_pes));
+  return &state_->ctxs[size_t(pe)];
+}
 
 void World::create_group(const std::string &name, const std::vector<int> &pes,
                          std::source_location loc) {
-  auto bad = [&](const std::string &what) {
-    throw DistributedError(loc, "World::create_group", what);
-  };
-  if (name.empty() || name.size() > 127)
-    bad(fmt::format("group name must be 1-127 bytes, got {} bytes", name.size()));
-  if (name == detail::kWorldGroupName)
-    bad(fmt::format("the name \"{}\" is reserved for the group of all PEs",
-                    detail::kWorldGroupName));
-  if (pes.empty())
-    bad("group '" + name + "' has no PEs");
-  std::vector<char> seen(size_t(state_->n_pes), 0);
-  for (int pe : pes) {
-    if (pe < 0 || pe >= state_->n_pes)
-      bad(fmt::format("PE {} of group '{}' is out of range [0, {})", pe, name, state_->n_pes));
-    if (seen[size_t(pe)]++)
-      bad(fmt::format("PE {} appears twice in group '{}'", pe, name));
-  }
-  if (running_.load())
-    bad("cannot create group '" + name + "' while the world is running");
-  std::lock_guard lock(state_->registry_mu);
-  auto it = state_->registry.find(name);
-  if (it != state_->registry.end()) {
-    if (it->second->world_pe != pes)
-      bad("group '" + name + "' already exists with other PEs");
-    return;
-  }
-  auto g = std::make_unique<detail::GroupState>();
-  g->name = name;
-  g->n_pes = int(pes.size());
-  g->world_pe = pes;
-  g->barrier.reset(g->n_pes);
-  state_->registry.emplace(name, std::move(g));
+  detail::host_boundary(loc, "World::create_group", "creating group '" + name + "'", [&] {
+    auto bad = [&](const std::string &what) {
+      throw DistributedError(loc, "World::create_group", what);
+    };
+    if (name.empty() || name.size() > 127)
+      bad(fmt::format("group name must be 1-127 bytes, got {} bytes", name.size()));
+    if (name == detail::kWorldGroupName)
+      bad(fmt::format("the name \"{}\" is reserved for the group of all PEs",
+                      detail::kWorldGroupName));
+    if (pes.empty())
+      bad("group '" + name + "' has no PEs");
+    std::vector<char> seen(size_t(state_->n_pes), 0);
+    for (int pe : pes) {
+      if (pe < 0 || pe >= state_->n_pes)
+        bad(fmt::format("PE {} of group '{}' is out of range [0, {})", pe, name, state_->n_pes));
+      if (seen[size_t(pe)]++)
+        bad(fmt::format("PE {} appears twice in group '{}'", pe, name));
+    }
+    if (running_.load())
+      bad("cannot create group '" + name + "' while the world is running");
+    std::lock_guard lock(state_->registry_mu);
+    auto it = state_->registry.find(name);
+    if (it != state_->registry.end()) {
+      if (it->second->world_pe != pes)
+        bad("group '" + name + "' already exists with other PEs");
+      return;
+    }
+    auto g = std::make_unique<detail::GroupState>();
+    g->name = name;
+    g->n_pes = int(pes.size());
+    g->world_pe = pes;
+    g->barrier.reset(g->n_pes);
+    state_->registry.emplace(name, std::move(g));
+  });
 }
 
-void World::run(const std::function<void(int pe)> &fn) {
+void World::run(const std::function<void(int pe)> &fn, std::source_location loc) {
+  constexpr const char *kOp = "World::run";
   if (detail::tls_ctx)
-    throw DistributedError("<runtime>", "World::run",
+    throw DistributedError(loc, kOp,
                            "called from inside PE " + std::to_string(detail::tls_ctx->pe) +
-                               "; worlds do not nest");
+                               " of a running world; worlds do not nest");
   if (running_.exchange(true))
-    throw DistributedError("<runtime>", "World::run",
-                           "this world is already running on another thread");
+    throw DistributedError(loc, kOp, "this world is already running on another thread");
   struct Unmark {
     std::atomic<bool> &flag;
     ~Unmark() { flag.store(false); }
@@ -183,8 +200,12 @@ void World::run(const std::function<void(int pe)> &fn) {
 
   detail::WorldState &w = *state_;
   w.reset_for_run();
-  std::vector<std::exception_ptr> errors(size_t(w.n_pes));
-  std::vector<char> released(size_t(w.n_pes), 0);
+  std::vector<std::exception_ptr> errors;
+  std::vector<char> released;
+  detail::host_boundary(loc, kOp, "preparing the run", [&] {
+    errors.resize(size_t(w.n_pes));
+    released.resize(size_t(w.n_pes), 0);
+  });
 
   auto body = [&](int pe) {
     pto_ctx *ctx = &w.ctxs[size_t(pe)];
@@ -199,16 +220,23 @@ void World::run(const std::function<void(int pe)> &fn) {
       if (!secondary)
         w.mark_failed(pe);
     }
-    for (void *p : ctx->scratch)
-      ::operator delete(p, std::align_val_t(64));
-    ctx->scratch.clear();
+    detail::free_scratch(ctx);
     ctx->sites = nullptr;
     ctx->error = nullptr; // drop the reference before the exception crosses threads
     detail::tls_ctx = nullptr;
     ctx->finished.store(true, std::memory_order_release);
+    w.progress.bump();
     w.wake_barriers(); // PEs waiting for this one at a barrier now know it will not come
   };
-  backend_->run(w.n_pes, body, [&] { w.mark_failed(-1); });
+  try {
+    backend_->run(w.n_pes, body, [&] { w.mark_failed(-1); });
+  } catch (const Error &e) { // the backend could not start every PE: at the caller's line
+    throw DistributedError(loc, kOp, e.detail());
+  } catch (...) {
+    detail::rethrow_as_pto_error(
+        format_location(loc), kOp,
+        fmt::format("starting {} PEs on the {} backend", w.n_pes, backend_->name()));
+  }
 
   // Root cause: the first PE to fail, if its own error is primary; else any primary error.
   const int first = w.first_failed_pe.load();
@@ -225,6 +253,7 @@ void World::run(const std::function<void(int pe)> &fn) {
 } // namespace pto::runtime
 
 using namespace pto::runtime;
+using pto::runtime::detail::abi_boundary;
 using pto::runtime::detail::CollectiveBarrier;
 using pto::runtime::detail::fail;
 
@@ -236,8 +265,10 @@ constexpr const char *kEnterOp = "kernel_enter";
 int32_t group_wait(pto_ctx *ctx, detail::GroupState &g, int local_pe, const char *op,
                    const char *what, const std::function<void()> &completion) {
   detail::WorldState &w = *ctx->world;
+  w.progress.bump(); // this arrival
+  auto watch = w.collective_watch();
   const auto r = g.barrier.arrive_and_wait(
-      local_pe, w.collective_deadline(), [&] { return w.aborted.load(std::memory_order_acquire); },
+      local_pe, watch, [&] { return w.aborted.load(std::memory_order_acquire); },
       [&](int p) {
         return w.ctxs[size_t(g.world_pe[size_t(p)])].finished.load(std::memory_order_acquire);
       },
@@ -262,9 +293,11 @@ int32_t group_wait(pto_ctx *ctx, detail::GroupState &g, int local_pe, const char
   case CollectiveBarrier::Outcome::TimedOut:
     return fail<pto::DeadlockError>(
         ctx, -1, op,
-        fmt::format("PE {} timed out after {} ms at the {} of group '{}': {} of {} PEs arrived, "
-                    "missing PEs [{}]; raise PTO_DEADLOCK_TIMEOUT_MS if a PE is legitimately slow",
-                    ctx->pe, 2 * w.deadlock_timeout_ms, what, g.name, r.arrived, g.n_pes,
+        fmt::format("PE {} timed out after {} ms (twice the deadlock timeout) without progress "
+                    "on any PE at the {} of group '{}': {} of {} PEs arrived, missing PEs [{}]; "
+                    "raise PTO_DEADLOCK_TIMEOUT_MS if a PE legitimately computes that long "
+                    "without communicating",
+                    ctx->pe, watch.timeout_ms(), what, g.name, r.arrived, g.n_pes,
                     fmt::join(world_pes(r.missing), ", ")));
   }
   return PTO_ERR;
@@ -362,80 +395,85 @@ int32_t pto_rt_kernel_enter(pto_ctx *ctx, const uint64_t *group_hash, int32_t n_
                             const int64_t *heap_bytes, const int32_t *group_n_pes,
                             const char *const *group_names, const char *const *group_where,
                             const char *const *group_layout) {
-  detail::WorldState &w = *ctx->world;
-  detail::TraceScope trace(ctx, "kernel entry barrier", "barrier");
-  if (n_groups < 0 || (n_groups > 0 && (!heap_bytes || !group_n_pes || !group_hash)))
-    return fail<pto::InternalError>(ctx, -1, kEnterOp,
-                                    fmt::format("bad group table: n_groups {}", n_groups));
-  // Resolve the groups (local checks first: a PE with a bad table fails at once and releases
-  // the others).
-  ctx->groups.clear();
-  ctx->group_pe.clear();
-  for (int32_t g = 0; g < n_groups; ++g) {
-    std::string name =
-        group_names && group_names[g] ? std::string(group_names[g]) : fmt::format("group {}", g);
-    if (heap_bytes[g] < 0)
-      return fail<pto::InternalError>(
-          ctx, -1, kEnterOp, fmt::format("negative heap size {} for group '{}'", heap_bytes[g], name));
-    // Errors point at the kernel line that first used the group.
-    const std::string where =
-        group_where && group_where[g] ? std::string(group_where[g]) : std::string("<runtime>");
-    auto fail_here = [&](const std::string &detail) {
-      return detail::record_error(ctx,
-                                  std::make_exception_ptr(pto::DistributedError(
-                                      where, "create_shmem_tensor", detail)),
-                                  /*released=*/false);
-    };
-    detail::GroupState *gs = nullptr;
-    try {
-      gs = &w.group(name, group_n_pes[g]);
-    } catch (const pto::DistributedError &e) {
-      return fail_here(e.detail());
+  return abi_boundary(ctx, [&]() -> int32_t {
+    detail::WorldState &w = *ctx->world;
+    detail::TraceScope trace(ctx, "kernel entry barrier", "barrier");
+    if (n_groups < 0 || (n_groups > 0 && (!heap_bytes || !group_n_pes || !group_hash)))
+      return fail<pto::InternalError>(ctx, -1, kEnterOp,
+                                      fmt::format("bad group table: n_groups {}", n_groups));
+    // Resolve the groups (local checks first: a PE with a bad table fails at once and releases
+    // the others).
+    ctx->groups.clear();
+    ctx->group_pe.clear();
+    for (int32_t g = 0; g < n_groups; ++g) {
+      std::string name =
+          group_names && group_names[g] ? std::string(group_names[g]) : fmt::format("group {}", g);
+      if (heap_bytes[g] < 0)
+        return fail<pto::InternalError>(
+            ctx, -1, kEnterOp,
+            fmt::format("negative heap size {} for group '{}'", heap_bytes[g], name));
+      // Errors point at the kernel line that first used the group.
+      const std::string where =
+          group_where && group_where[g] ? std::string(group_where[g]) : std::string("<runtime>");
+      auto fail_here = [&](const std::string &detail) {
+        return detail::record_error(
+            ctx,
+            std::make_exception_ptr(pto::DistributedError(where, "create_shmem_tensor", detail)),
+            /*released=*/false);
+      };
+      detail::GroupState *gs = nullptr;
+      try {
+        gs = &w.group(name, group_n_pes[g]);
+      } catch (const pto::DistributedError &e) {
+        return fail_here(e.detail());
+      }
+      auto it = std::find(gs->world_pe.begin(), gs->world_pe.end(), ctx->pe);
+      if (it == gs->world_pe.end())
+        return fail_here(fmt::format("PE {} is not a member of group '{}' (PEs [{}]); each PE may "
+                                     "only use groups it belongs to",
+                                     ctx->pe, name, fmt::join(gs->world_pe, ", ")));
+      ctx->groups.push_back(gs);
+      ctx->group_pe.push_back(int(it - gs->world_pe.begin()));
     }
-    auto it = std::find(gs->world_pe.begin(), gs->world_pe.end(), ctx->pe);
-    if (it == gs->world_pe.end())
-      return fail_here(fmt::format("PE {} is not a member of group '{}' (PEs [{}]); each PE may "
-                                   "only use groups it belongs to",
-                                   ctx->pe, name, fmt::join(gs->world_pe, ", ")));
-    ctx->groups.push_back(gs);
-    ctx->group_pe.push_back(int(it - gs->world_pe.begin()));
-  }
-  for (int32_t g : barrier_order(ctx)) {
-    detail::GroupState &gs = *ctx->groups[size_t(g)];
-    const int me = ctx->group_pe[size_t(g)];
-    {
-      // Proposals are written before arriving and read by the last arriver under the lock.
-      std::lock_guard lock(w.registry_mu);
-      gs.proposed_hash.resize(size_t(gs.n_pes));
-      gs.proposed_bytes.resize(size_t(gs.n_pes));
-      gs.proposed_layout.resize(size_t(gs.n_pes));
-      gs.proposed_hash[size_t(me)] = group_hash[g];
-      gs.proposed_bytes[size_t(me)] = heap_bytes[g];
-      gs.proposed_layout[size_t(me)] = group_layout ? group_layout[g] : nullptr;
+    for (int32_t g : barrier_order(ctx)) {
+      detail::GroupState &gs = *ctx->groups[size_t(g)];
+      const int me = ctx->group_pe[size_t(g)];
+      {
+        // Proposals are written before arriving and read by the last arriver under the lock.
+        std::lock_guard lock(w.registry_mu);
+        gs.proposed_hash.resize(size_t(gs.n_pes));
+        gs.proposed_bytes.resize(size_t(gs.n_pes));
+        gs.proposed_layout.resize(size_t(gs.n_pes));
+        gs.proposed_hash[size_t(me)] = group_hash[g];
+        gs.proposed_bytes[size_t(me)] = heap_bytes[g];
+        gs.proposed_layout[size_t(me)] = group_layout ? group_layout[g] : nullptr;
+      }
+      if (group_wait(ctx, gs, me, kEnterOp, "kernel entry barrier",
+                     [&] { enter_completion(w, gs); }) != PTO_OK)
+        return PTO_ERR;
+      if (!gs.enter_error.empty())
+        return fail<pto::DistributedError>(ctx, -1, kEnterOp, gs.enter_error);
+      // Each PE zeroes its own heap (in parallel, first-touched by its user); the second barrier
+      // keeps everyone from writing a peer's heap before the peer has zeroed it.
+      gs.heap.zero(me);
+      if (group_wait(ctx, gs, me, kEnterOp, "kernel entry barrier", [] {}) != PTO_OK)
+        return PTO_ERR;
     }
-    if (group_wait(ctx, gs, me, kEnterOp, "kernel entry barrier",
-                   [&] { enter_completion(w, gs); }) != PTO_OK)
-      return PTO_ERR;
-    if (!gs.enter_error.empty())
-      return fail<pto::DistributedError>(ctx, -1, kEnterOp, gs.enter_error);
-    // Each PE zeroes its own heap (in parallel, first-touched by its user); the second barrier
-    // keeps everyone from writing a peer's heap before the peer has zeroed it.
-    gs.heap.zero(me);
-    if (group_wait(ctx, gs, me, kEnterOp, "kernel entry barrier", [] {}) != PTO_OK)
-      return PTO_ERR;
-  }
-  return PTO_OK;
+    return PTO_OK;
+  });
 }
 
 int32_t pto_rt_kernel_exit(pto_ctx *ctx) {
-  detail::TraceScope trace(ctx, "kernel exit barrier", "barrier");
-  for (int32_t g : barrier_order(ctx)) {
-    detail::GroupState &gs = *ctx->groups[size_t(g)];
-    if (group_wait(ctx, gs, ctx->group_pe[size_t(g)], "kernel_exit", "kernel exit barrier",
-                   [] {}) != PTO_OK)
-      return PTO_ERR;
-  }
-  return PTO_OK;
+  return abi_boundary(ctx, [&]() -> int32_t {
+    detail::TraceScope trace(ctx, "kernel exit barrier", "barrier");
+    for (int32_t g : barrier_order(ctx)) {
+      detail::GroupState &gs = *ctx->groups[size_t(g)];
+      if (group_wait(ctx, gs, ctx->group_pe[size_t(g)], "kernel_exit", "kernel exit barrier",
+                     [] {}) != PTO_OK)
+        return PTO_ERR;
+    }
+    return PTO_OK;
+  });
 }
 
 } // extern "C"

@@ -9,6 +9,7 @@
 #include "pto/runtime/world.h"
 
 #include "collective_barrier.h"
+#include "progress.h"
 
 #include <atomic>
 #include <chrono>
@@ -16,6 +17,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -52,10 +55,10 @@ struct pto_ctx {
   bool error_released = false; ///< `error` is a secondary "released because PE k failed"
   std::vector<void *> scratch; ///< pto_rt_alloc blocks, freed by end_call
   const std::vector<std::string> *sites = nullptr; ///< the running kernel's call-site table
-  /// The running kernel's name and the "file:line" of the user's call of it (begin_call; may be
-  /// null): where errors without an op site (kernel entry and exit, scratch memory) point.
+  /// The running kernel's name and the user's line that called it (begin_call): where errors
+  /// with no call site of their own (scratch memory, kernel entry and exit) point.
   const char *kernel_name = nullptr;
-  const char *call_where = nullptr;
+  std::source_location call_loc{};
   /// The running kernel's groups, by the kernel's group index, and this PE's group-local number
   /// in each. Set by kernel entry.
   std::vector<pto::runtime::detail::GroupState *> groups;
@@ -101,6 +104,8 @@ struct WorldState {
   std::atomic<bool> aborted{false};
   std::atomic<int> first_failed_pe{-1};
   std::atomic<int> futex_waiters{0}; ///< PEs inside futex_wait, so signal can skip the wake
+  /// Bumped on every state change a blocked PE could be waiting for (see progress.h).
+  ProgressCounter progress;
   std::atomic<bool> tracing{false};
   std::chrono::steady_clock::time_point trace_t0 = std::chrono::steady_clock::now();
   int64_t trace_now_ns() const {
@@ -118,15 +123,22 @@ struct WorldState {
   /// The group named `name`; a group spanning the whole world is created on first use. Throws
   /// DistributedError for an unknown sub-group or an n_pes that differs from its members.
   GroupState &group(const std::string &name, int n_pes);
-  /// The deadline of a wait starting now.
-  std::chrono::steady_clock::time_point deadline() const {
-    return std::chrono::steady_clock::now() + std::chrono::milliseconds(deadlock_timeout_ms);
+  /// A watch for a shmem wait starting now: it times out when no PE has made progress for
+  /// the deadlock timeout; sampled every 50 ms (the wait's abort-check slice).
+  ProgressWatch watch() const {
+    return ProgressWatch(progress, std::chrono::milliseconds(deadlock_timeout_ms),
+                         std::chrono::milliseconds(50));
   }
-  /// The deadline of a kernel entry/exit barrier starting now: twice a wait's, so that when PEs
-  /// are stuck in shmem waits, their own DeadlockErrors (the root cause) fire first and release
-  /// the barrier instead of the barrier reporting a bare timeout.
-  std::chrono::steady_clock::time_point collective_deadline() const {
-    return std::chrono::steady_clock::now() + std::chrono::milliseconds(2 * deadlock_timeout_ms);
+  /// A watch for a kernel entry/exit barrier starting now: twice a wait's timeout, so that when
+  /// PEs are stuck in shmem waits, their own DeadlockErrors (the root cause) fire first and
+  /// release the barrier instead of the barrier reporting a bare timeout. Sampled every eighth
+  /// of its timeout (aborts and returning PEs wake barriers themselves), so thousands of
+  /// blocked PEs cost few wake-ups.
+  ProgressWatch collective_watch() const {
+    const auto timeout = std::chrono::milliseconds(2 * deadlock_timeout_ms);
+    return ProgressWatch(
+        progress, timeout,
+        std::max<std::chrono::milliseconds>(timeout / 8, std::chrono::milliseconds(1)));
   }
 };
 
@@ -147,6 +159,9 @@ int32_t fail(pto_ctx *ctx, int32_t site, const char *default_op, const std::stri
   return record_error(ctx, std::make_exception_ptr(E(where, op, detail)), /*released=*/false);
 }
 
+/// Frees ctx's pto_rt_alloc blocks (end of a kernel call, or of a PE's run).
+void free_scratch(pto_ctx *ctx);
+
 /// Records the secondary DistributedError of a PE released from a wait because another PE
 /// failed, and returns PTO_ERR.
 int32_t fail_released(pto_ctx *ctx, int32_t site, const char *default_op);
@@ -165,7 +180,10 @@ public:
   ~TraceScope() {
     if (ctx_) {
       ev_.dur_ns = ctx_->world->trace_now_ns() - ev_.ts_ns;
-      ctx_->trace.push_back(std::move(ev_));
+      try {
+        ctx_->trace.push_back(std::move(ev_));
+      } catch (const std::bad_alloc &) { // out of memory: the timeline loses this event
+      }
     }
   }
   TraceEvent *event() { return ctx_ ? &ev_ : nullptr; }

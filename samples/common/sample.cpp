@@ -3,15 +3,56 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <random>
 
 namespace sample {
 
-void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::string> &dtypes) {
-  app.add_option("--pes", f.pes, "number of processing elements (PEs), run as threads")
-      ->check(CLI::Range(1, 4096))
-      ->capture_default_str();
+namespace {
+// a * b, or INT64_MAX when it overflows or either is negative (sizes never are).
+int64_t saturating_mul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r))
+    return INT64_MAX;
+  return r;
+}
+
+int64_t saturating_add(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+std::string bytes_str(int64_t b) {
+  if (b == INT64_MAX)
+    return "more than 9.2 EB";
+  const char *units[] = {"B", "KB", "MB", "GB", "TB", "PB", "EB"};
+  double v = double(b);
+  int u = 0;
+  while (v >= 1000 && u < 6) {
+    v /= 1000;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.1f} {}", v, units[u]);
+}
+} // namespace
+
+void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::string> &dtypes,
+                      PeLimits limits) {
+  f.pes = std::clamp(f.pes, limits.min, limits.max);
+  auto *pes = app.add_option("--pes", f.pes, "number of processing elements (PEs), run as threads")
+                  ->check(CLI::Range(limits.min, limits.max))
+                  ->capture_default_str();
+  if (limits.even)
+    pes->check(CLI::Validator(
+        [](std::string &s) {
+          return std::strtoll(s.c_str(), nullptr, 10) % 2 == 0 ? std::string()
+                                                               : "must be even, got " + s;
+        },
+        "EVEN"));
   app.add_option("--seed", f.seed, "seed of the input generator")->capture_default_str();
   app.add_option("--dtype", f.dtype, "element type of the inputs and outputs")
       ->check(CLI::IsMember(dtypes))
@@ -20,9 +61,15 @@ void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::stri
                "compare every PE's output with a plain C++ reference in double; ends with "
                "`check: PASS` or `check: FAIL` (exit 1)");
   app.add_flag("--interpret", f.interpret,
-               "run the kernel in the reference interpreter instead of JIT-compiled code");
+               "run the kernels in the reference interpreter instead of JIT-compiled code "
+               "(PTO_RUN_MODE=interpret does the same)");
   app.add_option("--trace", f.trace,
-                 "write a Chrome trace JSON of the run (one lane per PE; open in Perfetto)");
+                 "write a Chrome trace JSON of the run to FILE (one lane per PE; open in "
+                 "Perfetto)")
+      ->type_name("FILE")
+      ->check(CLI::Validator(
+          [](std::string &s) { return s.empty() ? "the trace file path is empty" : ""; },
+          "NONEMPTY"));
   app.add_option("--backend", f.backend, "PE backend (threads: one process, one thread per PE)")
       ->check(CLI::IsMember({"threads"}))
       ->capture_default_str();
@@ -35,6 +82,76 @@ int parse(CLI::App &app, int argc, char **argv) {
     return app.exit(e) == 0 ? 0 : 2; // --help exits 0; bad flags exit 2
   }
   return -1;
+}
+
+pto::JitOptions jit_options(const CommonFlags &f) {
+  pto::JitOptions o;
+  if (f.interpret)
+    o.run_mode = pto::RunMode::Interpret;
+  return o;
+}
+
+std::string mode_name(const CommonFlags &f) {
+  if (f.interpret)
+    return "interpret";
+  const char *env = std::getenv("PTO_RUN_MODE");
+  return env && *env ? env : "jit";
+}
+
+int64_t default_per_pe(const CLI::App &app, const std::string &flag, int64_t value, int64_t base,
+                       int pes) {
+  if (app.count(flag) > 0)
+    return value;
+  return pes <= 8 ? base : std::max<int64_t>(1, base * 8 / pes);
+}
+
+MemoryEstimate &MemoryEstimate::add(const std::string &what, int64_t count, int64_t elems,
+                                    int64_t elem_bytes) {
+  const int64_t bytes = saturating_mul(count, saturating_mul(elems, elem_bytes));
+  parts_.emplace_back(what, bytes);
+  total_ = saturating_add(total_, bytes);
+  return *this;
+}
+
+MemoryEstimate &MemoryEstimate::add(const std::string &what, int64_t count,
+                                    const std::vector<int64_t> &shape, pto::DataType dt) {
+  int64_t elems = 1;
+  for (int64_t d : shape)
+    elems = saturating_mul(elems, d);
+  return add(what, count, elems, pto::bytes_of(dt));
+}
+
+std::string MemoryEstimate::describe() const {
+  std::string s;
+  for (const auto &[what, bytes] : parts_)
+    s += (s.empty() ? "" : ", ") + what + " " + bytes_str(bytes);
+  return s;
+}
+
+int64_t available_memory_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (f >> key >> kb >> unit)
+    if (key == "MemAvailable:")
+      return saturating_mul(kb, 1024);
+  return -1;
+}
+
+bool fits_in_memory(const MemoryEstimate &need) {
+  // The process itself: the runtime, the compiler, the compiled code.
+  constexpr int64_t kBaseBytes = int64_t{128} << 20;
+  const int64_t total = saturating_add(need.total_bytes(), kBaseBytes);
+  const int64_t avail = available_memory_bytes();
+  if (avail < 0 || total <= avail / 10 * 9)
+    return true;
+  fmt::print(stderr,
+             "error: this run needs about {} ({}, runtime and compiler {}) but only {} of memory "
+             "is available (MemAvailable in /proc/meminfo); choose smaller sizes or fewer "
+             "--pes\n",
+             bytes_str(total), need.describe(), bytes_str(kBaseBytes), bytes_str(avail));
+  return false;
 }
 
 void write_trace(const pto::runtime::World &world, const CommonFlags &f) {

@@ -1,14 +1,18 @@
-// sample.h - What every sample shares: the common flags, seeded inputs, the error report and
-// the closing `check: PASS|FAIL` line (exit 0 on pass, 1 on a failed check, 2 on bad flags).
+// sample.h - What every sample shares: the common flags, seeded inputs, the memory check, the
+// error report and the closing `check: PASS|FAIL` line (exit 0 on pass, 1 on a failed check or
+// a run-time error, 2 on bad flags or a run too large for this machine).
 #pragma once
 
 #include "pto/host_tensor.h"
+#include "pto/jit.h"
 #include "pto/runtime/world.h"
 
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace sample {
 
@@ -18,22 +22,72 @@ struct CommonFlags {
   bool check = false;
   bool interpret = false;
   std::string dtype = "fp32";
-  std::string trace;             ///< --trace FILE: Chrome trace JSON of the run
+  std::string trace; ///< --trace FILE: Chrome trace JSON of the run
   std::string backend = "threads";
 };
 
-/// Adds --pes, --seed, --check, --interpret, --trace, --backend and --dtype (restricted to
-/// `dtypes`) to `app`.
-void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::string> &dtypes);
+/// The PE counts a sample accepts (--help prints them): [min, max], optionally even only.
+struct PeLimits {
+  int min = 1;
+  int max = 4096;
+  bool even = false;
+};
+
+/// Adds --pes (checked against `limits`), --seed, --check, --interpret, --trace (a non-empty
+/// path), --backend and --dtype (restricted to `dtypes`) to `app`.
+void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::string> &dtypes,
+                      PeLimits limits = {});
 
 /// Parses argv; returns -1 to go on, else the exit code (0 for --help, 2 for bad flags).
 int parse(CLI::App &app, int argc, char **argv);
+
+/// The kernels' JitOptions: the interpreter with --interpret, else the library's default (JIT,
+/// or whatever PTO_RUN_MODE says), so PTO_RUN_MODE=interpret works for every sample.
+pto::JitOptions jit_options(const CommonFlags &f);
+/// The run mode the kernels use, for the report: "interpret" with --interpret, else the value
+/// of PTO_RUN_MODE, else "jit".
+std::string mode_name(const CommonFlags &f);
+
+/// `value` if the user gave `flag`, else `base` scaled down for many PEs: base for up to 8 PEs,
+/// then base * 8 / pes (at least 1). Keeps the default run of a sample whose traffic grows as
+/// pes^2 (every PE sends to every PE) small at any PE count.
+int64_t default_per_pe(const CLI::App &app, const std::string &flag, int64_t value, int64_t base,
+                       int pes);
+
+/// The memory a run needs, summed from its parts: host tensors per PE times PEs, symmetric
+/// heaps, the kernels' local tensors, reference buffers. Sizes are overflow-checked and saturate
+/// at INT64_MAX (which never fits).
+class MemoryEstimate {
+public:
+  /// `count` buffers of `elems` elements of `elem_bytes` bytes each, named `what` in messages.
+  MemoryEstimate &add(const std::string &what, int64_t count, int64_t elems, int64_t elem_bytes);
+  /// `count` tensors of `shape` and `dt`.
+  MemoryEstimate &add(const std::string &what, int64_t count, const std::vector<int64_t> &shape,
+                      pto::DataType dt);
+  int64_t total_bytes() const { return total_; }
+  /// "inputs 1.0 GB, heaps 512 MB, ..." (the parts in the order added).
+  std::string describe() const;
+
+private:
+  std::vector<std::pair<std::string, int64_t>> parts_;
+  int64_t total_ = 0;
+};
+
+/// MemAvailable of /proc/meminfo in bytes, or -1 when it cannot be read.
+int64_t available_memory_bytes();
+
+/// True when the run fits: `need` plus 128 MiB for the process itself (runtime, compiler, code)
+/// is at most 90% of MemAvailable (or MemAvailable is unknown).
+/// Otherwise prints why to stderr ("error: this run needs about ... but only ... is available")
+/// and returns false; the sample then exits with 2.
+bool fits_in_memory(const MemoryEstimate &need);
 
 /// Writes the world's timeline to f.trace when it was asked for (and says where).
 void write_trace(const pto::runtime::World &world, const CommonFlags &f);
 
 /// A tensor of `dtype` filled from a seeded normal(0, 1) stream (ints: uniform in [-10, 10]).
-pto::HostTensor random_tensor(pto::DataType dtype, const std::vector<int64_t> &shape, uint64_t seed);
+pto::HostTensor random_tensor(pto::DataType dtype, const std::vector<int64_t> &shape,
+                              uint64_t seed);
 
 /// Errors of `got` against a double reference `want` (same element count).
 struct ErrorStats {

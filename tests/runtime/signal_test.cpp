@@ -165,9 +165,10 @@ TEST_CASE("shmem_wait_until: a wait that never completes is a DeadlockError nami
     }
   }),
                   pto::DeadlockError);
-  CHECK(pe3_message == "allreduce.cpp:31: shmem_wait_until: PE 3 timed out after 200 ms "
-                       "waiting for signal slot 5 (group 'world') to be == 8; current value 7; raise "
-                       "PTO_DEADLOCK_TIMEOUT_MS if the wait is legitimately long");
+  CHECK(pe3_message == "allreduce.cpp:31: shmem_wait_until: PE 3 timed out after 200 ms without "
+                       "progress on any PE, waiting for signal slot 5 (group 'world') to be == 8; "
+                       "current value 7; raise PTO_DEADLOCK_TIMEOUT_MS if a PE legitimately "
+                       "computes that long without communicating");
   REQUIRE(others.size() == 3);
   for (const auto &msg : others) {
     CAPTURE(msg);

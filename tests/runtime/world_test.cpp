@@ -122,8 +122,10 @@ TEST_CASE("World: a PE that never arrives at kernel entry is a DeadlockError nam
     }
   }),
                        // Entry barriers wait twice the deadlock timeout (see world_state.h).
-                       doctest::Contains("timed out after 400 ms at the kernel entry barrier of "
-                                         "group 'world': 1 of 2 PEs arrived, missing PEs [1]"),
+                       doctest::Contains("timed out after 400 ms (twice the deadlock timeout) "
+                                         "without progress on any PE at the kernel entry "
+                                         "barrier of group 'world': 1 of 2 PEs arrived, missing "
+                                         "PEs [1]"),
                        pto::DeadlockError);
 }
 
@@ -152,9 +154,24 @@ TEST_CASE("kernel_enter: n_pes that differs from a created group is a Distribute
 TEST_CASE("kernel_enter: a PE outside a group cannot use it") {
   World world(4);
   world.create_group("even", {0, 2});
+  // PE 2 (a member that never calls the kernel) returns only after PE 1 has failed: otherwise
+  // PE 0 could see it gone first, and "PE 2 returned without reaching the barrier" would be
+  // just as true a root cause.
+  std::atomic<bool> pe1_failed{false};
   CHECK_THROWS_WITH_AS(world.run([&](int pe) {
-    if (pe < 2)
+    if (pe >= 2) {
+      pe1_failed.wait(false);
+      return;
+    }
+    try {
       rt_kernel({{"even", 2, 64}}, [](pto_ctx *) -> int32_t { return PTO_OK; });
+    } catch (...) {
+      if (pe == 1) {
+        pe1_failed.store(true);
+        pe1_failed.notify_all();
+      }
+      throw;
+    }
   }),
                        doctest::Contains("PE 1 is not a member of group 'even' (PEs [0, 2])"),
                        pto::DistributedError);

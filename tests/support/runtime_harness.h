@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -22,11 +23,14 @@ struct RtGroup {
 
 /// Runs `body(ctx)` as one kernel call on the calling PE, as generated code does: the kernel
 /// returns early on the first non-zero status, and end_call throws the recorded typed error.
+/// `kernel_name` and `call_loc` are passed to begin_call (as pto::jit passes the kernel's name
+/// and the user's line).
 inline void rt_kernel(const std::vector<RtGroup> &groups,
                       const std::function<int32_t(pto_ctx *)> &body, uint64_t layout_hash = 42,
-                      const std::vector<std::string> *sites = nullptr) {
+                      const std::vector<std::string> *sites = nullptr,
+                      const char *kernel_name = nullptr, std::source_location call_loc = {}) {
   pto_ctx *ctx = pto::runtime::current_ctx();
-  pto::runtime::begin_call(ctx, sites);
+  pto::runtime::begin_call(ctx, sites, kernel_name, call_loc);
   std::vector<int64_t> heap;
   std::vector<int32_t> n_pes;
   std::vector<const char *> names;

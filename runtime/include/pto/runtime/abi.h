@@ -56,8 +56,10 @@ int32_t pto_rt_n_pes(pto_ctx *ctx, int32_t group);
 /// tensors) and heap size; the group's symmetric heap is (re)allocated to `heap_bytes[g]` bytes
 /// (data and signals) and zeroed, then the members are released together. Errors: unknown
 /// group, n_pes mismatch, a PE outside the group, different layouts (DistributedError); a member
-/// that never arrives (DeadlockError after twice the deadlock timeout). `group_where[g]` (may be
-/// null) is the "file:line" of the kernel line that first used group g, for messages.
+/// that never arrives (DeadlockError once no PE of the world has made progress for twice the
+/// deadlock timeout; see WorldOptions). `group_where[g]` (may be null) is the "file:line" of the
+/// kernel line that first used group g, for messages; errors of the barrier itself point at the
+/// kernel's call (begin_call).
 /// `group_layout[g]` (may be null) describes the layout that group_hash[g] hashes, one shmem
 /// tensor per line as "what\twhere" ("DT_FP32 [4, 8] with 512 signal bytes\tk.cpp:12"), so that
 /// different layouts are reported as the first shmem tensor that differs.
@@ -110,8 +112,10 @@ int32_t pto_rt_signal(pto_ctx *ctx, int32_t group, int32_t target_pe, int64_t sl
 /// subtracts `value`), which is "set it to 0" except that a concurrent ADD is never lost: lower
 /// shmem_barrier_all as signal_all ADD 1 + wait GE n_pes with clear, so back-to-back barriers on
 /// one slot cannot miss the exact count. Does not burn a core (futex). Other PEs failing releases
-/// it with a DistributedError. After the world's deadlock timeout it records a DeadlockError
-/// naming PE, slot (`slot_number`), expected and current value. As PyPTO `shmem_wait_until`.
+/// it with a DistributedError. Once no PE of the world has made progress (signal, put, get,
+/// clear, completed wait, barrier arrival, kernel call) for the world's deadlock timeout, it
+/// records a DeadlockError naming PE, slot (`slot_number`), expected and current value and the
+/// timeout; a wait may last far longer while other PEs get on. As PyPTO `shmem_wait_until`.
 int32_t pto_rt_wait_until(pto_ctx *ctx, int32_t group, int64_t slot_offset_bytes, int32_t cmp,
                           int32_t value, int32_t clear, int64_t slot_number, int32_t site);
 

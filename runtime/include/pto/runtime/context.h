@@ -5,6 +5,7 @@
 #include "pto/runtime/abi.h"
 
 #include <map>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -17,12 +18,13 @@ pto_ctx *current_ctx();
 
 /// Starts a kernel call on `ctx`: clears a previous status and remembers the kernel's call-site
 /// table (`sites[i]` is "file.cpp:12: opname", indexed by the ABI's `site` argument; may be
-/// null). `kernel_name` labels the call in a trace; `call_where` is the "file:line" of the
-/// user's call. Errors recorded without an op site (kernel entry and exit barriers, scratch
-/// memory) start with `call_where` and name the kernel when both are given. All three must
-/// outlive the call.
+/// null). The table and `kernel_name` must outlive the call. `kernel_name` labels the call in a
+/// trace; `call_loc` is the user's line that called the kernel. Errors that have no site of
+/// their own (scratch memory, kernel entry and exit barriers) are reported as
+/// "call_loc: kernel_name: ..." (as "<runtime>: op: ..." when `call_loc` is left empty).
+/// Counts as progress for the deadlock detector, as end_call does.
 void begin_call(pto_ctx *ctx, const std::vector<std::string> *sites,
-                const char *kernel_name = nullptr, const char *call_where = nullptr);
+                const char *kernel_name = nullptr, std::source_location call_loc = {});
 
 /// Ends a kernel call: frees the scratch memory of pto_rt_alloc and forgets the site table. If
 /// an entry point recorded an error (status PTO_ERR), rethrows that typed pto::Error (for example

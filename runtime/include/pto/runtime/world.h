@@ -25,21 +25,37 @@ struct WorldOptions {
   /// The default deadlock timeout. The environment variable PTO_DEADLOCK_TIMEOUT_MS (a positive
   /// integer, milliseconds) replaces it when `deadlock_timeout_ms` is left at this default.
   static constexpr int64_t kDefaultDeadlockTimeoutMs = 30000;
-  /// How long a wait (shmem_wait_until, kernel entry/exit barrier) may block before it fails
-  /// with pto::DeadlockError, in milliseconds. Must be > 0.
+  /// The deadlock detector's timeout in milliseconds; must be > 0. A blocked wait
+  /// (shmem_wait_until) fails with pto::DeadlockError once no PE of the world has made progress
+  /// for this long, and a kernel entry/exit barrier after twice as long. Progress is any signal,
+  /// put, get, clear, completed wait, barrier arrival, kernel call start or end, or a PE
+  /// returning from its function, so a slow run (many PEs on few cores) never times out while
+  /// some PE still gets on. The error comes between the timeout and the timeout plus one
+  /// sampling slice (50 ms for waits, an eighth of the timeout for barriers) after the last
+  /// progress. A PE that computes longer than this without calling the runtime looks stuck;
+  /// conversely, a wait that can never complete is reported only once every other PE has
+  /// stopped making progress too (returned, or blocked itself).
   int64_t deadlock_timeout_ms = kDefaultDeadlockTimeoutMs;
 };
 
 /// N PEs that run SPMD functions together. Owns the PE contexts, the group table and the
 /// symmetric heaps (kept between runs and reused while large enough).
+///
+/// Errors: every function here throws only pto::Error subclasses, with messages that start with
+/// the caller's `file:line` (from the defaulted `loc` parameter); a failure below the API
+/// (out of memory, a thread that cannot start) is a pto::RuntimeError saying what was being
+/// done. Exceptions thrown by the user's own `fn` in run() are rethrown unchanged.
 class World {
 public:
   /// Creates a world of `n_pes` PEs on the threads backend. Throws pto::DistributedError if
   /// n_pes is outside [1, 4096], if `opts.deadlock_timeout_ms` <= 0, or if PTO_DEADLOCK_TIMEOUT_MS
-  /// is set but is not a positive integer.
-  explicit World(int n_pes, WorldOptions opts = {});
-  /// As above on the given backend.
-  World(int n_pes, WorldOptions opts, std::unique_ptr<Backend> backend);
+  /// is set but is not a positive integer; pto::RuntimeError if the PE contexts cannot be
+  /// allocated.
+  explicit World(int n_pes, WorldOptions opts = {},
+                 std::source_location loc = std::source_location::current());
+  /// As above on the given backend (must not be null: pto::DistributedError).
+  World(int n_pes, WorldOptions opts, std::unique_ptr<Backend> backend,
+        std::source_location loc = std::source_location::current());
   ~World();
   World(const World &) = delete;
   World &operator=(const World &) = delete;
@@ -51,7 +67,8 @@ public:
   /// The backend's name ("threads").
   const char *backend_name() const;
   /// The context of PE `pe` in [0, n_pes()) (tests and backends; kernels use current_ctx()).
-  pto_ctx *context(int pe);
+  /// Throws pto::DistributedError for a PE out of range.
+  pto_ctx *context(int pe, std::source_location loc = std::source_location::current());
 
   /// Declares communication group `name` whose group-local PE i is world PE `pes[i]` (as an
   /// HCCL communicator). Kernels name groups in create_shmem_tensor: "world" is always the
@@ -59,18 +76,21 @@ public:
   /// may belong to several. Creating an existing group again with the same PEs is a no-op.
   /// Throws pto::DistributedError (naming the caller's line) for a name outside 1-127 bytes or
   /// "world", no PEs, a PE out of range or repeated, a different member list for an existing
-  /// name, or a running world.
+  /// name, or a running world; pto::RuntimeError if out of memory.
   void create_group(const std::string &name, const std::vector<int> &pes,
                     std::source_location loc = std::source_location::current());
 
   /// Starts (or stops) recording a timeline: kernel calls, puts and gets (with byte counts),
   /// signals, waits and kernel entry/exit barriers, per PE. Recording costs a clock read and a
-  /// vector append per runtime call; off by default.
+  /// vector append per runtime call; off by default. Never throws.
   void enable_trace(bool on = true);
   /// Writes the recorded timeline as Chrome trace JSON (open it in Perfetto or chrome://tracing):
-  /// one lane per PE, times in microseconds since the World was created. Throws pto::Error when
-  /// the file cannot be written.
-  void write_trace(const std::string &path) const;
+  /// one lane per PE, times in microseconds since the World was created. Kernel and op names
+  /// that are not valid UTF-8 are written with U+FFFD in place of the invalid bytes. Throws
+  /// pto::ArgumentError for an empty path, pto::RuntimeError naming the path (and the system's
+  /// reason) when the file cannot be written, pto::DistributedError while the world is running.
+  void write_trace(const std::string &path,
+                   std::source_location loc = std::source_location::current()) const;
   /// Number of events recorded so far (all PEs).
   size_t trace_events() const;
 
@@ -80,8 +100,11 @@ public:
   /// a primary error over the secondary pto::DistributedError ("released because PE k failed")
   /// that PEs blocked in waits and barriers get once another PE has failed.
   /// After a failure the world stays aborted until run() returns; the next run starts clean.
-  /// Throws pto::DistributedError if called from inside a PE or while another run() is active.
-  void run(const std::function<void(int pe)> &fn);
+  /// Throws pto::DistributedError (at the caller's line) if called from inside a PE of any
+  /// world (worlds do not nest) or while another run() of this world is active, or if the
+  /// backend cannot start every PE.
+  void run(const std::function<void(int pe)> &fn,
+           std::source_location loc = std::source_location::current());
 
 private:
   std::unique_ptr<detail::WorldState> state_;

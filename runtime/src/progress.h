@@ -1,0 +1,62 @@
+// progress.h - The deadlock detector's notion of time: a wait gives up only when no PE of the
+// world has made progress for the whole deadlock timeout, so PEs that are merely slow (many PEs
+// sharing few cores) are never mistaken for stuck ones. Progress is any state change a blocked
+// PE could be waiting for: a signal, put, get or clear, a wait that completes, a barrier
+// arrival, a kernel call starting or ending, a PE returning from its function.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+namespace pto::runtime::detail {
+
+/// The world's progress epoch. bump() is one relaxed atomic add: a waiter only asks "did it
+/// change?", never what changed, so no ordering is needed.
+class ProgressCounter {
+public:
+  void bump() { epoch_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t load() const { return epoch_.load(std::memory_order_relaxed); }
+
+private:
+  std::atomic<uint64_t> epoch_{0};
+};
+
+/// One blocked waiter's view of the epoch. The timeout runs from the last time this waiter saw
+/// the epoch change (at first, from the start of the wait). A waiter samples at least every
+/// `slice`, so a real deadlock is reported between `timeout` and `timeout + slice` after the
+/// last progress anywhere.
+class ProgressWatch {
+public:
+  using Clock = std::chrono::steady_clock;
+  ProgressWatch(const ProgressCounter &counter, std::chrono::milliseconds timeout,
+                Clock::duration slice)
+      : counter_(&counter), timeout_(timeout), slice_(slice), seen_(counter.load()),
+        since_(Clock::now()) {}
+
+  /// Samples the epoch at `now`; true once it has not changed for the whole timeout.
+  bool stalled(Clock::time_point now) {
+    if (const uint64_t e = counter_->load(); e != seen_) {
+      seen_ = e;
+      since_ = now;
+    }
+    return now - since_ >= timeout_;
+  }
+  /// When to sample next: when the timeout would expire without progress, or one slice from
+  /// `now` if that is sooner.
+  Clock::time_point next_sample(Clock::time_point now) const {
+    return std::min(since_ + timeout_, now + slice_);
+  }
+  /// The timeout in milliseconds, for messages.
+  int64_t timeout_ms() const { return timeout_.count(); }
+
+private:
+  const ProgressCounter *counter_;
+  std::chrono::milliseconds timeout_;
+  Clock::duration slice_;
+  uint64_t seen_;
+  Clock::time_point since_;
+};
+
+} // namespace pto::runtime::detail
