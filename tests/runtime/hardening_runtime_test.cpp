@@ -284,7 +284,7 @@ TEST_CASE("pto_rt_alloc: scratch memory that cannot be had names the kernel and 
   const auto call_loc = std::source_location::current();
   CHECK_THROWS_WITH_AS(
       rt_kernel(
-          {}, [](pto_ctx *c) -> int32_t { return pto_rt_alloc(c, INT64_MAX) ? PTO_OK : PTO_ERR; },
+          {}, [](pto_ctx *c) -> int32_t { return pto_rt_alloc(c, INT64_MAX, -1) ? PTO_OK : PTO_ERR; },
           42, nullptr, "alloc_kernel", call_loc),
       Contains((pto::format_location(call_loc) +
                 ": alloc_kernel: cannot allocate 9223372036854775807 bytes of "
