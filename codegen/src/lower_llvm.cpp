@@ -105,7 +105,7 @@ private:
   std::map<ValueId, LV *> storage_; // materialized locals
   std::map<std::pair<int, ValueId>, LV *> scratch_;
   std::map<ValueId, int> def_site_; // the site of the first op that outputs each value
-  LV **overflow_ = nullptr;         // set by sym_checked
+  LV *overflow_ = nullptr;          // sym_checked's i1 flag slot (an entry-block alloca)
   int cur_site_ = 0;
 
   // ---- helpers -------------------------------------------------------------------------------
@@ -265,18 +265,28 @@ private:
     note_overflow(B.CreateExtractValue(r, 1));
     return B.CreateExtractValue(r, 0);
   }
-  void note_overflow(LV *bit) { *overflow_ = B.CreateOr(*overflow_, bit); }
+  /// ORs `bit` into sym_checked's flag. The flag lives in memory (volatile), not in a chain of
+  /// SSA `or`s: a chain would not dominate the code after a short-circuit branch of sym(), and
+  /// LLVM's jump threading recurses once per link (a 30000-term bound overflowed its stack).
+  void note_overflow(LV *bit) {
+    LV *old = B.CreateLoad(B.getInt1Ty(), overflow_, /*isVolatile=*/true);
+    B.CreateStore(B.CreateOr(old, bit), overflow_, /*isVolatile=*/true);
+  }
 
   /// sym(s), plus an i1 in `over` that is true when any +, -, *, unary - or / of s overflowed
   /// int64 (as evaluate(..., &overflow) in the interpreter).
   LV *sym_checked(const SymbolicScalar &s, LV *&over) {
-    over = B.getFalse();
-    LV **saved = overflow_;
-    overflow_ = &over;
+    if (!overflow_slot_)
+      overflow_slot_ = entry_alloca(B.getInt1Ty(), "sym_overflow");
+    B.CreateStore(B.getFalse(), overflow_slot_, /*isVolatile=*/true);
+    LV *saved = overflow_;
+    overflow_ = overflow_slot_;
     LV *v = sym(s);
     overflow_ = saved;
+    over = B.CreateLoad(B.getInt1Ty(), overflow_slot_, /*isVolatile=*/true);
     return v;
   }
+  LV *overflow_slot_ = nullptr;
 
   /// Calls pto_rt_fail_msg(error_class, site, detail) and returns when `bad` is true.
   void fail_msg_if(LV *bad, int32_t error_class, int site, const std::string &detail) {

@@ -65,7 +65,14 @@ Range symbol_range(const Recorder &r, const SymExpr &e) {
   return {};
 }
 
+// Expressions larger than this (written out as a tree) get no range: the analysis only proves
+// checks away, so an unknown range costs a run-time check, never a wrong answer, and the
+// recursion below stays shallow and linear for any expression the user builds.
+constexpr uint64_t kMaxRangeNodes = 1024;
+
 Range range_of(const Recorder &r, const SymExpr &e) {
+  if (e.nodes > kMaxRangeNodes)
+    return {};
   switch (e.tag) {
   case SymExpr::Tag::Const:
     return {e.value, e.value};

@@ -98,9 +98,9 @@ TEST_CASE("a composite's trace-time error names the composite, not the inner op"
                        Contains("full_like: tensor operand is empty"), pto::ShapeError);
 }
 
-TEST_CASE("a run-time view window past its tensor names an index outside the dim") {
-  // The window [0, 8) of rows of a tensor that has 4 rows at run time: its last row, 7, is
-  // outside [0, 4) (the JIT once named the window's first row, 0, which is inside).
+TEST_CASE("a run-time view window past its tensor names the window and the dim") {
+  // The window [0, 8) of rows of a tensor that has 4 rows at run time (the JIT once named the
+  // window's first row, 0, which is inside): the view's run-time window check reports it.
   for (auto mode : support::run_modes()) {
     CAPTURE(support::mode_name(mode));
     auto k = pto::jit(
@@ -115,7 +115,7 @@ TEST_CASE("a run-time view window past its tensor names an index outside the dim
     const std::string m = message_of<pto::ShapeError>([&] { k(x, y); });
     CAPTURE(m);
     CHECK(m.find("hardening_names_test.cpp") != std::string::npos);
-    CHECK(m.find("outside dim [0, 4)") != std::string::npos);
+    CHECK(m.find("view: window [0, 8) of dim 0 exceeds the size 4") != std::string::npos);
     CHECK(m.find("index 0 ") == std::string::npos);
   }
 }

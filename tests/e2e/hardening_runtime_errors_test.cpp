@@ -35,9 +35,8 @@ template <class E, class F> std::string thrown(F &&f) {
 
 TEST_CASE("scratch memory the host refuses is a RuntimeError at the user's line") {
   // A local of 2^45 rows of 8 fp32 per input row (2^50 bytes: past any address space), sized
-  // at run time from a DYNAMIC dim so that only the run can fail. The JIT allocates locals at
-  // kernel entry (no op site of its own): its error points at the kernel call and names the
-  // kernel; the interpreter allocates at the op and names its line. Both lines are in this file.
+  // at run time from a DYNAMIC dim so that only the run can fail. Both executors name the op
+  // that makes the local (`full`) and its line in this file.
   for (auto mode : support::run_modes()) {
     CAPTURE(std::string(support::mode_name(mode)));
     auto k = pto::jit(
@@ -53,8 +52,7 @@ TEST_CASE("scratch memory the host refuses is a RuntimeError at the user's line"
     CAPTURE(msg);
     CHECK(msg.rfind(kFile, 0) == 0);
     CHECK(msg.find("cannot allocate") != std::string::npos);
-    if (mode == pto::RunMode::Jit)
-      CHECK(msg.find(": huge_local: cannot allocate") != std::string::npos);
+    CHECK(msg.find(": full: cannot allocate") != std::string::npos);
   }
 }
 
