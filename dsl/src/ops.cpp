@@ -579,7 +579,7 @@ Tensor full(const std::vector<SymbolicScalar> &shape, Element value, FullOptions
 Tensor full(const std::vector<SymbolicScalar> &shape, double value, DataType dtype,
             FullOptions opts, SrcLoc loc) {
   Element e = is_float(dtype) ? Element(dtype, value)
-                              : Element(dtype, static_cast<int64_t>(std::trunc(value)));
+                              : Element(dtype, ir::trunc_saturate_int64(value));
   return full(shape, e, std::move(opts), loc);
 }
 
