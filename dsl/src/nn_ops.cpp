@@ -589,7 +589,7 @@ Tensor addcmul(const Tensor &input, const Tensor &t1, const Tensor &t2, double v
       throw DTypeError(
           loc, op,
           fmt::format("non-integral value {} with integer tensors of dtype {}", value, name(dt)));
-    return add(input, mul(mul(t1, t2, loc), static_cast<int64_t>(value), loc), loc);
+    return add(input, mul(mul(t1, t2, loc), ir::trunc_saturate_int64(value), loc), loc);
   }
   Tensor y = add(widen(input, loc), mul(mul(widen(t1, loc), value, loc), widen(t2, loc), loc), loc);
   return narrow(y, dt, loc);

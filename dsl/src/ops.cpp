@@ -580,7 +580,7 @@ Tensor trace::full_as(const char *op, const std::vector<SymbolicScalar> &shape, 
 Tensor trace::full_as(const char *op, const std::vector<SymbolicScalar> &shape, double value,
                       DataType dtype, FullOptions opts, const SrcLoc &loc) {
   Element e = is_float(dtype) ? Element(dtype, value)
-                              : Element(dtype, static_cast<int64_t>(std::trunc(value)));
+                              : Element(dtype, ir::trunc_saturate_int64(value));
   return full_as(op, shape, e, std::move(opts), loc);
 }
 

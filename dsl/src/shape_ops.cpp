@@ -459,7 +459,7 @@ Tensor pad(const Tensor &x, const std::vector<int64_t> &pad, double value, SrcLo
   shape[rank - 1] = dim_add(shape[rank - 1], pad[1], "the padded last dim", op, loc);
   if (pad.size() == 4)
     shape[rank - 2] = dim_add(shape[rank - 2], pad[3], "the padded second-to-last dim", op, loc);
-  ir::Scalar sc{value, static_cast<int64_t>(value), !is_float(v.dtype), v.dtype};
+  ir::Scalar sc{value, ir::trunc_saturate_int64(value), !is_float(v.dtype), v.dtype};
   return emit(r, OpKind::Pad, op, {v.id}, v.dtype, shape, shape, loc,
               [&](ir::Op &o) { o.scalar = sc; });
 }

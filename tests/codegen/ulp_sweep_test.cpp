@@ -870,7 +870,8 @@ bool jit_available() {
 
 } // namespace
 
-TEST_CASE("ulp sweep: unary float ops against a higher-precision reference") {
+TEST_CASE("ulp sweep: unary float ops against a higher-precision reference" *
+          doctest::test_suite("slow")) {
   if (!jit_available()) {
     MESSAGE("skipped: the JIT is off (PTO_TEST_INTERPRET_ONLY=1)");
     return;
@@ -882,7 +883,8 @@ TEST_CASE("ulp sweep: unary float ops against a higher-precision reference") {
     }
 }
 
-TEST_CASE("ulp sweep: binary float ops against a higher-precision reference") {
+TEST_CASE("ulp sweep: binary float ops against a higher-precision reference" *
+          doctest::test_suite("slow")) {
   if (!jit_available()) {
     MESSAGE("skipped: the JIT is off (PTO_TEST_INTERPRET_ONLY=1)");
     return;

@@ -134,7 +134,8 @@ std::string repro(uint64_t seed, uint64_t count) {
 
 } // namespace
 
-TEST_CASE("property: random programs agree in JIT, interpreter and an independent model") {
+TEST_CASE("property: random programs agree in JIT, interpreter and an independent model" *
+          doctest::test_suite("slow")) {
   const uint64_t seed0 = support::env_u64("PTO_PROPERTY_SEED", 1);
   const uint64_t count = support::env_u64("PTO_PROPERTY_COUNT", 2000);
   const uint64_t per_kernel = std::max<uint64_t>(1, support::env_u64("PTO_PROPERTY_PER_KERNEL", 16));

@@ -5,6 +5,24 @@
 #include <cstdlib>
 #include <sstream>
 
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define PTO_RUNNING_ON_VALGRIND (RUNNING_ON_VALGRIND != 0)
+#else
+#define PTO_RUNNING_ON_VALGRIND false
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#define PTO_ASAN true
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PTO_ASAN true
+#endif
+#endif
+#ifndef PTO_ASAN
+#define PTO_ASAN false
+#endif
+
 namespace support {
 
 Tolerance tolerance(pto::DataType dt, OpClass cls) {
@@ -70,5 +88,9 @@ uint64_t env_u64(const char *name, uint64_t def) {
   const char *e = std::getenv(name);
   return e && *e ? std::strtoull(e, nullptr, 10) : def;
 }
+
+bool alloc_failure_aborts() { return PTO_ASAN || PTO_RUNNING_ON_VALGRIND; }
+
+bool long_double_is_double() { return PTO_RUNNING_ON_VALGRIND; }
 
 } // namespace support

@@ -45,4 +45,13 @@ pto::JitOptions opts(pto::RunMode m, std::vector<pto::TensorSpec> specs = {});
 /// The unsigned decimal value of environment variable `name`, or `def` when unset or empty.
 uint64_t env_u64(const char *name, uint64_t def);
 
+/// True when this process's allocator aborts, instead of throwing std::bad_alloc, on a request
+/// it cannot serve: built with AddressSanitizer (scripts/asan_tests.sh) or run under valgrind
+/// (scripts/valgrind_tests.sh). A case that provokes an allocation failure skips itself there:
+///   TEST_CASE("..." * doctest::skip(support::alloc_failure_aborts()))
+bool alloc_failure_aborts();
+/// True under valgrind, whose x87 emulation computes long double at double precision: a case
+/// whose expected values need long double skips itself the same way.
+bool long_double_is_double();
+
 } // namespace support

@@ -99,7 +99,7 @@ Tensor ones(const std::vector<SymbolicScalar> &shape, DataType dtype = DT_FP32,
 struct ArangeValue {
   ArangeValue(int v) : i(v), f(v), is_int(true) {}
   ArangeValue(int64_t v) : i(v), f(static_cast<double>(v)), is_int(true) {}
-  ArangeValue(double v) : i(static_cast<int64_t>(v)), f(v), is_int(false) {}
+  ArangeValue(double v) : i(ir::trunc_saturate_int64(v)), f(v), is_int(false) {}
   int64_t i;
   double f;
   bool is_int;

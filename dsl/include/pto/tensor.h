@@ -72,7 +72,7 @@ private:
 /// A scalar operand with an optional explicit dtype, as PyPTO `Element`. An integer scalar takes
 /// the tensor's dtype in mixed ops; a floating one with an integer tensor is a DTypeError.
 struct Element {
-  Element(DataType dt, double v) : scalar{v, static_cast<int64_t>(v), false, dt} {}
+  Element(DataType dt, double v) : scalar{v, ir::trunc_saturate_int64(v), false, dt} {}
   Element(DataType dt, int64_t v) : scalar{static_cast<double>(v), v, true, dt} {}
   ir::Scalar scalar;
 };
@@ -82,7 +82,7 @@ struct Operand {
   Operand(const Tensor &t, std::source_location l = std::source_location::current())
       : tensor(t), loc(l) {}
   Operand(double v, std::source_location l = std::source_location::current())
-      : scalar(ir::Scalar{v, static_cast<int64_t>(v), false, DT_BOTTOM}), loc(l) {}
+      : scalar(ir::Scalar{v, ir::trunc_saturate_int64(v), false, DT_BOTTOM}), loc(l) {}
   Operand(float v, std::source_location l = std::source_location::current())
       : Operand(static_cast<double>(v), l) {}
   Operand(int v, std::source_location l = std::source_location::current())
