@@ -424,7 +424,8 @@ void Gen::prop_case() {
       err_op = "split";
     } else if (n.op == Op::Full) {
       n.shape[static_cast<size_t>(irand(0, rank - 1))] =
-          pick<int64_t>({-1, kMin, int64_t{1} << 62, kMax});
+          // 2^62 + 1: past the size bound (2^62 bytes, size_math.h) for every dtype, bool too.
+          pick<int64_t>({-1, kMin, pto::kMaxExtent + 1, kMax});
       what = "full-shape-bad";
       err_type = "ShapeError";
       err_op = "full";
