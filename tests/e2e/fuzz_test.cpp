@@ -64,7 +64,7 @@ const KnownIssue kKnownIssues[] = {
     {"shmem/put-outside-rt:accepted", false,
      "a shmem_put offset known only at run time is checked against the whole shmem buffer, "
      "not the shmem_view window it writes: a put past the window but inside the buffer is "
-     "accepted and writes outside the window (seed 7 case 2500)"},
+     "accepted and writes outside the window (seed 7 case 2500, seed 1 case 45)"},
     {"shmem/dst-pe-bad-rt:error-op", false,
      "JIT: a run-time dst_pe out of range is reported by shmem_signal, not by shmem_put "
      "(seed 7 case 1437)"},
