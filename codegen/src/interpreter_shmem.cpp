@@ -28,15 +28,16 @@ pto_block make_block(const std::vector<int64_t> &ext, const std::vector<int64_t>
 } // namespace
 
 // The window [offs, offs + shape) must lie inside `data` in every dim (checked once per op, as
-// generated code does); fails with the first offending index.
+// generated code does); fails with the first offending index: the window's last index, or the
+// offset itself when it is past the data (so that a huge offset cannot wrap the end).
 int32_t Run::check_shmem_window(const std::vector<int64_t> &data,
                                 const std::vector<int64_t> &offs,
                                 const std::vector<int64_t> &shape) {
   for (size_t d = 0; d < offs.size(); ++d) {
     if (offs[d] < 0)
       return fail(kFailOffset, offs[d], data[d]);
-    if (offs[d] + shape[d] > data[d])
-      return fail(kFailOffset, offs[d] + shape[d] - 1, data[d]);
+    if (offs[d] > data[d] - shape[d]) // no overflow: 0 <= shape, data <= 2^62
+      return fail(kFailOffset, offs[d] <= data[d] ? offs[d] + shape[d] - 1 : offs[d], data[d]);
   }
   return PTO_OK;
 }

@@ -1563,10 +1563,14 @@ private:
   void check_shmem_window(const ir::ShmemInfo &s, const Op &op, const std::vector<LV *> &toff,
                           const std::vector<LV *> &ext) {
     for (size_t d = 0; d < s.shape.size(); ++d) {
+      // o <= shape - ext, not o + ext <= shape: a huge offset must not wrap the window's end.
       LV *o = B.CreateAdd(sym(op.view_offsets[d]), toff[d]);
-      LV *end = B.CreateAdd(o, ext[d]);
-      LV *ok = B.CreateAnd(B.CreateICmpSGE(o, i64(0)), B.CreateICmpSLE(end, i64(s.shape[d])));
-      LV *bad_index = B.CreateSelect(B.CreateICmpSLT(o, i64(0)), o, B.CreateSub(end, i64(1)));
+      LV *shape = i64(s.shape[d]);
+      LV *ok = B.CreateAnd(B.CreateICmpSGE(o, i64(0)),
+                           B.CreateICmpSLE(o, B.CreateSub(shape, ext[d])));
+      LV *last = B.CreateSelect(B.CreateICmpSLE(o, shape),
+                                B.CreateSub(B.CreateAdd(o, ext[d]), i64(1)), o);
+      LV *bad_index = B.CreateSelect(B.CreateICmpSLT(o, i64(0)), o, last);
       fail_unless(ok, kFailOffset, bad_index, i64(s.shape[d]));
     }
   }

@@ -545,21 +545,27 @@ const char *name(Reduction r) {
   return "?";
 }
 
-int n_pes(const std::string &group, SrcLoc loc) {
-  auto &r = ir::Recorder::current("n_pes", loc);
+namespace {
+/// The PEs of `group` while tracing, for `op` (the API the user called: n_pes or a
+/// collective, which the error names). DistributedError for an unknown group.
+int group_pes(const std::string &group, const char *op, SrcLoc loc) {
+  auto &r = ir::Recorder::current(op, loc);
   if (int size = r.known_group_size(group))
     return size;
-  throw DistributedError(loc, "n_pes",
+  throw DistributedError(loc, op,
                          "unknown group '" + group + "'; use \"world\" for all PEs or create it "
                          "with World::create_group");
 }
+} // namespace
+
+int n_pes(const std::string &group, SrcLoc loc) { return group_pes(group, "n_pes", loc); }
 
 Tensor allreduce(const Tensor &x, Reduction op, AllreduceOptions opts, SrcLoc loc) {
   auto shape = static_shape(x, "allreduce", loc);
   if (opts.fusion < 0 || opts.fusion > 2)
     throw DistributedError(loc, "allreduce",
                            fmt::format("fusion must be 0, 1 or 2, got {}", opts.fusion));
-  int n = n_pes(opts.group, loc);
+  int n = group_pes(opts.group, "allreduce", loc);
   if (opts.fusion != 0)
     return defer_allreduce(x, shape, op, opts, n, loc);
   return exchange(x, shape, op, opts.algorithm, opts.group, n, opts.pred, loc);
@@ -567,7 +573,7 @@ Tensor allreduce(const Tensor &x, Reduction op, AllreduceOptions opts, SrcLoc lo
 
 Tensor allgather(const Tensor &x, CollectiveOptions opts, SrcLoc loc) {
   auto shape = static_shape(x, "allgather", loc);
-  int n = n_pes(opts.group, loc);
+  int n = group_pes(opts.group, "allgather", loc);
   WholeTile tile(shape, loc);
   bool full = true;
   for (size_t d = 0; d < shape.size(); ++d)
@@ -601,7 +607,7 @@ Tensor allgather(const Tensor &x, CollectiveOptions opts, SrcLoc loc) {
 
 Tensor reduce_scatter(const Tensor &x, Reduction op, CollectiveOptions opts, SrcLoc loc) {
   auto shape = static_shape(x, "reduce_scatter", loc);
-  int n = n_pes(opts.group, loc);
+  int n = group_pes(opts.group, "reduce_scatter", loc);
   WholeTile tile(shape, loc);
   Tensor start = opts.pred.empty() ? x : nop(opts.pred, loc);
   return scatter_reduce(x, op, shape, opts.group, n, start, loc);
@@ -609,7 +615,7 @@ Tensor reduce_scatter(const Tensor &x, Reduction op, CollectiveOptions opts, Src
 
 Tensor broadcast(const Tensor &x, int root, CollectiveOptions opts, SrcLoc loc) {
   auto shape = static_shape(x, "broadcast", loc);
-  int n = n_pes(opts.group, loc);
+  int n = group_pes(opts.group, "broadcast", loc);
   if (root < 0 || root >= n)
     throw DistributedError(loc, "broadcast",
                            fmt::format("root {} is out of range [0, {}) for group '{}'", root, n,
@@ -631,7 +637,7 @@ Tensor broadcast(const Tensor &x, int root, CollectiveOptions opts, SrcLoc loc) 
 Tensor all_to_all(const Tensor &x, const std::vector<std::vector<int64_t>> &counts,
                   CollectiveOptions opts, SrcLoc loc) {
   auto shape = static_shape(x, "all_to_all", loc);
-  int n = n_pes(opts.group, loc);
+  int n = group_pes(opts.group, "all_to_all", loc);
   size_t rank = shape.size();
   if (counts.size() != static_cast<size_t>(n))
     throw ShapeError(loc, "all_to_all",
@@ -707,7 +713,7 @@ Tensor all_to_all(const Tensor &x, const std::vector<std::vector<int64_t>> &coun
 
 Tensor all_to_all(const Tensor &x, CollectiveOptions opts, SrcLoc loc) {
   auto shape = static_shape(x, "all_to_all", loc);
-  int n = n_pes(opts.group, loc);
+  int n = group_pes(opts.group, "all_to_all", loc);
   if (shape[0] % n != 0)
     throw ShapeError(loc, "all_to_all",
                      fmt::format("x has {} rows, not a multiple of n_pes {}; pass counts for "
@@ -720,7 +726,7 @@ Tensor all_to_all(const Tensor &x, CollectiveOptions opts, SrcLoc loc) {
 }
 
 Tensor barrier(CollectiveOptions opts, SrcLoc loc) {
-  int n = n_pes(opts.group, loc);
+  int n = group_pes(opts.group, "barrier", loc);
   return entry_barrier(opts.group, n, opts.pred, loc);
 }
 

@@ -5,6 +5,7 @@
 
 #include "pto/pto.h"
 #include "pto/runtime/world.h"
+#include "pto/size_math.h"
 
 #include "support/property_trace.h"
 #include "support/rng.h"
@@ -245,7 +246,7 @@ private:
   void check_tile(const Shape &t, bool applies = true) {
     bool ok = true;
     for (int64_t e : t)
-      ok = ok && e > 0;
+      ok = ok && e > 0 && e <= pto::kMaxExtent; // tile.h: each dim in [1, 2^62]
     if (applies)
       check(ok, false, "TileShapeError", "set_vec_tile_shapes", "tile-nonpositive");
   }
@@ -341,8 +342,9 @@ void Gen::prop_case() {
     using prop::Op;
     if (m == 0 && !n.tile.empty()) { // a vec tile entry: huge (legal) or not positive
       const auto d = static_cast<size_t>(irand(0, static_cast<int64_t>(n.tile.size()) - 1));
-      n.tile[d] = coin(0.8) ? pick<int64_t>({int64_t{1} << 40, kMax, kMax - 1, int64_t{1} << 62,
-                                             int64_t{1} << 31})
+      // Huge but legal: tile.h allows each dim up to 2^62 (kMaxExtent).
+      n.tile[d] = coin(0.8) ? pick<int64_t>({int64_t{1} << 40, pto::kMaxExtent,
+                                             pto::kMaxExtent - 1, int64_t{1} << 31})
                             : pick<int64_t>({0, -1, kMin});
       if (n.tile[d] > 0)
         what = "tile-huge";
@@ -354,7 +356,7 @@ void Gen::prop_case() {
     } else if (m == 1 && !p.outputs().empty()) { // the output assemble's tile
       auto &o = p.nodes[static_cast<size_t>(p.outputs().back())];
       o.out_tile[static_cast<size_t>(irand(0, static_cast<int64_t>(o.out_tile.size()) - 1))] =
-          pick<int64_t>({int64_t{1} << 40, kMax, int64_t{1} << 33});
+          pick<int64_t>({int64_t{1} << 40, pto::kMaxExtent, int64_t{1} << 33});
       what = "out-tile-huge";
     } else if (n.op == Op::Matmul) { // cube tiles: huge or zero
       n.cube[static_cast<size_t>(irand(0, 5))] =
@@ -422,7 +424,8 @@ void Gen::prop_case() {
       err_op = "split";
     } else if (n.op == Op::Full) {
       n.shape[static_cast<size_t>(irand(0, rank - 1))] =
-          pick<int64_t>({-1, kMin, int64_t{1} << 62, kMax});
+          // 2^62 + 1: past the size bound (2^62 bytes, size_math.h) for every dtype, bool too.
+          pick<int64_t>({-1, kMin, pto::kMaxExtent + 1, kMax});
       what = "full-shape-bad";
       err_type = "ShapeError";
       err_op = "full";
@@ -1198,7 +1201,8 @@ void Gen::host() {
   const bool set = coin(0.5);
   line(std::string("HostTensor(") + pto::short_name(dt) + ", {" + std::to_string(n) + "})." +
        (set ? "set(" : "get(") + std::to_string(i) + (set ? ", 1)" : ")"));
-  check(i >= 0 && i < n, false, "", set ? "set" : "get", set ? "set-outside" : "get-outside");
+  check(i >= 0 && i < n, false, "ShapeError", set ? "set" : "get",
+        set ? "set-outside" : "get-outside"); // host_tensor.h: ShapeError naming the index
   resolve(false);
   if (c_.expect == Expect::Throw)
     c_.error_op.clear(); // any pto::Error naming any op
