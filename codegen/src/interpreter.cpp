@@ -444,8 +444,11 @@ int32_t Run::loop(const Op &op) {
 /// A run-time requirement: fails through pto_rt_check_fail, as generated code does.
 int32_t Run::check(const Op &op) {
   int64_t holds = 0;
-  if (int32_t st = eval(op.holds, holds))
+  bool overflow = false;
+  if (int32_t st = eval(op.holds, holds, &overflow))
     return st;
+  if (overflow)
+    return pto_rt_fail_msg(ctx_, PTO_ERROR_SHAPE, site_, check_overflow(op.holds).c_str());
   if (holds != 0)
     return PTO_OK;
   std::vector<int64_t> args;

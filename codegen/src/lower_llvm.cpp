@@ -153,7 +153,13 @@ private:
   void emit_check(const Op &op) {
     auto *bad = llvm::BasicBlock::Create(C, "check.fail", F);
     auto *cont = llvm::BasicBlock::Create(C, "check.ok", F);
-    B.CreateCondBr(B.CreateICmpNE(sym(op.holds), i64(0)), cont, bad, likely());
+    // A condition whose arithmetic overflows is a failure of its own (as in the interpreter):
+    // a wrapped offset could land back in range.
+    LV *over = nullptr;
+    LV *holds = B.CreateICmpNE(sym_checked(op.holds, over), i64(0));
+    if (!op.holds.is_concrete())
+      fail_msg_if(over, PTO_ERROR_SHAPE, cur_site_, check_overflow(op.holds));
+    B.CreateCondBr(holds, cont, bad, likely());
     B.SetInsertPoint(bad);
     const uint64_t n = op.args.size();
     auto *arr_ty = llvm::ArrayType::get(B.getInt64Ty(), n == 0 ? 1 : n);

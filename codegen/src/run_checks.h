@@ -26,4 +26,12 @@ inline std::string result_size_overflow(const ir::Value &v) {
          " bytes at run time (2^62, the largest tensor ptojit supports)";
 }
 
+/// The detail of the ShapeError when the condition `holds` of a run-time Check op (a window or
+/// valid-shape rule, dsl/src/shape_rules.h) overflows int64 while it is evaluated: a wrapped
+/// offset or extent could otherwise land back in range and pass the check.
+inline std::string check_overflow(const SymbolicScalar &holds) {
+  return "the run-time check `" + holds.str() +
+         "` overflows int64 (an offset, extent or valid size past 2^63)";
+}
+
 } // namespace pto::codegen
