@@ -68,11 +68,11 @@ int32_t fail_released(pto_ctx *ctx, int32_t site, const char *default_op) {
 namespace {
 // The 1-PE world of a thread that calls a kernel outside World::run. Per thread rather than per
 // process, so two host threads calling kernels never share a context.
-pto_ctx *default_ctx() {
+pto_ctx *default_ctx(const std::source_location &loc) {
   thread_local std::unique_ptr<World> world;
   thread_local pto_ctx *ctx = nullptr;
   if (!ctx) {
-    world = std::make_unique<World>(1);
+    world = std::make_unique<World>(1, WorldOptions{}, loc);
     ctx = world->context(0);
   }
   return ctx;
@@ -102,11 +102,11 @@ void detail::free_scratch(pto_ctx *ctx) {
   ctx->scratch.clear();
 }
 
-pto_ctx *current_ctx() {
+pto_ctx *current_ctx(std::source_location loc) {
   if (detail::tls_ctx)
     return detail::tls_ctx;
   try {
-    return default_ctx();
+    return default_ctx(loc);
   } catch (...) {
     detail::rethrow_as_pto_error("<runtime>", "current_ctx", "creating the implicit 1-PE world");
   }

@@ -9,7 +9,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace dist = pto::distributed;
@@ -81,4 +83,20 @@ TEST_CASE("a kernel that waits for a signal nobody sends is a DeadlockError at t
     CHECK(msg.find("timed out after 100 ms without progress on any PE, waiting for signal slot 0 "
                    "(group 'world') to be == 1; current value 0") != std::string::npos);
   }
+}
+
+TEST_CASE("a bad PTO_DEADLOCK_TIMEOUT_MS is an ArgumentError at the kernel call, without a World") {
+  // The implicit 1-PE world of a thread is made at its first kernel call: a fresh thread.
+  auto k = pto::jit("timeout_env", [](pto::Tensor x, pto::Tensor y) {
+    pto::set_vec_tile_shapes(1, 8);
+    pto::assemble(x + 1.0, {0, 0}, y);
+  });
+  pto::HostTensor x(pto::DT_FP32, {1, 8}), y(pto::DT_FP32, {1, 8});
+  ::setenv("PTO_DEADLOCK_TIMEOUT_MS", "0", 1);
+  std::string msg;
+  std::thread([&] { msg = thrown<pto::ArgumentError>([&] { k(x, y); }); }).join();
+  ::unsetenv("PTO_DEADLOCK_TIMEOUT_MS");
+  CAPTURE(msg);
+  CHECK(msg.rfind(kFile, 0) == 0);
+  CHECK(msg.find("PTO_DEADLOCK_TIMEOUT_MS='0' is not a positive integer") != std::string::npos);
 }

@@ -243,7 +243,7 @@ TEST_CASE("World: constructor errors start with the caller's file:line") {
   CHECK(at_this_file(thrown<pto::DistributedError>([] { World w(2, {}, nullptr); }),
                      "World: the backend is null"));
   ::setenv("PTO_DEADLOCK_TIMEOUT_MS", "-1", 1);
-  CHECK(at_this_file(thrown<pto::DistributedError>([] { World w(2); }),
+  CHECK(at_this_file(thrown<pto::ArgumentError>([] { World w(2); }),
                      "World: PTO_DEADLOCK_TIMEOUT_MS='-1' is not a positive integer"));
   ::unsetenv("PTO_DEADLOCK_TIMEOUT_MS");
   World world(2);

@@ -48,9 +48,9 @@ struct WorldOptions {
 class World {
 public:
   /// Creates a world of `n_pes` PEs on the threads backend. Throws pto::DistributedError if
-  /// n_pes is outside [1, 4096], if `opts.deadlock_timeout_ms` <= 0, or if PTO_DEADLOCK_TIMEOUT_MS
-  /// is set but is not a positive integer; pto::RuntimeError if the PE contexts cannot be
-  /// allocated.
+  /// n_pes is outside [1, 4096] or if `opts.deadlock_timeout_ms` <= 0; pto::ArgumentError (as for
+  /// every bad environment value) if PTO_DEADLOCK_TIMEOUT_MS is set but is not a positive
+  /// integer; pto::RuntimeError if the PE contexts cannot be allocated.
   explicit World(int n_pes, WorldOptions opts = {},
                  std::source_location loc = std::source_location::current());
   /// As above on the given backend (must not be null: pto::DistributedError).
