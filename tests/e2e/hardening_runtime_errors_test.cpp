@@ -35,7 +35,8 @@ template <class E, class F> std::string thrown(F &&f) {
 }
 } // namespace
 
-TEST_CASE("scratch memory the host refuses is a RuntimeError at the user's line") {
+TEST_CASE("scratch memory the host refuses is a RuntimeError at the user's line" *
+          doctest::skip(support::alloc_failure_aborts())) {
   // A local of 2^45 rows of 8 fp32 per input row (2^50 bytes: past any address space), sized
   // at run time from a DYNAMIC dim so that only the run can fail. Both executors name the op
   // that makes the local (`full`) and its line in this file.
