@@ -7,6 +7,7 @@
 #include "llvm/lower_llvm.h"
 
 #include "passes/fuse.h"
+#include "passes/pipeline.h"
 #include "llvm/jit_engine.h"
 #include "llvm/lower_elementwise.h"
 #include "llvm/lower_matmul.h"
@@ -50,12 +51,12 @@ bool is_unsigned(DataType dt) { return dt == DT_UINT8 || dt == DT_BOOL; }
 
 class Lowering {
 public:
-  Lowering(const ir::Program &p, const CompileOptions &opts, llvm::LLVMContext &c, llvm::Module &m)
-      : p_(p), opts_(opts), C(c), M(m), B(c), W(opts.vector_lanes) {}
+  Lowering(const PlannedProgram &pp, const CompileOptions &opts, llvm::LLVMContext &c,
+           llvm::Module &m)
+      : pp_(pp), p_(pp.program), plan_(pp.plan), sites_(pp.sites), opts_(opts), C(c), M(m), B(c),
+        W(opts.vector_lanes) {}
 
   llvm::Function *run() {
-    plan_ = plan_fusion(p_);
-    number_sites(p_.body);
     auto *i32 = B.getInt32Ty();
     auto *ptr = B.getPtrTy();
     auto *fty = llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false);
@@ -84,7 +85,10 @@ public:
   }
 
 private:
+  const PlannedProgram &pp_;
   const ir::Program &p_;
+  const FusionPlan &plan_;
+  const SiteTable &sites_;
   const CompileOptions &opts_;
   llvm::LLVMContext &C;
   llvm::Module &M;
@@ -94,8 +98,6 @@ private:
   LV *ctx_ = nullptr, *args_ = nullptr, *dims_ = nullptr;
   llvm::BasicBlock *entry_ = nullptr;
   llvm::Instruction *alloca_point_ = nullptr;
-  FusionPlan plan_;
-  std::map<const Op *, int> site_;
   std::map<int64_t, LV *> loop_index_;
   struct LoopBounds {
     LV *start = nullptr, *stop = nullptr, *step = nullptr; ///< as evaluated at loop entry
@@ -104,20 +106,16 @@ private:
   std::map<int64_t, LV *> my_pe_;
   std::map<ValueId, LV *> storage_; // materialized locals
   std::map<std::pair<int, ValueId>, LV *> scratch_;
-  std::map<ValueId, int> def_site_; // the site of the first op that outputs each value
   LV *overflow_ = nullptr;          // sym_checked's i1 flag slot (an entry-block alloca)
   int cur_site_ = 0;
 
   // ---- helpers -------------------------------------------------------------------------------
-  void number_sites(const std::vector<Op> &ops) {
-    for (auto &op : ops) {
-      site_[&op] = static_cast<int>(site_.size());
-      for (ValueId id : op.outputs)
-        def_site_.try_emplace(id, site_[&op]);
-      number_sites(op.body);
-      for (auto &path : op.paths)
-        number_sites(path.body);
-    }
+  /// The members of fused group `g`, in program order.
+  std::vector<const Op *> members(const FusedGroup &g) const {
+    std::vector<const Op *> ops;
+    for (OpId id : g.ops)
+      ops.push_back(&sites_.op(id));
+    return ops;
   }
 
   LV *call_rt(const char *name, Type *ret, std::vector<LV *> args) {
@@ -634,7 +632,7 @@ private:
         LV *bytes = checked_bytes({grp.cols + W}, 8, result_size_overflow(p_.value(id)),
                                   def_site(id));
         LV *buf = call_rt("pto_rt_alloc", B.getPtrTy(),
-                          {ctx_, bytes, B.getInt32(site_.at(grp.ops.front()))});
+                          {ctx_, bytes, B.getInt32(grp.ops.front())});
         ret_if_error(B.CreateZExt(B.CreateIsNull(buf), B.getInt32Ty()));
         scratch_[{static_cast<int>(g), id}] = buf;
       }
@@ -650,10 +648,7 @@ private:
     return v;
   }
 
-  int def_site(ValueId id) const {
-    auto it = def_site_.find(id);
-    return it == def_site_.end() ? -1 : it->second;
-  }
+  int def_site(ValueId id) const { return sites_.def_site(id); }
 
   /// The bytes of a dense buffer of run-time `shape` with `esize`-byte elements (negative dims
   /// count as empty); fails the call with ShapeError `detail` at `site` when a dim overflows or
@@ -677,7 +672,7 @@ private:
 
   // ---- regions ------------------------------------------------------------------------------
   void emit_region(const std::vector<Op> &ops) {
-    const auto &items = plan_.regions.at(&ops);
+    const auto &items = pp_.items(ops);
     for (size_t k = 0; k < items.size(); ++k) {
       const auto &item = items[k];
       if (item.group >= 0) {
@@ -685,14 +680,15 @@ private:
         LV *t0 = call_rt("pto_rt_trace_now", B.getInt64Ty(), {ctx_});
         emit_group(item.group);
         call_rt("pto_rt_trace_op", B.getVoidTy(),
-                {ctx_, B.getInt32(site_.at(g.ops.front())),
+                {ctx_, B.getInt32(g.ops.front()),
                  B.getInt32(static_cast<int>(g.ops.size())), t0});
         continue;
       }
-      const Op &op = *item.op;
-      cur_site_ = site_.at(&op);
-      if (k + 1 < items.size() && items[k + 1].op && pipelines(op, *items[k + 1].op)) {
-        emit_pipelined(op, *items[k + 1].op);
+      const Op &op = sites_.op(item.op);
+      cur_site_ = item.op;
+      if (k + 1 < items.size() && items[k + 1].op != kNoOp &&
+          pipelines(op, sites_.op(items[k + 1].op))) {
+        emit_pipelined(op, sites_.op(items[k + 1].op));
         ++k;
         continue;
       }
@@ -721,7 +717,7 @@ private:
         // are disjoint by construction); the first that holds runs.
         auto *done = llvm::BasicBlock::Create(C, "paths.end", F);
         for (auto &path : op.paths) {
-          cur_site_ = site_.at(&op);
+          cur_site_ = sites_.of(op);
           LV *g = sym(path.guard);
           auto *run = llvm::BasicBlock::Create(C, "path", F);
           auto *next = llvm::BasicBlock::Create(C, "path.next", F);
@@ -761,7 +757,7 @@ private:
       }
       if (traced)
         call_rt("pto_rt_trace_op", B.getVoidTy(),
-                {ctx_, B.getInt32(site_.at(&op)), B.getInt32(1), t0});
+                {ctx_, B.getInt32(sites_.of(op)), B.getInt32(1), t0});
     }
   }
 
@@ -1071,7 +1067,7 @@ private:
 
   void emit_group(int gi) {
     const FusedGroup &g = plan_.groups[static_cast<size_t>(gi)];
-    cur_site_ = site_.at(g.ops.front());
+    cur_site_ = g.ops.front();
     size_t r = g.rank;
     std::vector<LV *> rvalid;
     for (auto &s : g.row_valid)
@@ -1118,7 +1114,7 @@ private:
     RowCtx rc;
     rc.row = row;
     // Row pointers and uniform leaves first, so every later block is dominated by them.
-    for (const Op *op : g.ops) {
+    for (const Op *op : members(g)) {
       for (ValueId in : op->inputs)
         if (!g.values.count(in)) {
           row_ptr(g, in, rc, false);
@@ -1135,7 +1131,7 @@ private:
     // Reductions accumulated per pass.
     std::map<const Op *, LV *> acc_slot;
     auto compute_uniforms = [&](int upto) {
-      for (const Op *op : g.ops) {
+      for (const Op *op : members(g)) {
         if (op->kind == OpKind::Assemble)
           continue;
         ValueId out = op->outputs[0];
@@ -1166,7 +1162,7 @@ private:
       compute_uniforms(pass);
       // Accumulators of the reductions fed in this pass.
       std::vector<const Op *> reds;
-      for (const Op *op : g.ops)
+      for (const Op *op : members(g))
         if (ir::op_info(op->kind).family == OpFamily::Reduce && g.values.at(op->outputs[0]).uniform &&
             level_of(g, op->inputs[0]) == pass) {
           DataType in_dt = p_.value(op->inputs[0]).dtype;
@@ -1185,7 +1181,7 @@ private:
           LV *acc = B.CreateLoad(v->getType(), acc_slot.at(op));
           B.CreateStore(reduce_step(op->kind, acc, v, in_dt), acc_slot.at(op));
         }
-        for (const Op *op : g.ops) {
+        for (const Op *op : members(g)) {
           if (op->kind == OpKind::Assemble) {
             ValueId x = op->inputs[0];
             if (level_of(g, x) != pass)
@@ -1285,7 +1281,7 @@ private:
                                       llvm::Align(4));
         continue;
       }
-      const Op *op = g.producers.at(v);
+      const Op *op = &sites_.op(g.producers.at(v));
       bool ready = true;
       for (size_t i = op->inputs.size(); i-- > 0;) // inputs in order: in(0) is emitted first
         if (!known(op->inputs[i])) {
@@ -1630,13 +1626,13 @@ private:
 
   void emit_pipelined(const Op &first, const Op &second) {
     auto body = [&](const Op &op) {
-      cur_site_ = site_.at(&op);
+      cur_site_ = sites_.of(op);
       return op.kind == OpKind::ShmemPut   ? prepare_put(op)
              : op.kind == OpKind::ShmemGet ? prepare_get(op)
                                            : prepare_signal_wait(op);
     };
     TileBody a = body(first), b = body(second);
-    int sa = site_.at(&first), sb = site_.at(&second);
+    int sa = sites_.of(first), sb = sites_.of(second);
     for_tiles(first.view_shape, first.kind == OpKind::ShmemPut ? first.tile.vec : second.tile.vec,
               [&](const std::vector<LV *> &off, const std::vector<LV *> &size) {
                 cur_site_ = sa;
@@ -1831,20 +1827,21 @@ private:
 
 } // namespace
 
-std::shared_ptr<const Executable> build_llvm_executable(const ir::Program &p,
+std::shared_ptr<const Executable> build_llvm_executable(const PlannedProgram &pp,
                                                         const CompileOptions &opts,
                                                         const StageDump &dump) {
+  const ir::Program &p = pp.program;
   auto t0 = std::chrono::steady_clock::now();
   auto ctx = std::make_unique<llvm::LLVMContext>();
   auto mod = std::make_unique<llvm::Module>(p.name, *ctx);
   try {
-    Lowering(p, opts, *ctx, *mod).run();
+    Lowering(pp, opts, *ctx, *mod).run();
   } catch (...) {
     mod.reset(); // the module must die before its context
     throw;
   }
   auto jm = jit_compile(std::move(ctx), std::move(mod), dump);
-  auto exe = std::make_shared<LlvmExecutable>(std::move(jm), site_table(p));
+  auto exe = std::make_shared<LlvmExecutable>(std::move(jm), pp.sites.names());
   exe->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return exe;
 }
