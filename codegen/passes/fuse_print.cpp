@@ -20,15 +20,20 @@ std::string value_names(const ir::Program &p, const std::vector<ValueId> &ids) {
   return n.empty() ? "none" : fmt::format("{}", fmt::join(n, ", "));
 }
 
-/// `op <id> <head>`; an assemble also names where it writes: `-> %view (%base @[offsets])`.
+/// `op <id> <head>`; an assemble also names where it writes: `-> %view (%base @[offsets])`;
+/// a loop its index and bounds, a paths op its number of paths (their regions follow).
 std::string member_text(const ir::Program &p, OpId id, const Op &op) {
-  std::string s = fmt::format("op {} {}", id, ir::print_op_head(p, op));
   if (op.kind == OpKind::Assemble) {
     const ir::Value &w = p.value(op.outputs[0]);
-    s = fmt::format("op {} assemble(%{}) -> %{} (%{} @{})", id, p.value(op.inputs[0]).name,
-                    w.name, p.value(w.base).name, str(w.offsets));
+    return fmt::format("op {} assemble(%{}) -> %{} (%{} @{})", id, p.value(op.inputs[0]).name,
+                       w.name, p.value(w.base).name, str(w.offsets));
   }
-  return s;
+  if (op.kind == OpKind::Loop)
+    return fmt::format("op {} loop i{} = {} to {} step {}", id, op.loop_id, op.start.str(),
+                       op.stop.str(), op.step.str());
+  if (op.kind == OpKind::Paths)
+    return fmt::format("op {} paths ({} paths)", id, op.paths.size());
+  return fmt::format("op {} {}", id, ir::print_op_head(p, op));
 }
 
 /// What becomes of a member's value: "  [row value from pass K]" (a reduction's per-row value),

@@ -144,9 +144,11 @@ std::string print_tiles(const ir::Program &p, const SiteTable &sites, const Tile
         last.push_back("?");
         continue;
       }
+      // The last tile's size; a tail when it is a smaller tile after full ones (a space
+      // smaller than its tile is one clipped tile, not a tail).
       const int64_t s = t.space[d].concrete(), rem = s % t.tile[d];
-      tails = tails || rem != 0;
-      last.push_back(std::to_string(rem != 0 ? rem : t.tile[d]));
+      tails = tails || (s > t.tile[d] && rem != 0);
+      last.push_back(std::to_string(s > t.tile[d] ? (rem != 0 ? rem : t.tile[d]) : s));
     }
     if (concrete) {
       for (auto &g : t.grid)

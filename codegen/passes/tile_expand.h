@@ -56,8 +56,9 @@ TilePlan expand_tiles(const ir::Program &p, const SiteTable &sites);
 /// The tile plan as text, one line per tiled op in op id order (the PTO_DUMP=tiles stage):
 ///   `op 3 exp: space [64, 256] tile [16, 256] grid [4, 1] = 4 tiles`
 /// with ` valid [...]` after the space when a valid extent differs from it, ` tails [...]` when
-/// a concrete dim is not a multiple of its tile (the last tile's size per dim, `?` for a dim
-/// known only at run time), and the grid's expression for a dim known only at run time.
+/// a concrete dim spans several tiles and is not a multiple of its tile (the last tile's size
+/// per dim, `?` for a dim known only at run time), and for a dim known only at run time the
+/// grid's expression and no count.
 std::string print_tiles(const ir::Program &p, const SiteTable &sites, const TilePlan &tiles);
 
 /// The run-time valid extent of a tile in one dim: min(max(valid - offset, 0), size).

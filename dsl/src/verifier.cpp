@@ -75,7 +75,10 @@ void check_elementwise(const Program &p, const Op &op) {
   if (out.shape.size() != rank)
     fail(op, fmt::format("result rank {}, expected {} (the widest operand's)", out.shape.size(),
                          rank));
-  if (op.kind == OpKind::Cast ? out.dtype != op.to : out.dtype != dt && out.dtype != DT_BOOL)
+  if (op.kind == OpKind::Cast && out.dtype != op.to)
+    fail(op, fmt::format("result dtype {}, but the cast's target is {}", name(out.dtype),
+                         name(op.to)));
+  if (op.kind != OpKind::Cast && out.dtype != dt && out.dtype != DT_BOOL)
     fail(op, fmt::format("result dtype {} for operands of dtype {}", name(out.dtype), name(dt)));
 }
 
