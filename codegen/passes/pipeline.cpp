@@ -26,8 +26,9 @@ Compiled compile_program(ir::Program program, const CompileOptions &opts,
   pp->plan = plan_fusion(pp->program, pp->sites, pp->tiles);
   dump("plan", "plan", print_plan(pp->program, pp->sites, pp->plan));
 
-  // Later passes slot in here, each PlannedProgram -> PlannedProgram with its dump: sharding,
-  // communication lowering, scheduling.
+  // Later passes slot in here, each reading what the stages above made and adding its own
+  // representation to PlannedProgram, with its dump: sharding, communication lowering,
+  // scheduling.
 
   if (!backend)
     return {pp, nullptr};
