@@ -163,6 +163,33 @@ void KernelBuilder::for_loop(LV *start, LV *end, LV *step, const std::function<v
   emit_for_loop(B, F, start, end, step, body, name);
 }
 
+void KernelBuilder::if_then(LV *cond, const std::function<void()> &then,
+                            const llvm::Twine &then_name, const llvm::Twine &end_name) {
+  auto *yes = block(then_name);
+  auto *done = block(end_name);
+  B.CreateCondBr(cond, yes, done);
+  B.SetInsertPoint(yes);
+  then();
+  B.CreateBr(done);
+  B.SetInsertPoint(done);
+}
+
+void KernelBuilder::if_else(LV *cond, const std::function<void()> &then,
+                            const std::function<void()> &otherwise, const llvm::Twine &then_name,
+                            const llvm::Twine &else_name, const llvm::Twine &join_name) {
+  auto *t = block(then_name);
+  auto *f = block(else_name);
+  auto *j = block(join_name);
+  B.CreateCondBr(cond, t, f);
+  B.SetInsertPoint(t);
+  then();
+  B.CreateBr(j);
+  B.SetInsertPoint(f);
+  otherwise();
+  B.CreateBr(j);
+  B.SetInsertPoint(j);
+}
+
 void KernelBuilder::ret_if_error(LV *status) {
   auto *bad = block("rt_err");
   auto *ok = block("rt_ok");

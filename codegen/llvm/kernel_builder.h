@@ -109,6 +109,14 @@ public:
   /// for (i = start; i < end; i += step) body(i), through emit_for_loop (llvm_loops.h).
   void for_loop(llvm::Value *start, llvm::Value *end, llvm::Value *step,
                 const std::function<void(llvm::Value *)> &body, const char *name = "i");
+  /// if (cond) then(), in new blocks `then_name` and `end_name`; leaves the builder in the latter.
+  void if_then(llvm::Value *cond, const std::function<void()> &then, const llvm::Twine &then_name,
+               const llvm::Twine &end_name);
+  /// if (cond) then() else otherwise(), in new blocks `then_name`, `else_name` and `join_name`;
+  /// leaves the builder in the last.
+  void if_else(llvm::Value *cond, const std::function<void()> &then,
+               const std::function<void()> &otherwise, const llvm::Twine &then_name,
+               const llvm::Twine &else_name, const llvm::Twine &join_name);
   /// Returns `status` (i32) from the kernel when it is non-zero.
   void ret_if_error(llvm::Value *status);
   /// Calls pto_rt_fail(kind, current site, a, b) and returns its status when `ok` is false.
@@ -137,6 +145,8 @@ public:
   llvm::Value *call_rt_in_entry(const char *name, llvm::Type *ret, std::vector<llvm::Value *> args);
 
 private:
+  friend class SymEmitter; // lower_symbolic.cpp
+
   struct LoopBounds {
     llvm::Value *start = nullptr, *stop = nullptr, *step = nullptr; ///< as evaluated at entry
   };

@@ -43,9 +43,29 @@ private:
     LV *nonempty = nullptr;
   };
 
+  /// What every tile of a put or get needs: the shmem, the local value and its window, the
+  /// local valid extents, the PE (i32) and the heap side's strides.
+  struct Transfer {
+    const ir::ShmemInfo *s = nullptr;
+    const ir::Value *local = nullptr;
+    Addr a;
+    Index valid;
+    LV *pe = nullptr;
+    Index heap_strides;
+  };
+  /// The runtime call of one non-empty tile; returns its status.
+  using TransferCall =
+      std::function<LV *(const Transfer &, const ClippedTile &, const Index &tile_off)>;
+
   KernelBuilder &kb_;
   llvm::IRBuilder<> &B;
   const ir::Program &p_;
+
+  /// Evaluates what `op`'s tiles share (once per op) and checks the whole window.
+  Transfer begin_transfer(const Op &op, ir::ValueId local,
+                          const std::vector<SymbolicScalar> &valid);
+  /// Per tile: the tile clipped to the local valid region, and `call` when it is non-empty.
+  TileBody per_tile(Transfer t, const char *name, TransferCall call);
 
   const ir::ShmemInfo &shmem_of(const Op &op) const {
     return p_.shmems[static_cast<size_t>(op.shmem)];
@@ -60,6 +80,8 @@ private:
   LV *heap_offset(const ir::ShmemInfo &s, const Op &op, const Index &toff);
   ClippedTile clip(const Index &valid, const Index &strides, const Index &off, const Index &size);
   void if_nonempty(LV *nonempty, const char *name, const std::function<void()> &then);
+  void check_slots(const ir::ShmemInfo &s, const ir::SlotGeometry &g, LV *row, const Index &O);
+  LV *slot_of(const ir::SlotGeometry &g, const Index &O, const Index &off, LV *row);
   LV *atomic(const Op &op) {
     return B.getInt32(op.atomic == ir::Atomic::Add ? PTO_ATOMIC_ADD : PTO_ATOMIC_SET);
   }
@@ -173,98 +195,106 @@ ShmemLowering::ClippedTile ShmemLowering::clip(const Index &valid, const Index &
 
 /// if (nonempty) then(), in blocks `name` and `name.skip`.
 void ShmemLowering::if_nonempty(LV *nonempty, const char *name, const std::function<void()> &then) {
-  auto *go = kb_.block(name);
-  auto *skip = kb_.block(std::string(name) + ".skip");
-  B.CreateCondBr(nonempty, go, skip);
-  B.SetInsertPoint(go);
-  then();
-  B.CreateBr(skip);
-  B.SetInsertPoint(skip);
+  kb_.if_then(nonempty, then, name, std::string(name) + ".skip");
+}
+
+ShmemLowering::Transfer ShmemLowering::begin_transfer(const Op &op, ir::ValueId local,
+                                                      const std::vector<SymbolicScalar> &valid) {
+  Transfer t;
+  t.s = &shmem_of(op);
+  t.local = &p_.value(local);
+  t.a = kb_.addr(local);
+  t.valid = syms(valid);
+  t.pe = B.CreateTrunc(kb_.sym(op.pe), B.getInt32Ty());
+  t.heap_strides = constants(shmem_strides(*t.s));
+  check_whole_window(*t.s, op);
+  return t;
+}
+
+TileBody ShmemLowering::per_tile(Transfer t, const char *name, TransferCall call) {
+  return [=, this](const Index &off, const Index &size) {
+    ClippedTile c = clip(t.valid, t.a.strides, off, size);
+    if_nonempty(c.nonempty, name, [&] { kb_.ret_if_error(call(t, c, off)); });
+  };
 }
 
 TileBody ShmemLowering::prepare_put(const Op &op) {
-  const auto &s = shmem_of(op);
   const ir::Value &src = p_.value(op.inputs[0]);
-  Addr as = kb_.addr(src.id);
-  Index svalid = syms(src.valid);
-  LV *pe = B.CreateTrunc(kb_.sym(op.pe), B.getInt32Ty());
-  Index ds = constants(shmem_strides(s));
-  check_whole_window(s, op);
-  return [=, this, &s, &op](const Index &off, const Index &size) {
-    ClippedTile t = clip(svalid, as.strides, off, size);
-    if_nonempty(t.nonempty, "put", [&] {
-      LV *blk = make_block(t.ext, as.strides, ds);
-      LV *sp = B.CreateGEP(storage_type(B, src.dtype), as.base, t.lin);
-      LV *st = kb_.call_rt("pto_rt_put", B.getInt32Ty(),
-                           {kb_.ctx_arg(), B.getInt32(s.group_index), pe, atomic(op), sp,
-                            B.getInt32(src.dtype), heap_offset(s, op, off),
-                            kb_.i64(s.data_offset_bytes + s.data_bytes), B.getInt32(s.dtype), blk,
-                            B.getInt32(kb_.current_site())});
-      kb_.ret_if_error(st);
-    });
-  };
+  return per_tile(begin_transfer(op, src.id, src.valid), "put",
+                  [this, &op](const Transfer &t, const ClippedTile &c, const Index &off) {
+                    const ir::ShmemInfo &s = *t.s;
+                    LV *blk = make_block(c.ext, t.a.strides, t.heap_strides);
+                    LV *sp = B.CreateGEP(storage_type(B, t.local->dtype), t.a.base, c.lin);
+                    return kb_.call_rt("pto_rt_put", B.getInt32Ty(),
+                                       {kb_.ctx_arg(), B.getInt32(s.group_index), t.pe, atomic(op),
+                                        sp, B.getInt32(t.local->dtype), heap_offset(s, op, off),
+                                        kb_.i64(s.data_offset_bytes + s.data_bytes),
+                                        B.getInt32(s.dtype), blk, B.getInt32(kb_.current_site())});
+                  });
 }
 
 TileBody ShmemLowering::prepare_get(const Op &op) {
-  const auto &s = shmem_of(op);
-  const ir::Value &out = p_.value(op.outputs[1]);
-  Addr ao = kb_.addr(out.id);
-  Index valid = syms(op.view_valid);
-  LV *pe = B.CreateTrunc(kb_.sym(op.pe), B.getInt32Ty());
-  Index ss = constants(shmem_strides(s));
-  check_whole_window(s, op);
-  return [=, this, &s, &op](const Index &off, const Index &size) {
-    ClippedTile t = clip(valid, ao.strides, off, size);
-    if_nonempty(t.nonempty, "get", [&] {
-      // pto_block: "src" is the heap side, "dst" the local side, as pto_rt_get documents.
-      LV *blk = make_block(t.ext, ss, ao.strides);
-      LV *dp = B.CreateGEP(storage_type(B, out.dtype), ao.base, t.lin);
-      LV *st = kb_.call_rt("pto_rt_get", B.getInt32Ty(),
-                           {kb_.ctx_arg(), B.getInt32(s.group_index), pe, heap_offset(s, op, off),
-                            kb_.i64(s.data_offset_bytes + s.data_bytes), B.getInt32(s.dtype), dp,
-                            B.getInt32(out.dtype), blk, B.getInt32(kb_.current_site())});
-      kb_.ret_if_error(st);
-    });
-  };
+  return per_tile(begin_transfer(op, op.outputs[1], op.view_valid), "get",
+                  [this, &op](const Transfer &t, const ClippedTile &c, const Index &off) {
+                    const ir::ShmemInfo &s = *t.s;
+                    // pto_block: "src" is the heap side, "dst" the local side, as pto_rt_get
+                    // documents.
+                    LV *blk = make_block(c.ext, t.heap_strides, t.a.strides);
+                    LV *dp = B.CreateGEP(storage_type(B, t.local->dtype), t.a.base, c.lin);
+                    return kb_.call_rt(
+                        "pto_rt_get", B.getInt32Ty(),
+                        {kb_.ctx_arg(), B.getInt32(s.group_index), t.pe, heap_offset(s, op, off),
+                         kb_.i64(s.data_offset_bytes + s.data_bytes), B.getInt32(s.dtype), dp,
+                         B.getInt32(t.local->dtype), blk, B.getInt32(kb_.current_site())});
+                  });
+}
+
+/// The slot row must be a PE of the group, and the window (view offsets `O`) tile-aligned
+/// within its view (reference §6.3: otherwise two windows alias the same slots).
+void ShmemLowering::check_slots(const ir::ShmemInfo &s, const ir::SlotGeometry &g, LV *row,
+                                const Index &O) {
+  kb_.fail_unless(
+      B.CreateAnd(B.CreateICmpSGE(row, kb_.i64(0)), B.CreateICmpSLT(row, kb_.i64(s.n_pes))),
+      kFailPe, row, kb_.i64(s.n_pes));
+  for (size_t d = 0; d < g.data_shape.size(); ++d) {
+    LV *within = B.CreateSRem(O[d], kb_.i64(g.view_shape[d]));
+    kb_.fail_unless(B.CreateICmpEQ(B.CreateSRem(within, kb_.i64(g.tile[d])), kb_.i64(0)),
+                    kFailSlotAlign, within, kb_.i64(g.tile[d]));
+  }
+}
+
+/// The slot of the tile at `off` of the window at view offsets `O`, in slot row `row`
+/// (reference §6.3): tileIndex = Σ tileIdx_d·Π_{e<d} ceil(V_e/T_e) + viewTileNum·Σ
+/// viewIdx_d·Π_{e<d}(R_e/V_e), slot = row·totalTileNum + tileIndex.
+LV *ShmemLowering::slot_of(const ir::SlotGeometry &g, const Index &O, const Index &off, LV *row) {
+  LV *tile_part = kb_.i64(0), *view_part = kb_.i64(0);
+  int64_t tmul = 1, vmul = 1;
+  for (size_t d = 0; d < g.data_shape.size(); ++d) {
+    LV *vi = B.CreateSDiv(O[d], kb_.i64(g.view_shape[d]));
+    LV *ti = B.CreateSDiv(B.CreateAdd(B.CreateSRem(O[d], kb_.i64(g.view_shape[d])), off[d]),
+                          kb_.i64(g.tile[d]));
+    tile_part = B.CreateAdd(tile_part, B.CreateMul(ti, kb_.i64(tmul)));
+    view_part = B.CreateAdd(view_part, B.CreateMul(vi, kb_.i64(vmul)));
+    tmul *= (g.view_shape[d] + g.tile[d] - 1) / g.tile[d];
+    vmul *= g.data_shape[d] / g.view_shape[d];
+  }
+  LV *tile_index = B.CreateAdd(tile_part, B.CreateMul(view_part, kb_.i64(g.view_tile_num)));
+  return B.CreateAdd(B.CreateMul(row, kb_.i64(g.total_tile_num)), tile_index);
 }
 
 TileBody ShmemLowering::prepare_signal_wait(const Op &op) {
   const auto &s = shmem_of(op);
   const ir::SlotGeometry &g = *op.slots;
-  size_t r = g.data_shape.size();
   LV *row = kb_.sym(op.pe);
-  // Reference §6.3: tileIndex = Σ tileIdx_d·Π_{e<d} ceil(V_e/T_e) + viewTileNum·Σ
-  // viewIdx_d·Π_{e<d}(R_e/V_e)
-  Index O = syms(g.view_offsets), zero(r, kb_.i64(0)), vext = constants(g.view_shape);
+  Index O = syms(g.view_offsets), zero(g.data_shape.size(), kb_.i64(0));
   if (!s.shape.empty())
-    check_shmem_window(s, op, zero, vext);
-  // The slot row must be a PE of the group, and the window tile-aligned within its view
-  // (reference §6.3: otherwise two windows alias the same slots).
-  kb_.fail_unless(
-      B.CreateAnd(B.CreateICmpSGE(row, kb_.i64(0)), B.CreateICmpSLT(row, kb_.i64(s.n_pes))),
-      kFailPe, row, kb_.i64(s.n_pes));
-  for (size_t d = 0; d < r; ++d) {
-    LV *within = B.CreateSRem(O[d], kb_.i64(g.view_shape[d]));
-    kb_.fail_unless(B.CreateICmpEQ(B.CreateSRem(within, kb_.i64(g.tile[d])), kb_.i64(0)),
-                    kFailSlotAlign, within, kb_.i64(g.tile[d]));
-  }
+    check_shmem_window(s, op, zero, constants(g.view_shape));
+  check_slots(s, g, row, O);
   LV *target = op.kind == OpKind::ShmemSignal && !op.target_all
                    ? B.CreateTrunc(kb_.sym(op.target_pe), B.getInt32Ty())
                    : B.getInt32(-1);
   return [=, this, &s, &g, &op](const Index &off, const Index &) {
-    LV *tile_part = kb_.i64(0), *view_part = kb_.i64(0);
-    int64_t tmul = 1, vmul = 1;
-    for (size_t d = 0; d < r; ++d) {
-      LV *vi = B.CreateSDiv(O[d], kb_.i64(g.view_shape[d]));
-      LV *ti = B.CreateSDiv(B.CreateAdd(B.CreateSRem(O[d], kb_.i64(g.view_shape[d])), off[d]),
-                            kb_.i64(g.tile[d]));
-      tile_part = B.CreateAdd(tile_part, B.CreateMul(ti, kb_.i64(tmul)));
-      view_part = B.CreateAdd(view_part, B.CreateMul(vi, kb_.i64(vmul)));
-      tmul *= (g.view_shape[d] + g.tile[d] - 1) / g.tile[d];
-      vmul *= g.data_shape[d] / g.view_shape[d];
-    }
-    LV *tile_index = B.CreateAdd(tile_part, B.CreateMul(view_part, kb_.i64(g.view_tile_num)));
-    LV *slot = B.CreateAdd(B.CreateMul(row, kb_.i64(g.total_tile_num)), tile_index);
+    LV *slot = slot_of(g, O, off, row);
     LV *slot_off = B.CreateAdd(kb_.i64(s.signal_offset_bytes), B.CreateMul(slot, kb_.i64(32)));
     LV *st;
     if (op.kind == OpKind::ShmemSignal) {

@@ -4,11 +4,13 @@
 // for fp16/bf16 (double for fp64, i64 for ints) and round once per stored element.
 #include "llvm/lower_standalone.h"
 
-#include "llvm/dtype_codec.h"
 #include "pto/error.h"
+
+#include "llvm/dtype_codec.h"
 
 #include <llvm/IR/Intrinsics.h>
 
+#include <array>
 #include <cmath>
 
 namespace pto::codegen {
@@ -21,8 +23,7 @@ namespace {
 
 class StandaloneLowering {
 public:
-  explicit StandaloneLowering(KernelBuilder &kb)
-      : kb_(kb), B(kb.builder()), p_(kb.program()) {}
+  explicit StandaloneLowering(KernelBuilder &kb) : kb_(kb), B(kb.builder()), p_(kb.program()) {}
 
   void run(const Op &op);
 
@@ -59,17 +60,7 @@ private:
 
   /// if (cond) then() else otherwise()
   void branch(LV *cond, const std::function<void()> &then, const std::function<void()> &otherwise) {
-    auto *t = kb_.block("sl.then");
-    auto *f = kb_.block("sl.else");
-    auto *j = kb_.block("sl.join");
-    B.CreateCondBr(cond, t, f);
-    B.SetInsertPoint(t);
-    then();
-    B.CreateBr(j);
-    B.SetInsertPoint(f);
-    otherwise();
-    B.CreateBr(j);
-    B.SetInsertPoint(j);
+    kb_.if_else(cond, then, otherwise, "sl.then", "sl.else", "sl.join");
   }
 
   // ---- elements ------------------------------------------------------------------------------
@@ -105,6 +96,14 @@ private:
   void concat(const Op &op);
   void pad(const Op &op);
   void triangle(const Op &op);
+  void reshape(const Op &op);
+  void broadcast(const Op &op);
+  void permute(const Op &op);
+  std::array<LV *, 4> philox(const Op &op, LV *block);
+  LV *unit24(LV *word);
+  LV *uniform(const std::array<LV *, 4> &w, LV *lane, LV *a, LV *c);
+  LV *normal(const std::array<LV *, 4> &w, LV *lane, LV *a, LV *c);
+  Index dims_of(const ir::Value &v);
 };
 
 void StandaloneLowering::run(const Op &op) {
@@ -134,65 +133,72 @@ void StandaloneLowering::run(const Op &op) {
   case OpKind::Triu:
     triangle(op);
     return;
-  case OpKind::Reshape: {
-    const ir::Value &x = p_.value(op.inputs[0]), &y = p_.value(op.outputs[0]);
-    auto full_strides = [&](const std::vector<SymbolicScalar> &shape) {
-      std::vector<LV *> s(shape.size());
-      LV *acc = kb_.i64(1);
-      for (size_t d = shape.size(); d-- > 0;) {
-        s[d] = acc;
-        acc = B.CreateMul(acc, kb_.sym(shape[d]));
-      }
-      return s;
-    };
-    auto ys = full_strides(y.shape), xs = full_strides(x.shape);
-    std::vector<LV *> xdim;
-    for (auto &d : x.shape)
-      xdim.push_back(kb_.sym(d));
-    gather(op, [&, ys, xs, xdim](const Index &o) {
-      LV *lin = kb_.i64(0);
-      for (size_t d = 0; d < o.size(); ++d)
-        lin = B.CreateAdd(lin, B.CreateMul(o[d], ys[d]));
-      Index i;
-      for (size_t d = 0; d < xs.size(); ++d)
-        i.push_back(B.CreateSRem(B.CreateSDiv(lin, xs[d]), xdim[d]));
-      return i;
-    });
+  case OpKind::Reshape:
+    reshape(op);
     return;
-  }
   case OpKind::Expand:
-  case OpKind::Tile: {
-    const ir::Value &x = p_.value(op.inputs[0]), &y = p_.value(op.outputs[0]);
-    size_t off = y.shape.size() - x.shape.size();
-    std::vector<LV *> xdim;
-    for (auto &d : x.shape)
-      xdim.push_back(kb_.sym(d));
-    bool expand = op.kind == OpKind::Expand;
-    gather(op, [&, off, xdim, expand](const Index &o) {
-      Index i;
-      for (size_t d = 0; d < xdim.size(); ++d) {
-        if (expand)
-          i.push_back(B.CreateSelect(B.CreateICmpEQ(xdim[d], kb_.i64(1)), kb_.i64(0), o[d + off]));
-        else
-          i.push_back(B.CreateSRem(o[d + off], xdim[d]));
-      }
-      return i;
-    });
+  case OpKind::Tile:
+    broadcast(op);
     return;
-  }
   case OpKind::Permute:
-    gather(op, [&](const Index &o) {
-      Index i(o.size());
-      for (size_t d = 0; d < o.size(); ++d)
-        i[static_cast<size_t>(op.perm[d])] = o[d];
-      return i;
-    });
+    permute(op);
     return;
   default:
     break;
   }
   throw InternalError(op.where, ir::op_info(op.kind).name,
                       "no standalone lowering for this op (a ptojit bug)");
+}
+
+StandaloneLowering::Index StandaloneLowering::dims_of(const ir::Value &v) {
+  Index dims;
+  for (auto &d : v.shape)
+    dims.push_back(kb_.sym(d));
+  return dims;
+}
+
+/// y[o] = x[the same row-major position], both dense.
+void StandaloneLowering::reshape(const Op &op) {
+  const ir::Value &x = p_.value(op.inputs[0]), &y = p_.value(op.outputs[0]);
+  Index ys = kb_.strides_of(y.shape), xs = kb_.strides_of(x.shape);
+  Index xdim = dims_of(x);
+  gather(op, [&, ys, xs, xdim](const Index &o) {
+    LV *lin = kb_.i64(0);
+    for (size_t d = 0; d < o.size(); ++d)
+      lin = B.CreateAdd(lin, B.CreateMul(o[d], ys[d]));
+    Index i;
+    for (size_t d = 0; d < xs.size(); ++d)
+      i.push_back(B.CreateSRem(B.CreateSDiv(lin, xs[d]), xdim[d]));
+    return i;
+  });
+}
+
+/// Expand (a size-1 dim repeats its element) and Tile (x repeats whole), right-aligned.
+void StandaloneLowering::broadcast(const Op &op) {
+  const ir::Value &x = p_.value(op.inputs[0]), &y = p_.value(op.outputs[0]);
+  size_t off = y.shape.size() - x.shape.size();
+  Index xdim = dims_of(x);
+  bool expand = op.kind == OpKind::Expand;
+  gather(op, [&, off, xdim, expand](const Index &o) {
+    Index i;
+    for (size_t d = 0; d < xdim.size(); ++d) {
+      if (expand)
+        i.push_back(B.CreateSelect(B.CreateICmpEQ(xdim[d], kb_.i64(1)), kb_.i64(0), o[d + off]));
+      else
+        i.push_back(B.CreateSRem(o[d + off], xdim[d]));
+    }
+    return i;
+  });
+}
+
+/// y[o] = x[o permuted back]: output dim d is input dim perm[d].
+void StandaloneLowering::permute(const Op &op) {
+  gather(op, [&](const Index &o) {
+    Index i(o.size());
+    for (size_t d = 0; d < o.size(); ++d)
+      i[static_cast<size_t>(op.perm[d])] = o[d];
+    return i;
+  });
 }
 
 /// y[o] = x[src_of(o)] over y's valid region; 0 where the source is outside x's valid region.
@@ -205,7 +211,8 @@ void StandaloneLowering::gather(const Op &op, const std::function<Index(const In
     Index i = src_of(o);
     LV *dst = kb_.elem_ptr(ay, y.dtype, o);
     branch(
-        all_below(i, xv), [&] { B.CreateStore(B.CreateLoad(st, kb_.elem_ptr(ax, x.dtype, i)), dst); },
+        all_below(i, xv),
+        [&] { B.CreateStore(B.CreateLoad(st, kb_.elem_ptr(ax, x.dtype, i)), dst); },
         [&] { B.CreateStore(llvm::Constant::getNullValue(st), dst); });
   });
 }
@@ -246,8 +253,9 @@ void StandaloneLowering::arg_reduce(const Op &op) {
           LV *better = fp ? (is_max ? B.CreateFCmpOGT(v, best) : B.CreateFCmpOLT(v, best))
                           : (is_max ? B.CreateICmpSGT(v, best) : B.CreateICmpSLT(v, best));
           LV *nan = fp ? B.CreateFCmpUNO(v, v) : B.getFalse();
-          LV *take = B.CreateAnd(B.CreateNot(done),
-                                 B.CreateOr(B.CreateOr(B.CreateICmpSLT(bi, kb_.i64(0)), better), nan));
+          LV *take =
+              B.CreateAnd(B.CreateNot(done),
+                          B.CreateOr(B.CreateOr(B.CreateICmpSLT(bi, kb_.i64(0)), better), nan));
           B.CreateStore(B.CreateSelect(take, v, best), best_slot);
           B.CreateStore(B.CreateSelect(take, k, bi), idx_slot);
           B.CreateStore(B.CreateOr(done, nan), done_slot);
@@ -316,12 +324,10 @@ void StandaloneLowering::arange(const Op &op) {
       "arange");
 }
 
-void StandaloneLowering::random(const Op &op) {
-  const ir::Value &y = p_.value(op.outputs[0]);
-  Addr ay = kb_.addr(y.id);
-  auto yv = valid_of(y.id);
-  llvm::Type *i32 = B.getInt32Ty(), *i64t = B.getInt64Ty(), *dbl = B.getDoubleTy();
-  // The key schedule and the counter's high words are compile-time constants.
+/// Philox4x32-10 of counter (block, rng_counter) under the op's key: the four random words of
+/// element `block` * 4 .. + 3 (the key schedule and the counter's high words are constants).
+std::array<LV *, 4> StandaloneLowering::philox(const Op &op, LV *block) {
+  llvm::Type *i32 = B.getInt32Ty(), *i64t = B.getInt64Ty();
   auto k0 = static_cast<uint32_t>(op.rng_key), k1 = static_cast<uint32_t>(op.rng_key >> 32);
   auto c2 = static_cast<uint32_t>(op.rng_counter), c3 = static_cast<uint32_t>(op.rng_counter >> 32);
   auto mulhilo = [&](uint32_t m, LV *a, LV *&hi, LV *&lo) {
@@ -329,59 +335,76 @@ void StandaloneLowering::random(const Op &op) {
     hi = B.CreateTrunc(B.CreateLShr(p, 32), i32);
     lo = B.CreateTrunc(p, i32);
   };
+  std::array<LV *, 4> w = {B.CreateTrunc(block, i32), B.CreateTrunc(B.CreateLShr(block, 32), i32),
+                           B.getInt32(c2), B.getInt32(c3)};
+  uint32_t key0 = k0, key1 = k1;
+  for (int round = 0; round < 10; ++round) {
+    LV *hi0, *lo0, *hi1, *lo1;
+    mulhilo(0xD2511F53u, w[0], hi0, lo0);
+    mulhilo(0xCD9E8D57u, w[2], hi1, lo1);
+    LV *n0 = B.CreateXor(B.CreateXor(hi1, w[1]), B.getInt32(key0));
+    LV *n2 = B.CreateXor(B.CreateXor(hi0, w[3]), B.getInt32(key1));
+    w = {n0, lo1, n2, lo0};
+    key0 += 0x9E3779B9u;
+    key1 += 0xBB67AE85u;
+  }
+  return w;
+}
+
+/// (word >> 8) * 2^-24, in [0, 1).
+LV *StandaloneLowering::unit24(LV *word) {
+  llvm::Type *dbl = B.getDoubleTy();
+  return B.CreateFMul(B.CreateUIToFP(B.CreateLShr(word, 8), dbl),
+                      llvm::ConstantFP::get(dbl, 0x1p-24));
+}
+
+/// uniform(low = a, high = c): word `lane` of the block, scaled.
+LV *StandaloneLowering::uniform(const std::array<LV *, 4> &w, LV *lane, LV *a, LV *c) {
+  auto pick = [&](LV *l, LV *a0, LV *a1, LV *a2, LV *a3) {
+    LV *lo = B.CreateSelect(B.CreateICmpEQ(l, B.getInt32(0)), a0, a1);
+    LV *hi = B.CreateSelect(B.CreateICmpEQ(l, B.getInt32(2)), a2, a3);
+    return B.CreateSelect(B.CreateICmpULT(l, B.getInt32(2)), lo, hi);
+  };
+  LV *u = unit24(pick(lane, w[0], w[1], w[2], w[3]));
+  return B.CreateFAdd(a, B.CreateFMul(B.CreateFSub(c, a), u));
+}
+
+/// normal(mean = a, std = c) by Box-Muller: lanes 0, 1 use words 0, 1 (cos, sin), lanes 2, 3
+/// words 2, 3.
+LV *StandaloneLowering::normal(const std::array<LV *, 4> &w, LV *lane, LV *a, LV *c) {
+  llvm::Type *dbl = B.getDoubleTy();
+  LV *first = B.CreateICmpULT(lane, B.getInt32(2));
+  LV *we = B.CreateSelect(first, w[0], w[2]), *wo = B.CreateSelect(first, w[1], w[3]);
+  LV *u1 = B.CreateFMul(
+      B.CreateFAdd(B.CreateUIToFP(B.CreateLShr(we, 8), dbl), llvm::ConstantFP::get(dbl, 1.0)),
+      llvm::ConstantFP::get(dbl, 0x1p-24));
+  LV *u2 = unit24(wo);
+  LV *r = B.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt,
+                                 B.CreateFMul(llvm::ConstantFP::get(dbl, -2.0),
+                                              B.CreateUnaryIntrinsic(llvm::Intrinsic::log, u1)));
+  LV *t = B.CreateFMul(llvm::ConstantFP::get(dbl, 6.283185307179586), u2);
+  LV *odd = B.CreateICmpEQ(B.CreateAnd(lane, B.getInt32(1)), B.getInt32(1));
+  LV *trig = B.CreateSelect(odd, B.CreateUnaryIntrinsic(llvm::Intrinsic::sin, t),
+                            B.CreateUnaryIntrinsic(llvm::Intrinsic::cos, t));
+  return B.CreateFAdd(a, B.CreateFMul(c, B.CreateFMul(r, trig)));
+}
+
+/// Uniform and Normal: element i (row-major in y) is lane i % 4 of Philox block i / 4, as the
+/// interpreter's philox4x32.
+void StandaloneLowering::random(const Op &op) {
+  const ir::Value &y = p_.value(op.outputs[0]);
+  Addr ay = kb_.addr(y.id);
+  auto yv = valid_of(y.id);
   for_box(yv, [&](const Index &o) {
     LV *flat = kb_.i64(0);
     for (size_t d = 0; d < o.size(); ++d)
       flat = B.CreateAdd(flat, B.CreateMul(o[d], ay.strides[d])); // y is a local: row-major
     LV *b = B.CreateLShr(flat, 2);
-    LV *lane = B.CreateTrunc(B.CreateAnd(flat, kb_.i64(3)), i32);
-    LV *w[4] = {B.CreateTrunc(b, i32), B.CreateTrunc(B.CreateLShr(b, 32), i32), B.getInt32(c2),
-                B.getInt32(c3)};
-    uint32_t key0 = k0, key1 = k1;
-    for (int round = 0; round < 10; ++round) {
-      LV *hi0, *lo0, *hi1, *lo1;
-      mulhilo(0xD2511F53u, w[0], hi0, lo0);
-      mulhilo(0xCD9E8D57u, w[2], hi1, lo1);
-      LV *n0 = B.CreateXor(B.CreateXor(hi1, w[1]), B.getInt32(key0));
-      LV *n2 = B.CreateXor(B.CreateXor(hi0, w[3]), B.getInt32(key1));
-      w[0] = n0;
-      w[1] = lo1;
-      w[2] = n2;
-      w[3] = lo0;
-      key0 += 0x9E3779B9u;
-      key1 += 0xBB67AE85u;
-    }
-    auto unit24 = [&](LV *word) { // (word >> 8) * 2^-24
-      return B.CreateFMul(B.CreateUIToFP(B.CreateLShr(word, 8), dbl),
-                          llvm::ConstantFP::get(dbl, 0x1p-24));
-    };
-    auto pick = [&](LV *l, LV *a0, LV *a1, LV *a2, LV *a3) {
-      LV *lo = B.CreateSelect(B.CreateICmpEQ(l, B.getInt32(0)), a0, a1);
-      LV *hi = B.CreateSelect(B.CreateICmpEQ(l, B.getInt32(2)), a2, a3);
-      return B.CreateSelect(B.CreateICmpULT(l, B.getInt32(2)), lo, hi);
-    };
-    LV *a = llvm::ConstantFP::get(dbl, op.reals.at(0));
-    LV *c = llvm::ConstantFP::get(dbl, op.reals.at(1));
-    LV *v;
-    if (op.kind == OpKind::Uniform) {
-      LV *u = unit24(pick(lane, w[0], w[1], w[2], w[3]));
-      v = B.CreateFAdd(a, B.CreateFMul(B.CreateFSub(c, a), u));
-    } else {
-      LV *first = B.CreateICmpULT(lane, B.getInt32(2));
-      LV *we = B.CreateSelect(first, w[0], w[2]), *wo = B.CreateSelect(first, w[1], w[3]);
-      LV *u1 = B.CreateFMul(
-          B.CreateFAdd(B.CreateUIToFP(B.CreateLShr(we, 8), dbl), llvm::ConstantFP::get(dbl, 1.0)),
-          llvm::ConstantFP::get(dbl, 0x1p-24));
-      LV *u2 = unit24(wo);
-      LV *r = B.CreateUnaryIntrinsic(
-          llvm::Intrinsic::sqrt, B.CreateFMul(llvm::ConstantFP::get(dbl, -2.0),
-                                              B.CreateUnaryIntrinsic(llvm::Intrinsic::log, u1)));
-      LV *t = B.CreateFMul(llvm::ConstantFP::get(dbl, 6.283185307179586), u2);
-      LV *odd = B.CreateICmpEQ(B.CreateAnd(lane, B.getInt32(1)), B.getInt32(1));
-      LV *trig = B.CreateSelect(odd, B.CreateUnaryIntrinsic(llvm::Intrinsic::sin, t),
-                                B.CreateUnaryIntrinsic(llvm::Intrinsic::cos, t));
-      v = B.CreateFAdd(a, B.CreateFMul(c, B.CreateFMul(r, trig)));
-    }
+    LV *lane = B.CreateTrunc(B.CreateAnd(flat, kb_.i64(3)), B.getInt32Ty());
+    std::array<LV *, 4> w = philox(op, b);
+    LV *a = llvm::ConstantFP::get(B.getDoubleTy(), op.reals.at(0));
+    LV *c = llvm::ConstantFP::get(B.getDoubleTy(), op.reals.at(1));
+    LV *v = op.kind == OpKind::Uniform ? uniform(w, lane, a, c) : normal(w, lane, a, c);
     B.CreateStore(from_double(B, v, y.dtype), kb_.elem_ptr(ay, y.dtype, o));
   });
 }
@@ -422,7 +445,8 @@ void StandaloneLowering::pad(const Op &op) {
   for_box(yv, [&](const Index &o) {
     LV *dst = kb_.elem_ptr(ay, y.dtype, o);
     branch(
-        all_below(o, xv), [&] { B.CreateStore(B.CreateLoad(st, kb_.elem_ptr(ax, x.dtype, o)), dst); },
+        all_below(o, xv),
+        [&] { B.CreateStore(B.CreateLoad(st, kb_.elem_ptr(ax, x.dtype, o)), dst); },
         [&] { B.CreateStore(fill, dst); });
   });
 }

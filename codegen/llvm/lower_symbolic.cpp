@@ -146,139 +146,179 @@ LV *KernelBuilder::sym_checked(const SymbolicScalar &s, LV *&over) {
   over = B.CreateLoad(B.getInt1Ty(), overflow_slot_, /*isVolatile=*/true);
   return v;
 }
-/// decide the result when the others could fail (a tensor-element read, a division), as the
-/// interpreter does.
-LV *KernelBuilder::sym(const SymbolicScalar &s) {
-  const SymExpr &root = s.expr();
-  if (root.tag == SymExpr::Tag::Const)
-    return i64(root.value);
-  if (root.tag == SymExpr::Tag::Symbol && root.args.empty())
-    return symbol_value(root, {});
-  std::unordered_map<const SymExpr *, bool> faults; // can evaluating the node fail?
-  for_each_node(s, [&](const SymExpr &e) {
-    bool f = (e.tag == SymExpr::Tag::Symbol && e.sym == SymKind::TensorElement) ||
-             (e.tag == SymExpr::Tag::Op && (e.op == SymOp::Div || e.op == SymOp::Mod) &&
-              e.args[1]->tag != SymExpr::Tag::Const);
-    for (auto &a : e.args)
-      f = f || faults.at(a.get());
-    faults[&e] = f;
-  });
+/// Emits one symbolic expression as an i64. A stack machine (no recursion, so expressions of any
+/// depth are fine): each frame is a node and its stage, operand values wait on `vals_`. A shared
+/// subexpression is emitted once per branch scope (`memo_`: a value emitted inside a
+/// short-circuit branch does not dominate the code after it). `&`, `|` and ternary evaluate only
+/// the operands that decide the result when the others could fail (a tensor-element read, a
+/// division), as the interpreter does.
+class SymEmitter {
+public:
+  SymEmitter(KernelBuilder &kb, const SymbolicScalar &s)
+      : kb_(kb), B(kb.B), root_(s.expr()), memo_(1) {
+    for_each_node(s, [&](const SymExpr &e) {
+      bool f = (e.tag == SymExpr::Tag::Symbol && e.sym == SymKind::TensorElement) ||
+               (e.tag == SymExpr::Tag::Op && (e.op == SymOp::Div || e.op == SymOp::Mod) &&
+                e.args[1]->tag != SymExpr::Tag::Const);
+      for (auto &a : e.args)
+        f = f || faults_.at(a.get());
+      faults_[&e] = f;
+    });
+  }
+
+  LV *run() {
+    stack_.push_back(Frame{&root_});
+    while (!stack_.empty())
+      step(stack_.back());
+    return vals_.back();
+  }
+
+private:
   struct Frame {
     const SymExpr *e;
     int stage = 0;
     llvm::BasicBlock *from = nullptr, *join = nullptr, *other = nullptr;
     LV *first = nullptr;
   };
-  std::vector<Frame> st{Frame{&root}};
-  std::vector<LV *> vals;
-  std::vector<std::unordered_map<const SymExpr *, LV *>> memo(1);
-  auto find = [&](const SymExpr *e) -> LV * {
-    for (auto it = memo.rbegin(); it != memo.rend(); ++it)
-      if (auto m = it->find(e); m != it->end())
-        return m->second;
-    return nullptr;
-  };
-  auto pop = [&] {
-    LV *v = vals.back();
-    vals.pop_back();
-    return v;
-  };
-  auto pop_n = [&](size_t n) {
-    std::vector<LV *> v(vals.end() - static_cast<long>(n), vals.end());
-    vals.resize(vals.size() - n);
-    return v;
-  };
-  auto done = [&](LV *v) { // the value of the frame on top
-    memo.back()[st.back().e] = v;
-    st.pop_back();
-    vals.push_back(v);
-  };
-  auto push = [&](const std::shared_ptr<const SymExpr> &p) { st.push_back(Frame{p.get()}); };
-  auto nz = [&](LV *v) { return B.CreateICmpNE(v, i64(0)); };
-  auto branch_to = [&](llvm::BasicBlock *bb) { // enter a branch: a new memo scope
-    B.SetInsertPoint(bb);
-    memo.emplace_back();
-  };
-  while (!st.empty()) {
-    Frame &f = st.back(); // only touched before the next push
+
+  KernelBuilder &kb_;
+  llvm::IRBuilder<> &B;
+  const SymExpr &root_;
+  std::unordered_map<const SymExpr *, bool> faults_; // can evaluating the node fail?
+  std::vector<Frame> stack_;
+  std::vector<LV *> vals_;
+  std::vector<std::unordered_map<const SymExpr *, LV *>> memo_; ///< one map per branch scope
+
+  /// Advances the frame on top by one stage. `f` is only touched before the next push.
+  void step(Frame &f) {
     const SymExpr &e = *f.e;
     const int stage = f.stage++;
     if (stage == 0)
       if (LV *v = find(&e)) {
-        st.pop_back();
-        vals.push_back(v);
-        continue;
+        stack_.pop_back();
+        vals_.push_back(v);
+        return;
       }
     const auto n_args = static_cast<int>(e.args.size());
     if (e.tag == SymExpr::Tag::Const) {
-      done(i64(e.value));
+      done(kb_.i64(e.value));
     } else if (e.tag == SymExpr::Tag::Symbol) {
       if (stage < n_args)
         push(e.args[static_cast<size_t>(stage)]);
       else
-        done(symbol_value(e, pop_n(e.args.size())));
-    } else if ((e.op == SymOp::And || e.op == SymOp::Or) && faults.at(e.args[1].get())) {
-      if (stage == 0) {
-        push(e.args[0]);
-      } else if (stage == 1) {
-        LV *l = nz(pop());
-        auto *rhs = llvm::BasicBlock::Create(C, "sc.rhs", F);
-        f.join = llvm::BasicBlock::Create(C, "sc.join", F);
-        f.from = B.GetInsertBlock();
-        if (e.op == SymOp::And)
-          B.CreateCondBr(l, rhs, f.join);
-        else
-          B.CreateCondBr(l, f.join, rhs);
-        branch_to(rhs);
-        push(e.args[1]);
-      } else {
-        LV *r = nz(pop());
-        memo.pop_back();
-        auto *rhs_end = B.GetInsertBlock();
-        B.CreateBr(f.join);
-        B.SetInsertPoint(f.join);
-        auto *phi = B.CreatePHI(B.getInt1Ty(), 2);
-        phi->addIncoming(B.getInt1(e.op == SymOp::Or), f.from);
-        phi->addIncoming(r, rhs_end);
-        done(B.CreateZExt(phi, B.getInt64Ty()));
-      }
+        done(kb_.symbol_value(e, pop_n(e.args.size())));
+    } else if ((e.op == SymOp::And || e.op == SymOp::Or) && faults_.at(e.args[1].get())) {
+      short_circuit(f, stage);
     } else if (e.op == SymOp::Select &&
-               (faults.at(e.args[1].get()) || faults.at(e.args[2].get()))) {
-      if (stage == 0) {
-        push(e.args[0]);
-      } else if (stage == 1) {
-        LV *c = nz(pop());
-        auto *yes = llvm::BasicBlock::Create(C, "sel.t", F);
-        f.other = llvm::BasicBlock::Create(C, "sel.f", F);
-        f.join = llvm::BasicBlock::Create(C, "sel.join", F);
-        B.CreateCondBr(c, yes, f.other);
-        branch_to(yes);
-        push(e.args[1]);
-      } else if (stage == 2) {
-        f.first = pop();
-        memo.pop_back();
-        f.from = B.GetInsertBlock();
-        B.CreateBr(f.join);
-        branch_to(f.other);
-        push(e.args[2]);
-      } else {
-        LV *b = pop();
-        memo.pop_back();
-        auto *no_end = B.GetInsertBlock();
-        B.CreateBr(f.join);
-        B.SetInsertPoint(f.join);
-        auto *phi = B.CreatePHI(B.getInt64Ty(), 2);
-        phi->addIncoming(f.first, f.from);
-        phi->addIncoming(b, no_end);
-        done(phi);
-      }
+               (faults_.at(e.args[1].get()) || faults_.at(e.args[2].get()))) {
+      select(f, stage);
     } else if (stage < n_args) {
       push(e.args[static_cast<size_t>(stage)]);
     } else {
-      done(sym_op(e.op, pop_n(e.args.size())));
+      done(kb_.sym_op(e.op, pop_n(e.args.size())));
     }
   }
-  return vals.back();
+
+  /// `l && r` / `l || r` evaluating r only when l does not decide.
+  void short_circuit(Frame &f, int stage) {
+    const SymExpr &e = *f.e;
+    if (stage == 0) {
+      push(e.args[0]);
+    } else if (stage == 1) {
+      LV *l = nz(pop());
+      auto *rhs = kb_.block("sc.rhs");
+      f.join = kb_.block("sc.join");
+      f.from = B.GetInsertBlock();
+      if (e.op == SymOp::And)
+        B.CreateCondBr(l, rhs, f.join);
+      else
+        B.CreateCondBr(l, f.join, rhs);
+      branch_to(rhs);
+      push(e.args[1]);
+    } else {
+      LV *r = nz(pop());
+      memo_.pop_back();
+      auto *rhs_end = B.GetInsertBlock();
+      B.CreateBr(f.join);
+      B.SetInsertPoint(f.join);
+      auto *phi = B.CreatePHI(B.getInt1Ty(), 2);
+      phi->addIncoming(B.getInt1(e.op == SymOp::Or), f.from);
+      phi->addIncoming(r, rhs_end);
+      done(B.CreateZExt(phi, B.getInt64Ty()));
+    }
+  }
+
+  /// `c ? a : b` evaluating only the chosen operand.
+  void select(Frame &f, int stage) {
+    const SymExpr &e = *f.e;
+    if (stage == 0) {
+      push(e.args[0]);
+    } else if (stage == 1) {
+      LV *c = nz(pop());
+      auto *yes = kb_.block("sel.t");
+      f.other = kb_.block("sel.f");
+      f.join = kb_.block("sel.join");
+      B.CreateCondBr(c, yes, f.other);
+      branch_to(yes);
+      push(e.args[1]);
+    } else if (stage == 2) {
+      f.first = pop();
+      memo_.pop_back();
+      f.from = B.GetInsertBlock();
+      B.CreateBr(f.join);
+      branch_to(f.other);
+      push(e.args[2]);
+    } else {
+      LV *b = pop();
+      memo_.pop_back();
+      auto *no_end = B.GetInsertBlock();
+      B.CreateBr(f.join);
+      B.SetInsertPoint(f.join);
+      auto *phi = B.CreatePHI(B.getInt64Ty(), 2);
+      phi->addIncoming(f.first, f.from);
+      phi->addIncoming(b, no_end);
+      done(phi);
+    }
+  }
+
+  LV *find(const SymExpr *e) const {
+    for (auto it = memo_.rbegin(); it != memo_.rend(); ++it)
+      if (auto m = it->find(e); m != it->end())
+        return m->second;
+    return nullptr;
+  }
+  LV *pop() {
+    LV *v = vals_.back();
+    vals_.pop_back();
+    return v;
+  }
+  std::vector<LV *> pop_n(size_t n) {
+    std::vector<LV *> v(vals_.end() - static_cast<long>(n), vals_.end());
+    vals_.resize(vals_.size() - n);
+    return v;
+  }
+  /// `v` is the value of the frame on top.
+  void done(LV *v) {
+    memo_.back()[stack_.back().e] = v;
+    stack_.pop_back();
+    vals_.push_back(v);
+  }
+  void push(const std::shared_ptr<const SymExpr> &p) { stack_.push_back(Frame{p.get()}); }
+  LV *nz(LV *v) { return B.CreateICmpNE(v, kb_.i64(0)); }
+  /// Enters a branch: a new memo scope.
+  void branch_to(llvm::BasicBlock *bb) {
+    B.SetInsertPoint(bb);
+    memo_.emplace_back();
+  }
+};
+
+LV *KernelBuilder::sym(const SymbolicScalar &s) {
+  const SymExpr &root = s.expr();
+  if (root.tag == SymExpr::Tag::Const)
+    return i64(root.value);
+  if (root.tag == SymExpr::Tag::Symbol && root.args.empty())
+    return symbol_value(root, {});
+  return SymEmitter(*this, s).run();
 }
 
 /// Tensor::at: the element of value `e.a` at indices `idx` (evaluated `e.args`), widened to
