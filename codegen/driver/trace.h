@@ -17,14 +17,14 @@ namespace pto::detail {
 
 /// What a trace depends on besides the traced function.
 struct TraceInput {
-  std::string name;                       ///< the kernel's name (the program's)
-  std::vector<DataType> dtypes;           ///< per tensor parameter
+  std::string name;             ///< the kernel's name (the program's)
+  std::vector<DataType> dtypes; ///< per tensor parameter
   /// Per tensor parameter, per dim: its size, or pto::DYNAMIC for a dim known only at run time
   /// (an InputDim symbol `arg<p>.shape[<i>]`).
   std::vector<std::vector<int64_t>> dims;
-  std::vector<std::string> constants;     ///< non-tensor parameters, printed
-  int world_pes = 1;                      ///< PEs running the kernel
-  std::map<std::string, int> groups;      ///< the runtime's groups and their sizes
+  std::vector<std::string> constants; ///< non-tensor parameters, printed
+  int world_pes = 1;                  ///< PEs running the kernel
+  std::map<std::string, int> groups;  ///< the runtime's groups and their sizes
 };
 
 struct Traced {

@@ -105,7 +105,8 @@ bool groupable(const ir::Program &p, const Op &op) {
   case OpFamily::Binary:
   case OpFamily::Select: // three inputs; fits() and the levels consider every input
   case OpFamily::Create:
-  case OpFamily::Move: return true;
+  case OpFamily::Move:
+    return true;
   case OpFamily::Reduce: {
     // Last-axis reductions fuse as per-row values; without keepdim only at rank 1 (a rank R-1
     // result would broadcast along columns, numpy-style, not along rows).
@@ -123,7 +124,8 @@ bool groupable(const ir::Program &p, const Op &op) {
   case OpFamily::Matmul:
   case OpFamily::Standalone: // standalone and library: inputs and outputs get storage
   case OpFamily::Library:
-  case OpFamily::Check: return false;
+  case OpFamily::Check:
+    return false;
   }
   return false;
 }
@@ -448,9 +450,9 @@ FusionPlan plan_fusion(const ir::Program &p, const SiteTable &sites, const TileP
 const std::vector<RegionItem> &FusionPlan::items(RegionId r) const {
   auto it = regions.find(r);
   if (it == regions.end())
-    throw InternalError("<codegen>", "fusion plan",
-                        fmt::format("no region {{op {}, path {}}} (a ptojit bug)", r.owner,
-                                    r.path));
+    throw InternalError(
+        "<codegen>", "fusion plan",
+        fmt::format("no region {{op {}, path {}}} (a ptojit bug)", r.owner, r.path));
   return it->second;
 }
 

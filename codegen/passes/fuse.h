@@ -11,9 +11,10 @@
 // program and can be printed (print_plan, the PTO_DUMP=plan stage) and compared in tests.
 #pragma once
 
+#include "pto/ir/program.h"
+
 #include "passes/sites.h"
 #include "passes/tile_expand.h"
-#include "pto/ir/program.h"
 
 #include <map>
 #include <set>
@@ -30,12 +31,12 @@ struct FusedValue {
 };
 
 struct FusedGroup {
-  std::vector<OpId> ops;                    ///< members, in program order
-  size_t rank = 0;                          ///< R (rank of the iteration space)
-  std::vector<SymbolicScalar> row_shape;    ///< R-1 dims
+  std::vector<OpId> ops;                 ///< members, in program order
+  size_t rank = 0;                       ///< R (rank of the iteration space)
+  std::vector<SymbolicScalar> row_shape; ///< R-1 dims
   std::vector<SymbolicScalar> row_valid;
-  SymbolicScalar cols, cols_valid;          ///< L and its valid extent
-  std::vector<int64_t> tile;                ///< R entries
+  SymbolicScalar cols, cols_valid; ///< L and its valid extent
+  std::vector<int64_t> tile;       ///< R entries
   bool has_reduce = false;
   int passes = 1;
   std::map<ir::ValueId, FusedValue> values; ///< values produced inside the group
@@ -53,7 +54,7 @@ struct RegionItem {
 struct FusionPlan {
   std::vector<FusedGroup> groups;
   std::map<RegionId, std::vector<RegionItem>> regions; ///< every region, items in program order
-  std::set<ir::ValueId> materialized; ///< Local values that need their own storage
+  std::set<ir::ValueId> materialized;                  ///< Local values that need their own storage
 
   /// The items of region `r` (InternalError for a region the plan does not have).
   const std::vector<RegionItem> &items(RegionId r) const;

@@ -1,7 +1,7 @@
 // fuse_print.cpp - The fusion plan as text (print_plan in fuse.h; the PTO_DUMP=plan stage).
-#include "passes/fuse.h"
-
 #include "pto/ir/printer.h"
+
+#include "passes/fuse.h"
 
 #include <fmt/format.h>
 

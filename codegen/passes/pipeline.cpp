@@ -6,8 +6,7 @@
 
 namespace pto::codegen {
 
-Compiled compile_program(ir::Program program, const CompileOptions &opts,
-                         const Backend &backend) {
+Compiled compile_program(ir::Program program, const CompileOptions &opts, const Backend &backend) {
   // Tracing (driver/trace.h) made `program`; deferred allreduce fusion ran at the trace's end.
   ir::layout_shmem(program);
   ir::verify(program);

@@ -36,9 +36,9 @@ OpId SiteTable::of(const ir::Op &op) const {
 
 const ir::Op &SiteTable::op(OpId id) const {
   if (id < 0 || static_cast<size_t>(id) >= ops_.size())
-    throw InternalError("<codegen>", "sites",
-                        fmt::format("op id {} out of range [0, {}) (a ptojit bug)", id,
-                                    ops_.size()));
+    throw InternalError(
+        "<codegen>", "sites",
+        fmt::format("op id {} out of range [0, {}) (a ptojit bug)", id, ops_.size()));
   return *ops_[static_cast<size_t>(id)];
 }
 
@@ -58,9 +58,9 @@ RegionId SiteTable::region_of(const std::vector<ir::Op> &body) const {
 const std::vector<ir::Op> &SiteTable::region(RegionId r) const {
   auto it = regions_.find(r);
   if (it == regions_.end())
-    throw InternalError("<codegen>", "sites",
-                        fmt::format("no region {{op {}, path {}}} (a ptojit bug)", r.owner,
-                                    r.path));
+    throw InternalError(
+        "<codegen>", "sites",
+        fmt::format("no region {{op {}, path {}}} (a ptojit bug)", r.owner, r.path));
   return *it->second;
 }
 

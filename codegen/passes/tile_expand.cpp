@@ -61,9 +61,13 @@ bool space_of(const ir::Program &p, const ir::Op &op, TiledOp &t) {
   case OpFamily::Unary:
   case OpFamily::Binary:
   case OpFamily::Select:
-  case OpFamily::Create: v = &p.value(op.outputs[0]); break;
+  case OpFamily::Create:
+    v = &p.value(op.outputs[0]);
+    break;
   case OpFamily::Reduce:
-  case OpFamily::Move: v = &p.value(op.inputs[0]); break;
+  case OpFamily::Move:
+    v = &p.value(op.inputs[0]);
+    break;
   case OpFamily::Shmem:
     if (op.view_shape.empty()) // nop, clear_signal, signals of a signal-only tensor
       return false;
@@ -74,7 +78,8 @@ bool space_of(const ir::Program &p, const ir::Op &op, TiledOp &t) {
   case OpFamily::Matmul:
   case OpFamily::Standalone:
   case OpFamily::Library:
-  case OpFamily::Check: return false;
+  case OpFamily::Check:
+    return false;
   }
   if (!v)
     return false;
@@ -106,9 +111,8 @@ void expand_region(const ir::Program &p, const SiteTable &sites, const std::vect
 }
 
 bool same(const std::vector<SymbolicScalar> &a, const std::vector<SymbolicScalar> &b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](auto &x, auto &y) {
-           return x.same_as(y);
-         });
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](auto &x, auto &y) { return x.same_as(y); });
 }
 
 } // namespace
@@ -130,8 +134,8 @@ TilePlan expand_tiles(const ir::Program &p, const SiteTable &sites) {
 std::string print_tiles(const ir::Program &p, const SiteTable &sites, const TilePlan &tiles) {
   std::string out = "tiles of kernel " + p.name + "\n";
   for (const auto &[id, t] : tiles.ops) {
-    out += fmt::format("  op {} {}: space {}", id, ir::op_info(sites.op(id).kind).name,
-                       str(t.space));
+    out +=
+        fmt::format("  op {} {}: space {}", id, ir::op_info(sites.op(id).kind).name, str(t.space));
     if (!same(t.valid, t.space))
       out += " valid " + str(t.valid);
     out += fmt::format(" tile [{}] grid {}", fmt::join(t.tile, ", "), str(t.grid));

@@ -8,8 +8,9 @@
 // tile_expand enumerates the concrete tiles of an evaluated shape, at run time (the interpreter).
 #pragma once
 
-#include "passes/sites.h"
 #include "pto/ir/program.h"
+
+#include "passes/sites.h"
 
 #include <cstdint>
 #include <map>

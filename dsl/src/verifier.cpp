@@ -12,7 +12,8 @@ namespace {
 
 [[noreturn]] void fail(const Op &op, const std::string &what) {
   throw InternalError(op.where, op_info(op.kind).name,
-                      "IR verification failed: " + what + " (a ptojit bug; rerun with PTO_DUMP=ir)");
+                      "IR verification failed: " + what +
+                          " (a ptojit bug; rerun with PTO_DUMP=ir)");
 }
 
 [[noreturn]] void fail_value(const Value &v, const std::string &what) {
@@ -59,8 +60,7 @@ void check_elementwise(const Program &p, const Op &op) {
   const Value &out = p.value(op.outputs[0]);
   const bool select = op.kind == OpKind::Where;
   if (select && p.value(op.inputs[0]).dtype != DT_BOOL)
-    fail(op, "the condition of a select is " + name(p.value(op.inputs[0]).dtype) +
-                 ", not DT_BOOL");
+    fail(op, "the condition of a select is " + name(p.value(op.inputs[0]).dtype) + ", not DT_BOOL");
   const DataType dt = p.value(op.inputs[select ? 1 : 0]).dtype;
   size_t rank = 0;
   for (size_t i = 0; i < op.inputs.size(); ++i) {
@@ -73,11 +73,11 @@ void check_elementwise(const Program &p, const Op &op) {
     rank = std::max(rank, in.shape.size());
   }
   if (out.shape.size() != rank)
-    fail(op, fmt::format("result rank {}, expected {} (the widest operand's)", out.shape.size(),
-                         rank));
+    fail(op,
+         fmt::format("result rank {}, expected {} (the widest operand's)", out.shape.size(), rank));
   if (op.kind == OpKind::Cast && out.dtype != op.to)
-    fail(op, fmt::format("result dtype {}, but the cast's target is {}", name(out.dtype),
-                         name(op.to)));
+    fail(op,
+         fmt::format("result dtype {}, but the cast's target is {}", name(out.dtype), name(op.to)));
   if (op.kind != OpKind::Cast && out.dtype != dt && out.dtype != DT_BOOL)
     fail(op, fmt::format("result dtype {} for operands of dtype {}", name(out.dtype), name(dt)));
 }
@@ -90,8 +90,8 @@ void check_reduce(const Program &p, const Op &op) {
   if (op.axis < 0 || op.axis >= rank)
     fail(op, "reduction axis out of range");
   if (out.dtype != in.dtype)
-    fail(op, fmt::format("result dtype {} for an input of dtype {}", name(out.dtype),
-                         name(in.dtype)));
+    fail(op,
+         fmt::format("result dtype {} for an input of dtype {}", name(out.dtype), name(in.dtype)));
   std::vector<SymbolicScalar> want;
   for (int d = 0; d < rank; ++d)
     if (d != op.axis)
@@ -101,9 +101,8 @@ void check_reduce(const Program &p, const Op &op) {
   if (want.empty())
     want.emplace_back(1);
   if (!same_dims(out.shape, want))
-    fail(op, fmt::format("result shape {}, expected {} (input {} over axis {}{})",
-                         str(out.shape), str(want), str(in.shape), op.axis,
-                         op.keepdim ? ", keepdim" : ""));
+    fail(op, fmt::format("result shape {}, expected {} (input {} over axis {}{})", str(out.shape),
+                         str(want), str(in.shape), op.axis, op.keepdim ? ", keepdim" : ""));
 }
 
 /// Assemble writes its input into a view of the same dtype and shape.
@@ -112,8 +111,8 @@ void check_assemble(const Program &p, const Op &op) {
   if (out.kind != ValueKind::View)
     fail(op, "assemble must write a view");
   if (out.dtype != in.dtype || !same_dims(out.shape, in.shape))
-    fail(op, fmt::format("assemble of {} {} into a view of {} {}", name(in.dtype),
-                         str(in.shape), name(out.dtype), str(out.shape)));
+    fail(op, fmt::format("assemble of {} {} into a view of {} {}", name(in.dtype), str(in.shape),
+                         name(out.dtype), str(out.shape)));
 }
 
 /// Ops that tile expansion splits by their vec tile have one entry > 0 per dim of the space
@@ -158,7 +157,8 @@ void verify_family(const Program &p, const Op &op) {
     check_assemble(p, op);
     break;
   case OpFamily::Shmem:
-    if (op.kind != OpKind::Nop && (op.shmem < 0 || static_cast<size_t>(op.shmem) >= p.shmems.size()))
+    if (op.kind != OpKind::Nop &&
+        (op.shmem < 0 || static_cast<size_t>(op.shmem) >= p.shmems.size()))
       fail(op, "shmem index out of range");
     if (op.outputs.empty() || p.value(op.outputs[0]).kind != ValueKind::Token)
       fail(op, "a shmem op's first output must be a token");
@@ -201,13 +201,15 @@ bool tiled(const Op &op) {
   case OpFamily::Select:
   case OpFamily::Reduce:
   case OpFamily::Create:
-  case OpFamily::Move: return true;
+  case OpFamily::Move:
+    return true;
   case OpFamily::Shmem:
   case OpFamily::Control:
   case OpFamily::Matmul:
   case OpFamily::Standalone:
   case OpFamily::Library:
-  case OpFamily::Check: return false;
+  case OpFamily::Check:
+    return false;
   }
   return false;
 }
@@ -220,12 +222,14 @@ bool computes(const Op &op) {
   case OpFamily::Reduce:
   case OpFamily::Matmul:
   case OpFamily::Standalone:
-  case OpFamily::Library: return true;
+  case OpFamily::Library:
+    return true;
   case OpFamily::Create:
   case OpFamily::Move:
   case OpFamily::Shmem:
   case OpFamily::Control:
-  case OpFamily::Check: return false;
+  case OpFamily::Check:
+    return false;
   }
   return false;
 }
@@ -286,8 +290,8 @@ void verify_value(const Program &p, const Value &v) {
   if (v.kind == ValueKind::Param &&
       (v.param_index < 0 || static_cast<size_t>(v.param_index) >= p.params.size() ||
        p.params[static_cast<size_t>(v.param_index)] != v.id))
-    fail_value(v, fmt::format("is parameter {} but not in the parameter list there",
-                              v.param_index));
+    fail_value(v,
+               fmt::format("is parameter {} but not in the parameter list there", v.param_index));
 }
 
 } // namespace

@@ -1,13 +1,15 @@
 // fusion_plan_test.cpp - The fusion planner (passes/fuse.h) as a unit: which ops form a group,
 // how many row passes it takes, what each member's value becomes, and the plan's independence
 // from where the program lives. Expectations follow the model in fuse.h, worked by hand.
-#include "passes/planned.h"
 #include "pto/pto.h"
+
+#include "passes/planned.h"
 
 #include <doctest/doctest.h>
 
 #include <vector>
 
+using passes_test::plan;
 using pto::codegen::FusedGroup;
 using pto::codegen::FusionPlan;
 using pto::codegen::kNoOp;
@@ -16,7 +18,6 @@ using pto::codegen::OpId;
 using pto::codegen::PlannedProgram;
 using pto::codegen::RegionId;
 using pto::codegen::RegionItem;
-using passes_test::plan;
 
 namespace {
 
@@ -45,11 +46,11 @@ const std::vector<RegionItem> &kernel_items(const PlannedProgram &pp) {
 } // namespace
 
 TEST_CASE("fusion plan: softmax is one group of 3 row passes (amax | sub exp sum | div store)") {
-  auto c = plan("softmax", {{F32, {64, 256}}, {F32, {64, 256}}},
-                [](const std::vector<pto::Tensor> &a) {
-                  pto::set_vec_tile_shapes(16, 256);
-                  pto::assemble(pto::softmax(a[0], -1), {0, 0}, a[1]);
-                });
+  auto c =
+      plan("softmax", {{F32, {64, 256}}, {F32, {64, 256}}}, [](const std::vector<pto::Tensor> &a) {
+        pto::set_vec_tile_shapes(16, 256);
+        pto::assemble(pto::softmax(a[0], -1), {0, 0}, a[1]);
+      });
   const PlannedProgram &pp = *c.planned;
   REQUIRE(pp.plan.groups.size() == 1);
   CHECK(kernel_items(pp) == std::vector<RegionItem>{{kNoOp, 0}});
@@ -63,14 +64,14 @@ TEST_CASE("fusion plan: softmax is one group of 3 row passes (amax | sub exp sum
   CHECK(member_passes(pp, g) == std::vector<int>{0, 1, 1, 1, 2, 2});
   const auto &ops = g.ops;
   const auto value_of = [&](size_t member) { return pp.sites.op(ops[member]).outputs[0]; };
-  CHECK(g.values.at(value_of(0)).uniform);      // m: one value per row
-  CHECK(g.values.at(value_of(0)).level == 1);   // ready from pass 1
-  CHECK(g.values.at(value_of(3)).uniform);      // s
+  CHECK(g.values.at(value_of(0)).uniform);    // m: one value per row
+  CHECK(g.values.at(value_of(0)).level == 1); // ready from pass 1
+  CHECK(g.values.at(value_of(3)).uniform);    // s
   CHECK(g.values.at(value_of(3)).level == 2);
-  CHECK(g.values.at(value_of(2)).scratch);      // e: made in pass 1, read by the div in pass 2
-  CHECK(!g.values.at(value_of(1)).scratch);     // x - m: read in its own pass only
+  CHECK(g.values.at(value_of(2)).scratch);  // e: made in pass 1, read by the div in pass 2
+  CHECK(!g.values.at(value_of(1)).scratch); // x - m: read in its own pass only
   for (auto &[v, fv] : g.values)
-    CHECK(!fv.store);                           // nothing outside the group reads a value
+    CHECK(!fv.store); // nothing outside the group reads a value
   CHECK(pp.plan.materialized.empty());
   CHECK(g.tile == std::vector<int64_t>{16, 256});
 }
@@ -117,11 +118,10 @@ TEST_CASE("fusion plan: an in-place update of one window stays fused; an overlap
 }
 
 TEST_CASE("fusion plan: a reduction over a non-last axis is lowered on its own, with storage") {
-  auto c = plan("colsum", {{F32, {16, 32}}, {F32, {1, 32}}},
-                [](const std::vector<pto::Tensor> &a) {
-                  pto::set_vec_tile_shapes(16, 32);
-                  pto::assemble(pto::sum(a[0], 0, {.keepdim = true}), {0, 0}, a[1]);
-                });
+  auto c = plan("colsum", {{F32, {16, 32}}, {F32, {1, 32}}}, [](const std::vector<pto::Tensor> &a) {
+    pto::set_vec_tile_shapes(16, 32);
+    pto::assemble(pto::sum(a[0], 0, {.keepdim = true}), {0, 0}, a[1]);
+  });
   const PlannedProgram &pp = *c.planned;
   // op 0 (sum over axis 0) stands alone; op 1 (the assemble) is a group of one.
   CHECK(kernel_items(pp) == std::vector<RegionItem>{{0, -1}, {kNoOp, 0}});
@@ -132,11 +132,11 @@ TEST_CASE("fusion plan: a reduction over a non-last axis is lowered on its own, 
   // Over the last axis the reduction is fused: a group yielding one value per row. Its assemble
   // walks a one-column space, not the group's [16, 32], so it is a group of its own (fits() in
   // fuse.cpp: an assemble must span the group's columns) reading the stored row values.
-  auto row = plan("rowsum", {{F32, {16, 32}}, {F32, {16, 1}}},
-                  [](const std::vector<pto::Tensor> &a) {
-                    pto::set_vec_tile_shapes(16, 32);
-                    pto::assemble(pto::sum(a[0], 1, {.keepdim = true}), {0, 0}, a[1]);
-                  });
+  auto row =
+      plan("rowsum", {{F32, {16, 32}}, {F32, {16, 1}}}, [](const std::vector<pto::Tensor> &a) {
+        pto::set_vec_tile_shapes(16, 32);
+        pto::assemble(pto::sum(a[0], 1, {.keepdim = true}), {0, 0}, a[1]);
+      });
   const PlannedProgram &rp = *row.planned;
   CHECK(kernel_items(rp) == std::vector<RegionItem>{{kNoOp, 0}, {kNoOp, 1}});
   REQUIRE(rp.plan.groups.size() == 2);
@@ -150,8 +150,8 @@ TEST_CASE("fusion plan: a value read after its group is stored; different tiles 
   auto c = plan("two_tiles", {{F32, {16, 64}}, {F32, {16, 64}}, {F32, {16, 64}}},
                 [](const std::vector<pto::Tensor> &a) {
                   pto::set_vec_tile_shapes(16, 64);
-                  auto e = pto::exp(a[0]);                 // op 0
-                  pto::assemble(e, {0, 0}, a[1]);          // op 1
+                  auto e = pto::exp(a[0]);        // op 0
+                  pto::assemble(e, {0, 0}, a[1]); // op 1
                   pto::set_vec_tile_shapes(8, 64);
                   pto::assemble(pto::neg(e), {0, 0}, a[2]); // ops 2, 3: another tile
                 });
@@ -180,12 +180,12 @@ TEST_CASE("fusion plan: loop bodies are regions of their own, named by their loo
 }
 
 TEST_CASE("fusion plan: ids, not addresses: a copy of the program reads the same plan") {
-  auto c = plan("softmax", {{F32, {32, 128}}, {F32, {32, 128}}},
-                [](const std::vector<pto::Tensor> &a) {
-                  pto::set_vec_tile_shapes(8, 128);
-                  auto m = pto::amax(a[0], -1, {.keepdim = true});
-                  pto::assemble(pto::exp(a[0] - m), {0, 0}, a[1]);
-                });
+  auto c =
+      plan("softmax", {{F32, {32, 128}}, {F32, {32, 128}}}, [](const std::vector<pto::Tensor> &a) {
+        pto::set_vec_tile_shapes(8, 128);
+        auto m = pto::amax(a[0], -1, {.keepdim = true});
+        pto::assemble(pto::exp(a[0] - m), {0, 0}, a[1]);
+      });
   const PlannedProgram &pp = *c.planned;
   const pto::ir::Program copy = pp.program; // every op at another address
   const pto::codegen::SiteTable sites(copy);

@@ -8,8 +8,9 @@
 // passes/tile_expand.h. After an intended change, regenerate them with
 //   PTO_GOLDEN_UPDATE=1 build/tests/test_passes -tc='golden*'
 // and review the diff (`git diff tests/passes/golden`) before committing it.
-#include "passes/planned.h"
 #include "pto/pto.h"
+
+#include "passes/planned.h"
 
 #include <doctest/doctest.h>
 
@@ -92,93 +93,105 @@ void check_golden(const std::string &name, const std::string &got) {
   want << in.rdbuf();
   const bool same = want.str() == got; // not CHECK(a == b): doctest would print both files
   CHECK_MESSAGE(same, "the dumps differ from "
-                                       << path << " (line, - expected, + got):\n"
-                                       << line_diff(want.str(), got)
-                                       << "If the change is intended, rerun with "
-                                          "PTO_GOLDEN_UPDATE=1 and review the file's diff.");
+                          << path << " (line, - expected, + got):\n"
+                          << line_diff(want.str(), got)
+                          << "If the change is intended, rerun with "
+                             "PTO_GOLDEN_UPDATE=1 and review the file's diff.");
+}
+
+// ---- the kernels --------------------------------------------------------------------------
+
+using Args = std::vector<pto::Tensor>;
+
+void softmax_kernel(const Args &a) {
+  pto::set_vec_tile_shapes(16, 256);
+  pto::assemble(pto::softmax(a[0], -1), {0, 0}, a[1]);
+}
+
+void layer_norm_kernel(const Args &a) {
+  pto::set_vec_tile_shapes(8, 128);
+  pto::assemble(pto::layer_norm(a[0], -1, {.weight = a[1], .bias = a[2]}), {0, 0}, a[3]);
+}
+
+/// samples/allreduce_softmax.cpp's kernel on 2 PEs: a one-shot allreduce by hand (shmem_put
+/// ADD into every PE, signal, wait), then a row softmax of the sum.
+void allreduce_softmax_kernel(const Args &a) {
+  const int n_pes = 2;
+  pto::set_vec_tile_shapes(8, 128);
+  auto acc = dist::create_shmem_tensor("world", n_pes, F32, {16, 128});
+  auto me = dist::my_symbolic_pe("world");
+  for (int p = 0; p < n_pes; ++p) {
+    auto put = dist::shmem_put(a[0], {0, 0}, acc, p, {.put_op = dist::AtomicType::ADD});
+    dist::shmem_signal(acc, p, 1, p, {.sig_op = dist::AtomicType::ADD, .pred = {put}});
+  }
+  auto ready = dist::shmem_wait_until(acc, me, n_pes, {.clear_signal = true, .pred = {a[0]}});
+  auto sum = dist::shmem_get(acc, me, {.pred = {ready}});
+  auto m = pto::amax(sum, -1, {.keepdim = true});
+  auto e = pto::exp(sum - m);
+  pto::assemble(e / pto::sum(e, -1, {.keepdim = true}), {0, 0}, a[1]);
+}
+
+/// Two allreduces with fusion 1, deferred and traced as one packed exchange at the first use.
+void allreduce_fused_kernel(const Args &a) {
+  pto::set_vec_tile_shapes(16, 64);
+  auto s0 = dist::allreduce(a[0], dist::Reduction::SUM, {.fusion = 1});
+  auto s1 = dist::allreduce(a[1], dist::Reduction::SUM, {.fusion = 1});
+  pto::assemble(pto::add(s0, s1), {0, 0}, a[2]);
+}
+
+void matmul_kernel(const Args &a) {
+  pto::set_vec_tile_shapes(16, 48);
+  pto::set_cube_tile_shapes({16, 32}, {16, 64}, {16, 48});
+  auto m = pto::matmul(a[0], a[1], F32);
+  pto::assemble(pto::relu(pto::add(m, a[2])), {0, 0}, a[3]);
+}
+
+void loop_cond_kernel(const Args &a) {
+  pto::set_vec_tile_shapes(1, 32);
+  for (auto i : pto::loop(4)) {
+    auto row = pto::view(a[0], {1, 32}, {i, 0});
+    if (pto::cond(a[1].at({i}) > 0))
+      pto::assemble(pto::exp(row), {i, 0}, a[2]);
+    else
+      pto::assemble(pto::neg(row), {i, 0}, a[2]);
+  }
 }
 
 } // namespace
 
 TEST_CASE("golden: softmax is one group of 3 row passes") {
-  check_golden("softmax", dumps(plan("softmax", {{F32, {64, 256}}, {F32, {64, 256}}},
-                                     [](const std::vector<pto::Tensor> &a) {
-                                       pto::set_vec_tile_shapes(16, 256);
-                                       pto::assemble(pto::softmax(a[0], -1), {0, 0}, a[1]);
-                                     })));
+  check_golden("softmax",
+               dumps(plan("softmax", {{F32, {64, 256}}, {F32, {64, 256}}}, softmax_kernel)));
 }
 
 TEST_CASE("golden: layer_norm with weight and bias is one group of 3 row passes") {
-  check_golden("layer_norm",
-               dumps(plan("layer_norm",
-                          {{F32, {32, 128}}, {F32, {128}}, {F32, {128}}, {F32, {32, 128}}},
-                          [](const std::vector<pto::Tensor> &a) {
-                            pto::set_vec_tile_shapes(8, 128);
-                            auto y = pto::layer_norm(a[0], -1, {.weight = a[1], .bias = a[2]});
-                            pto::assemble(y, {0, 0}, a[3]);
-                          })));
+  check_golden(
+      "layer_norm",
+      dumps(plan("layer_norm", {{F32, {32, 128}}, {F32, {128}}, {F32, {128}}, {F32, {32, 128}}},
+                 layer_norm_kernel)));
 }
 
 TEST_CASE("golden: a one-shot allreduce by hand, then a fused softmax (the flagship sample)") {
-  // samples/allreduce_softmax.cpp's kernel on 2 PEs.
   check_golden("allreduce_softmax",
                dumps(plan("allreduce_softmax", {{F32, {16, 128}}, {F32, {16, 128}}},
-                          [](const std::vector<pto::Tensor> &a) {
-                            const int n_pes = 2;
-                            pto::set_vec_tile_shapes(8, 128);
-                            auto acc = dist::create_shmem_tensor("world", n_pes, F32, {16, 128});
-                            auto me = dist::my_symbolic_pe("world");
-                            for (int p = 0; p < n_pes; ++p) {
-                              auto put = dist::shmem_put(a[0], {0, 0}, acc, p,
-                                                         {.put_op = dist::AtomicType::ADD});
-                              dist::shmem_signal(acc, p, 1, p,
-                                                 {.sig_op = dist::AtomicType::ADD, .pred = {put}});
-                            }
-                            auto ready = dist::shmem_wait_until(
-                                acc, me, n_pes, {.clear_signal = true, .pred = {a[0]}});
-                            auto sum = dist::shmem_get(acc, me, {.pred = {ready}});
-                            auto m = pto::amax(sum, -1, {.keepdim = true});
-                            auto e = pto::exp(sum - m);
-                            pto::assemble(e / pto::sum(e, -1, {.keepdim = true}), {0, 0}, a[1]);
-                          },
-                          2)));
+                          allreduce_softmax_kernel, 2)));
 }
 
 TEST_CASE("golden: two fused allreduces are packed into one exchange at the trace's end") {
   check_golden("allreduce_fused",
                dumps(plan("allreduce_fused", {{F32, {16, 64}}, {F32, {16, 64}}, {F32, {16, 64}}},
-                          [](const std::vector<pto::Tensor> &a) {
-                            pto::set_vec_tile_shapes(16, 64);
-                            auto s0 = dist::allreduce(a[0], dist::Reduction::SUM, {.fusion = 1});
-                            auto s1 = dist::allreduce(a[1], dist::Reduction::SUM, {.fusion = 1});
-                            pto::assemble(pto::add(s0, s1), {0, 0}, a[2]);
-                          },
-                          2)));
+                          allreduce_fused_kernel, 2)));
 }
 
 TEST_CASE("golden: a matmul is lowered on its own; its epilogue fuses") {
   check_golden("matmul_bias_relu",
                dumps(plan("matmul_bias_relu",
                           {{F32, {32, 64}}, {F32, {64, 48}}, {F32, {32, 48}}, {F32, {32, 48}}},
-                          [](const std::vector<pto::Tensor> &a) {
-                            pto::set_vec_tile_shapes(16, 48);
-                            pto::set_cube_tile_shapes({16, 32}, {16, 64}, {16, 48});
-                            auto m = pto::matmul(a[0], a[1], F32);
-                            pto::assemble(pto::relu(pto::add(m, a[2])), {0, 0}, a[3]);
-                          })));
+                          matmul_kernel)));
 }
 
 TEST_CASE("golden: a loop with a run-time cond: one region per path") {
   check_golden("loop_cond",
                dumps(plan("loop_cond", {{F32, {4, 32}}, {pto::DT_INT32, {4}}, {F32, {4, 32}}},
-                          [](const std::vector<pto::Tensor> &a) {
-                            pto::set_vec_tile_shapes(1, 32);
-                            for (auto i : pto::loop(4)) {
-                              auto row = pto::view(a[0], {1, 32}, {i, 0});
-                              if (pto::cond(a[1].at({i}) > 0))
-                                pto::assemble(pto::exp(row), {i, 0}, a[2]);
-                              else
-                                pto::assemble(pto::neg(row), {i, 0}, a[2]);
-                            }
-                          })));
+                          loop_cond_kernel)));
 }

@@ -1,8 +1,9 @@
 // printer_test.cpp - The IR printer (pto/ir/printer.h): the text every dump, cache key and
 // golden file is made of. Expected texts follow printer.h's format, written out by hand.
-#include "passes/planned.h"
 #include "pto/ir/printer.h"
 #include "pto/pto.h"
+
+#include "passes/planned.h"
 
 #include <doctest/doctest.h>
 

@@ -1,8 +1,9 @@
 // tile_plan_test.cpp - Tile expansion as a compile-time stage (expand_tiles, print_tiles in
 // passes/tile_expand.h): which ops are tiled, over which space, and their grids, against
 // examples worked by hand (reference §3.2-3.3: tiles of size T per dim, the last one smaller).
-#include "passes/planned.h"
 #include "pto/pto.h"
+
+#include "passes/planned.h"
 
 #include <doctest/doctest.h>
 
@@ -23,11 +24,11 @@ std::vector<int64_t> concrete(const std::vector<pto::SymbolicScalar> &dims) {
 } // namespace
 
 TEST_CASE("tile plan: x [50, 200] under tile [16, 64] is a 4 x 4 grid with tails [2, 8]") {
-  auto c = plan("tails", {{F32, {50, 200}}, {F32, {50, 200}}},
-                [](const std::vector<pto::Tensor> &a) {
-                  pto::set_vec_tile_shapes(16, 64);
-                  pto::assemble(pto::exp(a[0]), {0, 0}, a[1]);
-                });
+  auto c =
+      plan("tails", {{F32, {50, 200}}, {F32, {50, 200}}}, [](const std::vector<pto::Tensor> &a) {
+        pto::set_vec_tile_shapes(16, 64);
+        pto::assemble(pto::exp(a[0]), {0, 0}, a[1]);
+      });
   const auto &pp = *c.planned;
   REQUIRE(pp.tiles.ops.size() == 2); // exp and assemble
   const TiledOp &t = pp.tiles.at(0);

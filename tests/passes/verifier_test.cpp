@@ -1,9 +1,10 @@
 // verifier_test.cpp - The IR verifier (pto/ir/verifier.h) checks each rule its header names: a
 // traced program passes, and the same program with one invariant broken by hand fails with an
 // InternalError naming the op and the rule.
-#include "passes/planned.h"
 #include "pto/ir/verifier.h"
 #include "pto/pto.h"
+
+#include "passes/planned.h"
 #include "support/expect_error.h"
 
 #include <doctest/doctest.h>
@@ -23,15 +24,17 @@ Program traced() {
   in.name = "verify_me";
   in.dtypes = {F32, F32, F32};
   in.dims = {{8, 16}, {8, 16}, {8, 1}};
-  return pto::detail::trace_program(in, [](const std::vector<pto::Tensor> &a) {
-           pto::set_vec_tile_shapes(8, 16);
-           auto e = pto::add(pto::exp(a[0]), 1.0);
-           auto w = pto::where(pto::gt(a[0], 0.0), e, a[0]);
-           auto s = pto::sum(w, 1, {.keepdim = true});
-           pto::assemble(pto::cast(s, F32), {0, 0}, a[2]);
-           for (auto i : pto::loop(8))
-             pto::assemble(pto::neg(pto::view(a[0], {1, 16}, {i, 0})), {i, 0}, a[1]);
-         })
+  return pto::detail::trace_program(in,
+                                    [](const std::vector<pto::Tensor> &a) {
+                                      pto::set_vec_tile_shapes(8, 16);
+                                      auto e = pto::add(pto::exp(a[0]), 1.0);
+                                      auto w = pto::where(pto::gt(a[0], 0.0), e, a[0]);
+                                      auto s = pto::sum(w, 1, {.keepdim = true});
+                                      pto::assemble(pto::cast(s, F32), {0, 0}, a[2]);
+                                      for (auto i : pto::loop(8))
+                                        pto::assemble(pto::neg(pto::view(a[0], {1, 16}, {i, 0})),
+                                                      {i, 0}, a[1]);
+                                    })
       .program;
 }
 
@@ -97,7 +100,8 @@ TEST_CASE("verifier: dtype rules of elementwise ops, reductions and assembles") 
   SUBCASE("a reduction changing the dtype") {
     Program p = traced();
     p.value(op_of(p, OpKind::Sum).outputs[0]).dtype = pto::DT_DOUBLE;
-    expect_broken(p, "sum", "result dtype " + pto::name(pto::DT_DOUBLE) + " for an input of dtype DT_FP32");
+    expect_broken(p, "sum",
+                  "result dtype " + pto::name(pto::DT_DOUBLE) + " for an input of dtype DT_FP32");
   }
   SUBCASE("an assemble into a view of another dtype") {
     Program p = traced();
@@ -112,8 +116,9 @@ TEST_CASE("verifier: rank and shape rules") {
   SUBCASE("an operand that does not broadcast to the result") {
     Program p = traced();
     p.value(op_of(p, OpKind::Exp).outputs[0]).shape = {8, 8};
-    expect_broken(p, "exp", "operand %arg0 of shape [8, 16] does not broadcast to the result "
-                            "shape [8, 8]");
+    expect_broken(p, "exp",
+                  "operand %arg0 of shape [8, 16] does not broadcast to the result "
+                  "shape [8, 8]");
   }
   SUBCASE("a result of another rank than its widest operand") {
     Program p = traced();
@@ -183,7 +188,7 @@ TEST_CASE("verifier: region rules") {
     Program p = traced();
     auto &loop = op_of(p, OpKind::Loop);
     const auto inner = loop.body.back().inputs[0]; // neg's result, made in the loop body
-    op_of(p, OpKind::Cast).inputs[0] = inner;       // read at kernel level
+    op_of(p, OpKind::Cast).inputs[0] = inner;      // read at kernel level
     p.value(op_of(p, OpKind::Cast).outputs[0]).shape = p.value(inner).shape;
     p.value(op_of(p, OpKind::Cast).outputs[0]).valid = p.value(inner).valid;
     const std::string msg = verify_error(p);
