@@ -158,7 +158,7 @@ private:
     LV *over = nullptr;
     LV *holds = B.CreateICmpNE(sym_checked(op.holds, over), i64(0));
     if (!op.holds.is_concrete())
-      fail_msg_if(over, PTO_ERROR_SHAPE, cur_site_, check_overflow(op.holds));
+      fail_msg_if(over, check_error_class(op), cur_site_, check_overflow(op.holds));
     B.CreateCondBr(holds, cont, bad, likely());
     B.SetInsertPoint(bad);
     const uint64_t n = op.args.size();
@@ -167,7 +167,8 @@ private:
     for (uint64_t k = 0; k < n; ++k)
       B.CreateStore(sym(op.args[k]), B.CreateConstGEP2_64(arr_ty, arr, 0, k));
     LV *st = call_rt("pto_rt_check_fail", B.getInt32Ty(),
-                     {ctx_, B.getInt32(cur_site_), B.CreateGlobalStringPtr(op.message),
+                     {ctx_, B.getInt32(cur_site_), B.getInt32(check_error_class(op)),
+                      B.CreateGlobalStringPtr(op.message),
                       B.CreateConstGEP2_64(arr_ty, arr, 0, 0), i64(static_cast<int64_t>(n))});
     B.CreateRet(st);
     B.SetInsertPoint(cont);

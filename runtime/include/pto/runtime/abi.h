@@ -138,6 +138,7 @@ enum pto_error_class {
   PTO_ERROR_SHAPE = 1,    ///< pto::ShapeError
   PTO_ERROR_ARGUMENT = 2, ///< pto::ArgumentError
   PTO_ERROR_INTERNAL = 3, ///< pto::InternalError
+  PTO_ERROR_DISTRIBUTED = 4, ///< pto::DistributedError
 };
 /// Records a run-time error with a free-form detail message (library ops, xops.h), prefixed
 /// with the site's "file:line: op". Always returns PTO_ERR.
