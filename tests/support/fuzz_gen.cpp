@@ -544,7 +544,9 @@ void Gen::window() {
   line("assemble(r, " + list_str({a0, a1}) + ", y)");
   // The rules, in trace order: ops.h (the common rules, view, assemble) and the window rule of
   // dsl/src/shape_rules.h. A rule is decided at trace time when every value it reads is concrete
-  // (DYNAMIC dims, run-time offsets and valid sizes are not), else by the call.
+  // (DYNAMIC dims, run-time offsets and valid sizes are not), else by the call. An offset
+  // x.shape(d) - 0 is x.shape(d) itself, so the room x.shape(d) - offset is 0, a constant.
+  auto room_rt = [&](const Scal &o) { return o.dim >= 0 && o.minus == 0 ? false : o.rt() || dyn; };
   check_tile(tl);
   check(!bad_at, false, "ShapeError", "", "at-index-outside");
   check(h > 0 && w > 0, false, "ShapeError", "view", "view-size");
@@ -563,7 +565,7 @@ void Gen::window() {
       ext[d] = (*valid)[d].v;
     check(o.v >= 0, o.rt(), "ShapeError", "view", "view-outside");
     // Past a negative offset only the lower rule fails (it is checked first).
-    check(o.v < 0 || ext[d] == 0 || i128{o.v} + ext[d] <= xshape[d], o.rt() || ext_rt || dyn,
+    check(o.v < 0 || ext[d] == 0 || i128{o.v} + ext[d] <= xshape[d], room_rt(o) || ext_rt,
           "ShapeError", "view", "view-outside");
   }
   // The op on v: a result of [h, w] must need at most 2^62 bytes (ops.h, sizes).
@@ -576,7 +578,7 @@ void Gen::window() {
   bool any_rt = false;
   for (size_t d = 0; d < 2; ++d) {
     const Scal &a = as[d], &o = os[d];
-    bool ext_rt = valid ? (*valid)[d].rt() : dyn || o.rt();
+    bool ext_rt = valid ? (*valid)[d].rt() : room_rt(o);
     if (!valid)
       ext[d] = std::min<i128>(std::max<i128>(i128{xshape[d]} - o.v, 0), vshape[d]);
     check(a.v >= 0, a.rt(), "ShapeError", "assemble", "assemble-outside");
@@ -925,10 +927,15 @@ void Gen::shmem() {
   check(nn == n, false, "DistributedError", "create_shmem_tensor", "n-pes-bad");
   check(!bad_dt, false, "DTypeError", "create_shmem_tensor", "dtype-bad");
   // Dims > 0, at most 2^62 bytes, and with its signals within the 2^40-byte symmetric heap
-  // (kMaxSymmetricHeapBytes; a few hundred bytes of rounding and signals left open).
-  const i128 bytes = bytes_of(bs, dt), heap = i128{pto::kMaxSymmetricHeapBytes};
-  check(bs[0] > 0 && bs[1] > 0 && bytes <= heap - 4096, false, "ShapeError",
-        "create_shmem_tensor", "shape-bad", /*either=*/bs[0] > 0 && bs[1] > 0 && bytes <= heap);
+  // (kMaxSymmetricHeapBytes; data and signal arrays each rounded up to 512 bytes, the signals
+  // n PEs x the most tiles a signal or wait on it uses x 32 bytes: pto/ir/program.h).
+  const i128 bytes = bytes_of(bs, dt);
+  auto heap_fits = [&](i128 tiles) {
+    auto up = [](i128 b) { return (b + 511) / 512 * 512; };
+    return up(bytes) + up(i128{n} * 32 * tiles) <= i128{pto::kMaxSymmetricHeapBytes};
+  };
+  check(bs[0] > 0 && bs[1] > 0 && heap_fits(1), false, "ShapeError", "create_shmem_tensor",
+        "shape-bad");
   check_size(bytes * n <= kBigBytes, "shape-huge");
   const Scal os[2] = {o0, o1}, ps[2] = {p0, p1};
   const Shape wshape = {h, w}, xshape = {R, C};
@@ -956,6 +963,10 @@ void Gen::shmem() {
     check(q.v < 0 || i128{q.v} + xshape[d] <= wshape[d], q.rt(), "DistributedError", "shmem_put",
           "put-outside");
   }
+  // The signal on the whole buffer: one slot per vec tile of it, within the heap too.
+  if (bs[0] > 0 && bs[1] > 0 && tl[0] > 0 && tl[1] > 0)
+    check(heap_fits(((i128{bs[0]} + tl[0] - 1) / tl[0]) * ((i128{bs[1]} + tl[1] - 1) / tl[1])),
+          false, "ShapeError", "shmem_signal", "signal-heap");
   check(y_ok, false, "", "", "window-large", /*either=*/true);
   // The wait that cannot complete: a DeadlockError, unless an earlier rule already fails.
   bool all_ok = true;
