@@ -1,0 +1,37 @@
+// lower_elementwise.h - Vector code for the elementwise ops (ir::OpFamily Unary and Binary): the
+// arithmetic, transcendentals through SLEEF's vector functions, composite activations, rounding,
+// predicates, compares, logical/bitwise ops, shifts and the floored/truncated remainders. Used by
+// the fused row passes (lower_fused.h); values are <W x T> in the compute type (dtype_codec.h:
+// float for fp16/bf16, i8 0/1 for DT_BOOL).
+#pragma once
+
+#include "llvm/kernel_builder.h"
+
+#include <vector>
+
+namespace pto::codegen {
+
+/// Calls SLEEF `Sleef_<fn>{f|d}<N>_<acc><isa>` (acc "u10", "u15", "u05", or "" for exact
+/// functions such as fmod) on float or double vectors of any width, split into native-width
+/// calls and rejoined. Every name it can produce is bound in jit_engine.cpp.
+llvm::Value *sleef_call(KernelBuilder &kb, const char *fn, const char *acc,
+                        const std::vector<llvm::Value *> &args);
+
+/// Unary op `op` on `x` (compute type of `in_dt`); the result is in the compute type of `out_dt`
+/// (Cast) or `in_dt`; bool results are i8 0/1 vectors.
+llvm::Value *lower_unary(KernelBuilder &kb, const ir::Op &op, llvm::Value *x, DataType in_dt,
+                         DataType out_dt);
+
+/// Binary op `op` on operands of dtype `dt`. `mask` marks live lanes (null: all); a zero integer
+/// divisor in a live lane fails the call (kFailDivZero).
+llvm::Value *lower_binary(KernelBuilder &kb, const ir::Op &op, llvm::Value *a, llvm::Value *b,
+                          DataType dt, llvm::Value *mask);
+
+/// The catalogue unary ops lower_unary does not handle itself (Exp2 .. BitwiseNot).
+llvm::Value *lower_unary_ext(KernelBuilder &kb, const ir::Op &op, llvm::Value *x, DataType in_dt);
+
+/// The catalogue binary ops lower_binary does not handle itself (compares, logic, Pow .. Gcd).
+llvm::Value *lower_binary_ext(KernelBuilder &kb, const ir::Op &op, llvm::Value *a, llvm::Value *b,
+                              DataType dt, llvm::Value *mask);
+
+} // namespace pto::codegen

@@ -1,0 +1,325 @@
+// lower_llvm.cpp - Lowers a traced program to one LLVM function
+//   i32 @pto_kernel(ptr ctx, ptr args, ptr dims)
+// The kernel skeleton lives here: entry (kernel_enter, PE numbers, storage of materialized locals
+// and row scratch), the walk over regions (fused groups, loops, paths, run-time checks), and exit.
+// Each op family has its own file (lower_fused, lower_reduce, lower_shmem, lower_library,
+// lower_standalone, lower_matmul), all on one KernelBuilder. Run-time faults call pto_rt_fail and
+// return its status (no exception crosses generated code).
+#include "llvm/lower_llvm.h"
+
+#include "pto/error.h"
+
+#include "llvm/jit_engine.h"
+#include "llvm/kernel_builder.h"
+#include "llvm/lower_fused.h"
+#include "llvm/lower_library.h"
+#include "llvm/lower_matmul.h"
+#include "llvm/lower_reduce.h"
+#include "llvm/lower_shmem.h"
+#include "llvm/lower_standalone.h"
+#include "passes/fuse.h"
+#include "passes/run_checks.h"
+#include "passes/tile_expand.h"
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <chrono>
+
+namespace pto::codegen {
+
+using ir::Op;
+using ir::OpFamily;
+using ir::OpKind;
+using ir::ValueId;
+
+namespace {
+
+using LV = llvm::Value;
+
+class Lowering {
+public:
+  Lowering(const ir::Program &p, const CompileOptions &opts, llvm::LLVMContext &c, llvm::Module &m)
+      : p_(p), kb_(p, opts, c, m), B(kb_.builder()) {}
+
+  llvm::Function *run() {
+    plan_ = plan_fusion(p_);
+    kb_.number_sites(p_.body);
+    llvm::Function *F = kb_.begin_function("pto_kernel");
+    emit_entry();
+    emit_region(p_.body);
+    if (!p_.shmems.empty()) {
+      LV *st = kb_.call_rt("pto_rt_kernel_exit", B.getInt32Ty(), {kb_.ctx_arg()});
+      B.CreateRet(st);
+    } else {
+      B.CreateRet(B.getInt32(0));
+    }
+    return F;
+  }
+
+private:
+  const ir::Program &p_;
+  KernelBuilder kb_;
+  llvm::IRBuilder<> &B;
+  FusionPlan plan_;
+  FusedScratch scratch_;
+
+  // ---- entry ---------------------------------------------------------------------------------
+  void emit_entry() {
+    bind_pe_numbers();
+    if (!p_.shmems.empty()) {
+      emit_kernel_enter();
+      bind_pe_numbers(); // the group table is known only after kernel_enter
+    }
+    // Storage for materialized locals, and row scratch for fused groups. A run-time shape that
+    // overflows or needs more than 2^62 bytes is a ShapeError at the op that defines the value
+    // (as in the interpreter); a refused allocation (its RuntimeError recorded at that op's site)
+    // returns at once instead of writing through a null pointer.
+    for (ValueId id : plan_.materialized) {
+      const ir::Value &v = p_.value(id);
+      const int site = kb_.def_site(id);
+      LV *bytes = kb_.checked_bytes(v.shape, bytes_of(v.dtype), result_size_overflow(v), site);
+      LV *buf = kb_.call_rt("pto_rt_alloc", B.getPtrTy(), {kb_.ctx_arg(), bytes, B.getInt32(site)});
+      kb_.set_storage(id, buf);
+      kb_.ret_if_error(B.CreateZExt(B.CreateIsNull(buf), B.getInt32Ty()));
+    }
+    scratch_ = alloc_fused_scratch(kb_, plan_);
+  }
+
+  void bind_pe_numbers() {
+    for (size_t g = 0; g < p_.groups.size(); ++g)
+      kb_.bind_my_pe(static_cast<int64_t>(g),
+                     B.CreateSExt(kb_.call_rt("pto_rt_my_pe", B.getInt32Ty(),
+                                              {kb_.ctx_arg(), B.getInt32(static_cast<int>(g))}),
+                                  B.getInt64Ty()));
+  }
+
+  /// pto_rt_kernel_enter with the program's group table (hash, heap bytes, PEs, names, where
+  /// they were created, layouts), each field an array on the stack.
+  void emit_kernel_enter() {
+    size_t ng = p_.groups.size();
+    auto *heap_ty = llvm::ArrayType::get(B.getInt64Ty(), ng);
+    auto *npes_ty = llvm::ArrayType::get(B.getInt32Ty(), ng);
+    auto *names_ty = llvm::ArrayType::get(B.getPtrTy(), ng);
+    LV *hashes = kb_.entry_alloca(heap_ty, "group_hash");
+    LV *heap = kb_.entry_alloca(heap_ty, "heap_bytes");
+    LV *npes = kb_.entry_alloca(npes_ty, "group_n_pes");
+    LV *names = kb_.entry_alloca(names_ty, "group_names");
+    LV *wheres = kb_.entry_alloca(names_ty, "group_where");
+    LV *layouts = kb_.entry_alloca(names_ty, "group_layout");
+    for (size_t g = 0; g < ng; ++g) {
+      B.CreateStore(kb_.i64(static_cast<int64_t>(p_.groups[g].layout_hash)),
+                    B.CreateConstGEP2_64(heap_ty, hashes, 0, g));
+      B.CreateStore(kb_.i64(p_.groups[g].heap_bytes), B.CreateConstGEP2_64(heap_ty, heap, 0, g));
+      B.CreateStore(B.getInt32(p_.groups[g].n_pes), B.CreateConstGEP2_64(npes_ty, npes, 0, g));
+      B.CreateStore(B.CreateGlobalStringPtr(p_.groups[g].name),
+                    B.CreateConstGEP2_64(names_ty, names, 0, g));
+      B.CreateStore(B.CreateGlobalStringPtr(p_.groups[g].where),
+                    B.CreateConstGEP2_64(names_ty, wheres, 0, g));
+      B.CreateStore(B.CreateGlobalStringPtr(p_.groups[g].layout),
+                    B.CreateConstGEP2_64(names_ty, layouts, 0, g));
+    }
+    LV *st = kb_.call_rt("pto_rt_kernel_enter", B.getInt32Ty(),
+                         {kb_.ctx_arg(), hashes, B.getInt32(static_cast<int>(ng)), heap, npes,
+                          names, wheres, layouts});
+    kb_.ret_if_error(st);
+  }
+
+  // ---- regions -------------------------------------------------------------------------------
+  void emit_region(const std::vector<Op> &ops) {
+    const auto &items = plan_.regions.at(&ops);
+    for (size_t k = 0; k < items.size(); ++k) {
+      const auto &item = items[k];
+      if (item.group >= 0) {
+        const FusedGroup &g = plan_.groups[static_cast<size_t>(item.group)];
+        LV *t0 = kb_.call_rt("pto_rt_trace_now", B.getInt64Ty(), {kb_.ctx_arg()});
+        lower_fused_group(kb_, plan_, item.group, scratch_);
+        kb_.call_rt("pto_rt_trace_op", B.getVoidTy(),
+                    {kb_.ctx_arg(), B.getInt32(kb_.site_of(*g.ops.front())),
+                     B.getInt32(static_cast<int>(g.ops.size())), t0});
+        continue;
+      }
+      const Op &op = *item.op;
+      kb_.set_current_site(kb_.site_of(op));
+      if (k + 1 < items.size() && items[k + 1].op && shmem_pipelines(op, *items[k + 1].op)) {
+        lower_shmem_pipelined(kb_, op, *items[k + 1].op);
+        ++k;
+        continue;
+      }
+      emit_op(op);
+    }
+  }
+
+  /// An op lowered on its own (not fused).
+  void emit_op(const Op &op) {
+    // Standalone compute ops (matmul, movement, axis reductions) get a timeline event; the
+    // runtime traces shmem calls itself.
+    const auto family = ir::op_info(op.kind).family;
+    const bool traced =
+        family != OpFamily::Shmem && family != OpFamily::Control && family != OpFamily::Check;
+    LV *t0 = traced ? kb_.call_rt("pto_rt_trace_now", B.getInt64Ty(), {kb_.ctx_arg()}) : nullptr;
+    switch (op.kind) {
+    case OpKind::Check:
+      emit_check(op);
+      break;
+    case OpKind::Loop:
+      emit_loop(op);
+      break;
+    case OpKind::Paths:
+      emit_paths(op);
+      break;
+    case OpKind::Sum:
+    case OpKind::Amax:
+    case OpKind::Amin:
+    case OpKind::Prod:
+      lower_reduce_axis(kb_, op);
+      break;
+    case OpKind::Matmul:
+      lower_matmul(kb_, op);
+      break;
+    case OpKind::ShmemPut:
+      lower_put(kb_, op);
+      break;
+    case OpKind::ShmemGet:
+      lower_get(kb_, op);
+      break;
+    case OpKind::ShmemSignal:
+    case OpKind::ShmemWaitUntil:
+      lower_signal_wait(kb_, op);
+      break;
+    case OpKind::ShmemClearData:
+      lower_clear(kb_, op);
+      break;
+    case OpKind::ShmemClearSignal:
+      lower_clear_signal(kb_, op);
+      break;
+    case OpKind::Nop:
+      break;
+    default:
+      if (ir::op_info(op.kind).family == OpFamily::Standalone) {
+        lower_standalone(kb_, op);
+        break;
+      }
+      if (ir::op_info(op.kind).family == OpFamily::Library) {
+        lower_library(kb_, op);
+        break;
+      }
+      throw InternalError(op.where, ir::op_info(op.kind).name,
+                          "op was not fused and has no standalone lowering (a ptojit bug)");
+    }
+    if (traced)
+      kb_.call_rt("pto_rt_trace_op", B.getVoidTy(),
+                  {kb_.ctx_arg(), B.getInt32(kb_.site_of(op)), B.getInt32(1), t0});
+  }
+
+  /// pto::loop: bounds evaluated once at entry, then an LLVM loop over the body.
+  void emit_loop(const Op &op) {
+    LV *start = loop_bound(op.start, "start"), *stop = loop_bound(op.stop, "stop");
+    LV *step = loop_bound(op.step, "step");
+    // A run-time step <= 0 runs no iteration (documented in control.h).
+    stop = B.CreateSelect(B.CreateICmpSGT(step, kb_.i64(0)), stop, start);
+    kb_.bind_loop(op.loop_id, start, stop, step);
+    kb_.for_loop(
+        start, stop, step,
+        [&](LV *i) {
+          kb_.bind_loop_index(op.loop_id, i);
+          emit_region(op.body);
+        },
+        "loop");
+  }
+
+  /// A loop bound evaluated at loop entry: its overflow is a RuntimeError at the loop's line.
+  LV *loop_bound(const SymbolicScalar &s, const char *which) {
+    LV *over = nullptr;
+    LV *v = kb_.sym_checked(s, over);
+    if (!s.is_concrete())
+      kb_.fail_msg_if(over, PTO_ERROR_RUNTIME, kb_.current_site(), loop_bound_overflow(which, s));
+    return v;
+  }
+
+  /// PyPTO path dispatch: guards are evaluated at body entry, before any path runs (they are
+  /// disjoint by construction); the first that holds runs.
+  void emit_paths(const Op &op) {
+    auto *done = kb_.block("paths.end");
+    for (auto &path : op.paths) {
+      kb_.set_current_site(kb_.site_of(op));
+      LV *g = kb_.sym(path.guard);
+      auto *run = kb_.block("path");
+      auto *next = kb_.block("path.next");
+      B.CreateCondBr(B.CreateICmpNE(g, kb_.i64(0)), run, next);
+      B.SetInsertPoint(run);
+      emit_region(path.body);
+      B.CreateBr(done);
+      B.SetInsertPoint(next);
+    }
+    B.CreateBr(done);
+    B.SetInsertPoint(done);
+  }
+
+  /// A run-time requirement (OpKind::Check): unless `holds`, pass the evaluated `args` to
+  /// pto_rt_check_fail (the interpreter's failure path too) and return its status.
+  void emit_check(const Op &op) {
+    auto *bad = kb_.block("check.fail");
+    auto *cont = kb_.block("check.ok");
+    // A condition whose arithmetic overflows is a failure of its own (as in the interpreter):
+    // a wrapped offset could land back in range.
+    LV *over = nullptr;
+    LV *holds = B.CreateICmpNE(kb_.sym_checked(op.holds, over), kb_.i64(0));
+    if (!op.holds.is_concrete())
+      kb_.fail_msg_if(over, check_error_class(op), kb_.current_site(), check_overflow(op.holds));
+    B.CreateCondBr(holds, cont, bad, kb_.likely());
+    B.SetInsertPoint(bad);
+    const uint64_t n = op.args.size();
+    auto *arr_ty = llvm::ArrayType::get(B.getInt64Ty(), n == 0 ? 1 : n);
+    LV *arr = kb_.entry_alloca(arr_ty, "check_args");
+    for (uint64_t k = 0; k < n; ++k)
+      B.CreateStore(kb_.sym(op.args[k]), B.CreateConstGEP2_64(arr_ty, arr, 0, k));
+    LV *st = kb_.call_rt(
+        "pto_rt_check_fail", B.getInt32Ty(),
+        {kb_.ctx_arg(), B.getInt32(kb_.current_site()), B.getInt32(check_error_class(op)),
+         B.CreateGlobalStringPtr(op.message), B.CreateConstGEP2_64(arr_ty, arr, 0, 0),
+         kb_.i64(static_cast<int64_t>(n))});
+    B.CreateRet(st);
+    B.SetInsertPoint(cont);
+  }
+};
+
+class LlvmExecutable : public Executable {
+public:
+  LlvmExecutable(std::unique_ptr<JitModule> m, std::vector<std::string> sites)
+      : mod_(std::move(m)) {
+    sites_ = std::move(sites);
+    fn_ = reinterpret_cast<Fn>(mod_->entry());
+    code_bytes = mod_->code_bytes();
+  }
+  int32_t run(pto_ctx *ctx, void *const *args, const int64_t *dims) const override {
+    return fn_(ctx, args, dims);
+  }
+
+private:
+  using Fn = int32_t (*)(pto_ctx *, void *const *, const int64_t *);
+  std::unique_ptr<JitModule> mod_;
+  Fn fn_ = nullptr;
+};
+
+} // namespace
+
+std::shared_ptr<const Executable>
+build_llvm_executable(const ir::Program &p, const CompileOptions &opts, const StageDump &dump) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  auto mod = std::make_unique<llvm::Module>(p.name, *ctx);
+  try {
+    Lowering(p, opts, *ctx, *mod).run();
+  } catch (...) {
+    mod.reset(); // the module must die before its context
+    throw;
+  }
+  auto jm = jit_compile(std::move(ctx), std::move(mod), dump);
+  auto exe = std::make_shared<LlvmExecutable>(std::move(jm), site_table(p));
+  exe->compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return exe;
+}
+
+} // namespace pto::codegen
