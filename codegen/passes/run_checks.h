@@ -38,8 +38,7 @@ inline std::string check_overflow(const SymbolicScalar &holds) {
 /// The pto_error_class a failing Check op raises, for its message and for check_overflow
 /// (ir::Op::check_error: ShapeError, or DistributedError for shmem windows and PEs).
 inline int32_t check_error_class(const ir::Op &check) {
-  return check.check_error == ir::CheckError::Distributed ? PTO_ERROR_DISTRIBUTED
-                                                          : PTO_ERROR_SHAPE;
+  return check.check_error == ir::CheckError::Distributed ? PTO_ERROR_DISTRIBUTED : PTO_ERROR_SHAPE;
 }
 
 } // namespace pto::codegen

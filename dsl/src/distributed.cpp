@@ -89,9 +89,7 @@ void check_pe(Recorder &r, const SymbolicScalar &pe, int n_pes, const char *what
                        {pe}, op, loc, ir::CheckError::Distributed);
 }
 
-std::vector<SymbolicScalar> sym_dims(const std::vector<int64_t> &d) {
-  return {d.begin(), d.end()};
-}
+std::vector<SymbolicScalar> sym_dims(const std::vector<int64_t> &d) { return {d.begin(), d.end()}; }
 
 /// How messages name the window `t` of shmem tensor `s`: its whole data or a view of it.
 std::string window_phrase(const ir::ShmemInfo &s, const ShmemTensor &t) {

@@ -141,8 +141,8 @@ TEST_CASE("shmem_view: a run-time window outside its buffer or parent view is re
     const char *want;
   };
   const Case cases[] = {
-      {"past the end", 6, false, "window [6, 10) of dim 1 exceeds the size 8 of the shmem data "
-                                 "[2, 8]"},
+      {"past the end", 6, false,
+       "window [6, 10) of dim 1 exceeds the size 8 of the shmem data [2, 8]"},
       {"negative", -1, false, "offset -1 of dim 1 is negative"},
       {"huge", INT64_MAX, false, "window [9223372036854775807, 9223372036854775811) of dim 1"},
       // Inside the buffer (cols 5..6) but not inside the view it is made from (cols 2..5).
@@ -219,8 +219,8 @@ TEST_CASE("shmem PE numbers known at run time are checked by the op that takes t
   };
   const Case cases[] = {
       {"shmem_put", 2, "dst_pe 2 is out of range [0, 2) for group 'world'"},
-      {"shmem_put", INT64_MIN, "dst_pe -9223372036854775808 is out of range [0, 2) for group "
-                               "'world'"},
+      {"shmem_put", INT64_MIN,
+       "dst_pe -9223372036854775808 is out of range [0, 2) for group 'world'"},
       {"shmem_get", -1, "src_pe -1 is out of range [0, 2) for group 'world'"},
       {"shmem_signal", 7, "target_pe 7 is out of range [0, 2) for group 'world'"},
   };

@@ -177,7 +177,8 @@ TEST_CASE("signal/wait misuse found in review: misaligned windows, run-time src_
                            auto v = dist::shmem_view(t, {8, 16}, {me * 12, 0});
                            pto::assemble(dist::shmem_get(v, me, {.pred = {x}}), {0, 0}, x);
                          }),
-                         Contains("shmem_view: window [12, 20) of dim 0 exceeds the size 16"), pto::DistributedError);
+                         Contains("shmem_view: window [12, 20) of dim 0 exceeds the size 16"),
+                         pto::DistributedError);
   }
 }
 

@@ -554,8 +554,7 @@ void Gen::window() {
   const Scal os[2] = {o0, o1}, as[2] = {a0, a1};
   if (valid)
     for (size_t d = 0; d < 2; ++d) // each entry in [0, shape[d]]
-      check(fits(0, (*valid)[d].v, vshape[d]), (*valid)[d].rt(), "ShapeError", "view",
-            "valid-bad");
+      check(fits(0, (*valid)[d].v, vshape[d]), (*valid)[d].rt(), "ShapeError", "view", "valid-bad");
   // The view declares its valid_shape when given, else its whole shape; it must lie in x.
   i128 ext[2] = {h, w};
   for (size_t d = 0; d < 2; ++d) {
@@ -582,8 +581,8 @@ void Gen::window() {
     if (!valid)
       ext[d] = std::min<i128>(std::max<i128>(i128{xshape[d]} - o.v, 0), vshape[d]);
     check(a.v >= 0, a.rt(), "ShapeError", "assemble", "assemble-outside");
-    check(a.v < 0 || ext[d] == 0 || i128{a.v} + ext[d] <= yshape[d], a.rt() || ext_rt,
-          "ShapeError", "assemble", "assemble-outside");
+    check(a.v < 0 || ext[d] == 0 || i128{a.v} + ext[d] <= yshape[d], a.rt() || ext_rt, "ShapeError",
+          "assemble", "assemble-outside");
     any_rt = any_rt || a.rt() || o.rt() || ext_rt;
   }
   resolve(any_rt || dyn);

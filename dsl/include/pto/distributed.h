@@ -118,9 +118,9 @@ struct SignalOptions {
 /// (row `src_pe`, tile) in the signal memory of PE `target_pe`, as PyPTO `shmem_signal` and the
 /// slot model of reference §6.3. `src_pe` names a slot row, not the sender: by convention the
 /// sender passes the receiver's PE as both src_pe and target_pe, and the receiver waits with
-/// src_pe = my_symbolic_pe (see docs/distributed.md). The matching wait must use the same window and tile. Release
-/// ordering: puts issued earlier by this PE are visible before the signal is. src_pe and
-/// target_pe outside [0, n_pes) are DistributedErrors (the checks above).
+/// src_pe = my_symbolic_pe (see docs/distributed.md). The matching wait must use the same window
+/// and tile. Release ordering: puts issued earlier by this PE are visible before the signal is.
+/// src_pe and target_pe outside [0, n_pes) are DistributedErrors (the checks above).
 Tensor shmem_signal(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t signal,
                     const SymbolicScalar &target_pe, SignalOptions opts = {},
                     SrcLoc loc = SrcLoc::current());
