@@ -449,13 +449,13 @@ int32_t Run::check(const Op &op) {
   if (int32_t st = eval(op.holds, holds, &overflow))
     return st;
   if (overflow)
-    return pto_rt_fail_msg(ctx_, PTO_ERROR_SHAPE, site_, check_overflow(op.holds).c_str());
+    return pto_rt_fail_msg(ctx_, check_error_class(op), site_, check_overflow(op.holds).c_str());
   if (holds != 0)
     return PTO_OK;
   std::vector<int64_t> args;
   if (int32_t st = eval_all(op.args, args))
     return st;
-  return pto_rt_check_fail(ctx_, site_, op.message.c_str(), args.data(),
+  return pto_rt_check_fail(ctx_, site_, check_error_class(op), op.message.c_str(), args.data(),
                            static_cast<int64_t>(args.size()));
 }
 

@@ -269,7 +269,7 @@ private:
     LV *over = nullptr;
     LV *holds = B.CreateICmpNE(kb_.sym_checked(op.holds, over), kb_.i64(0));
     if (!op.holds.is_concrete())
-      kb_.fail_msg_if(over, PTO_ERROR_SHAPE, kb_.current_site(), check_overflow(op.holds));
+      kb_.fail_msg_if(over, check_error_class(op), kb_.current_site(), check_overflow(op.holds));
     B.CreateCondBr(holds, cont, bad, kb_.likely());
     B.SetInsertPoint(bad);
     const uint64_t n = op.args.size();
@@ -277,10 +277,11 @@ private:
     LV *arr = kb_.entry_alloca(arr_ty, "check_args");
     for (uint64_t k = 0; k < n; ++k)
       B.CreateStore(kb_.sym(op.args[k]), B.CreateConstGEP2_64(arr_ty, arr, 0, k));
-    LV *st = kb_.call_rt(
-        "pto_rt_check_fail", B.getInt32Ty(),
-        {kb_.ctx_arg(), B.getInt32(kb_.current_site()), B.CreateGlobalStringPtr(op.message),
-         B.CreateConstGEP2_64(arr_ty, arr, 0, 0), kb_.i64(static_cast<int64_t>(n))});
+    LV *st =
+        kb_.call_rt("pto_rt_check_fail", B.getInt32Ty(),
+                    {kb_.ctx_arg(), B.getInt32(kb_.current_site()),
+                     B.getInt32(check_error_class(op)), B.CreateGlobalStringPtr(op.message),
+                     B.CreateConstGEP2_64(arr_ty, arr, 0, 0), kb_.i64(static_cast<int64_t>(n))});
     B.CreateRet(st);
     B.SetInsertPoint(cont);
   }
