@@ -167,28 +167,30 @@ void KernelBuilder::for_loop(LV *start, LV *end, LV *step, const std::function<v
 
 void KernelBuilder::if_then(LV *cond, const std::function<void()> &then,
                             const llvm::Twine &then_name, const llvm::Twine &end_name) {
-  auto *yes = block(then_name);
-  auto *done = block(end_name);
-  builder_.CreateCondBr(cond, yes, done);
-  builder_.SetInsertPoint(yes);
-  then();
-  builder_.CreateBr(done);
-  builder_.SetInsertPoint(done);
+  branch(cond, then, nullptr, then_name, nullptr, end_name);
 }
 
 void KernelBuilder::if_else(LV *cond, const std::function<void()> &then,
                             const std::function<void()> &otherwise, const llvm::Twine &then_name,
                             const llvm::Twine &else_name, const llvm::Twine &join_name) {
+  branch(cond, then, &otherwise, then_name, &else_name, join_name);
+}
+
+void KernelBuilder::branch(LV *cond, const std::function<void()> &then,
+                           const std::function<void()> *otherwise, const llvm::Twine &then_name,
+                           const llvm::Twine *else_name, const llvm::Twine &join_name) {
   auto *t = block(then_name);
-  auto *f = block(else_name);
+  auto *f = otherwise ? block(*else_name) : nullptr;
   auto *j = block(join_name);
-  builder_.CreateCondBr(cond, t, f);
+  builder_.CreateCondBr(cond, t, f ? f : j);
   builder_.SetInsertPoint(t);
   then();
   builder_.CreateBr(j);
-  builder_.SetInsertPoint(f);
-  otherwise();
-  builder_.CreateBr(j);
+  if (f) {
+    builder_.SetInsertPoint(f);
+    (*otherwise)();
+    builder_.CreateBr(j);
+  }
   builder_.SetInsertPoint(j);
 }
 

@@ -152,6 +152,10 @@ private:
     llvm::Value *start = nullptr, *stop = nullptr, *step = nullptr; ///< as evaluated at entry
   };
 
+  /// if_then (otherwise null) and if_else.
+  void branch(llvm::Value *cond, const std::function<void()> &then,
+              const std::function<void()> *otherwise, const llvm::Twine &then_name,
+              const llvm::Twine *else_name, const llvm::Twine &join_name);
   llvm::Value *emit_call_rt(llvm::IRBuilderBase &at, const char *name, llvm::Type *ret,
                             std::vector<llvm::Value *> args);
   // lower_symbolic.cpp
