@@ -194,6 +194,16 @@ void KernelBuilder::branch(LV *cond, const std::function<void()> &then,
   builder_.SetInsertPoint(j);
 }
 
+LV *KernelBuilder::join_phi(llvm::BasicBlock *join, LV *a, llvm::BasicBlock *from, LV *b) {
+  auto *end = builder_.GetInsertBlock();
+  builder_.CreateBr(join);
+  builder_.SetInsertPoint(join);
+  auto *phi = builder_.CreatePHI(a->getType(), 2);
+  phi->addIncoming(a, from);
+  phi->addIncoming(b, end);
+  return phi;
+}
+
 void KernelBuilder::ret_if_error(LV *status) {
   auto *bad = block("rt_err");
   auto *ok = block("rt_ok");

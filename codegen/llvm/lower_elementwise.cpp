@@ -53,13 +53,7 @@ LV *patch_rare_lanes(KernelBuilder &kb, LV *rare, LV *base, const std::function<
   B.CreateCondBr(B.CreateOrReduce(rare), slow, join, kb.unlikely());
   B.SetInsertPoint(slow);
   LV *fixed = B.CreateSelect(rare, fix(), base);
-  auto *slow_end = B.GetInsertBlock();
-  B.CreateBr(join);
-  B.SetInsertPoint(join);
-  auto *phi = B.CreatePHI(base->getType(), 2);
-  phi->addIncoming(base, pre);
-  phi->addIncoming(fixed, slow_end);
-  return phi;
+  return kb.join_phi(join, base, pre, fixed);
 }
 
 /// `base`, with the lanes where `rare` holds replaced by `scalar(lane values of args)`, one

@@ -242,7 +242,7 @@ private:
     } else {
       LV *r = nz(pop());
       memo_.pop_back();
-      LV *phi = join(f.join, B.getInt1(e.op == SymOp::Or), f.from, r);
+      LV *phi = kb_.join_phi(f.join, B.getInt1(e.op == SymOp::Or), f.from, r);
       done(B.CreateZExt(phi, B.getInt64Ty()));
     }
   }
@@ -270,7 +270,7 @@ private:
     } else {
       LV *b = pop();
       memo_.pop_back();
-      done(join(f.join, f.first, f.from, b));
+      done(kb_.join_phi(f.join, f.first, f.from, b));
     }
   }
 
@@ -298,16 +298,6 @@ private:
   }
   void push(const std::shared_ptr<const SymExpr> &p) { stack_.push_back(Frame{p.get()}); }
   LV *nz(LV *v) { return B.CreateICmpNE(v, kb_.i64(0)); }
-  /// Ends the current branch at `join`: the phi of `a` (from block `from`) and `b` (from here).
-  LV *join(llvm::BasicBlock *join, LV *a, llvm::BasicBlock *from, LV *b) {
-    auto *end = B.GetInsertBlock();
-    B.CreateBr(join);
-    B.SetInsertPoint(join);
-    auto *phi = B.CreatePHI(a->getType(), 2);
-    phi->addIncoming(a, from);
-    phi->addIncoming(b, end);
-    return phi;
-  }
   /// Enters a branch: a new memo scope.
   void branch_to(llvm::BasicBlock *bb) {
     B.SetInsertPoint(bb);
