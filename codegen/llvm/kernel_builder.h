@@ -5,8 +5,7 @@
 // evaluator (sym, sym_checked), the addresses of values in memory (addr), the run-time failure
 // paths (fail_unless, fail_msg_if, ret_if_error), entry-block allocas, counted loops and calls into
 // the runtime (call_rt). The lowering of each op family (lower_*.cpp) takes a KernelBuilder&; none
-// keeps a copy of this state. Lowerings name their reference to the builder `B`, as LLVM's own
-// code does.
+// keeps a copy of this state. Lowerings name the builder `B`, as LLVM's own code does.
 #pragma once
 
 #include "pto/ir/program.h"
@@ -50,14 +49,14 @@ public:
   const ir::Program &program() const { return p_; }
   const ir::Value &value(ir::ValueId id) const { return p_.value(id); }
   const CompileOptions &options() const { return opts_; }
-  llvm::IRBuilder<> &builder() { return builder_; }
-  llvm::Module &module() { return module_; }
-  llvm::LLVMContext &context() { return context_; }
-  llvm::Function *function() const { return function_; }
+  llvm::IRBuilder<> &builder() { return B; }
+  llvm::Module &module() { return M; }
+  llvm::LLVMContext &context() { return C; }
+  llvm::Function *function() const { return F; }
   /// The kernel's pto_ctx* argument, passed to every runtime call.
   llvm::Value *ctx_arg() const { return ctx_; }
   /// W, the lanes of the fused passes' vectors (CompileOptions::vector_lanes).
-  int lanes() const { return lanes_; }
+  int lanes() const { return W; }
   /// Features of the CPU the code is compiled for (host_target()): they choose SLEEF variants
   /// and intrinsics.
   bool has_avx512f() const;
@@ -132,7 +131,7 @@ public:
   llvm::MDNode *unlikely();
 
   // ---- values --------------------------------------------------------------------------------
-  llvm::Value *i64(int64_t v) { return builder_.getInt64(static_cast<uint64_t>(v)); }
+  llvm::Value *i64(int64_t v) { return B.getInt64(static_cast<uint64_t>(v)); }
   llvm::Value *smin(llvm::Value *a, llvm::Value *b);
   llvm::Value *smax(llvm::Value *a, llvm::Value *b);
   /// <W x elem>.
@@ -172,11 +171,11 @@ private:
 
   const ir::Program &p_;
   const CompileOptions &opts_;
-  llvm::LLVMContext &context_;
-  llvm::Module &module_;
-  llvm::IRBuilder<> builder_;
-  const int lanes_;
-  llvm::Function *function_ = nullptr;
+  llvm::LLVMContext &C;
+  llvm::Module &M;
+  llvm::IRBuilder<> B;
+  const int W;
+  llvm::Function *F = nullptr;
   llvm::Value *ctx_ = nullptr, *args_ = nullptr, *dims_ = nullptr;
   llvm::Instruction *alloca_point_ = nullptr;
   std::map<const ir::Op *, int> site_;

@@ -30,9 +30,8 @@ LV *KernelBuilder::symbol_value(const SymExpr &e, const std::vector<LV *> &idx) 
     int64_t off = 0;
     for (int64_t q = 0; q < e.a; ++q)
       off += static_cast<int64_t>(p_.value(p_.params[static_cast<size_t>(q)]).shape.size());
-    return builder_.CreateLoad(builder_.getInt64Ty(),
-                               builder_.CreateConstGEP1_64(builder_.getInt64Ty(), dims_,
-                                                           static_cast<uint64_t>(off + e.b)));
+    return B.CreateLoad(B.getInt64Ty(), B.CreateConstGEP1_64(B.getInt64Ty(), dims_,
+                                                             static_cast<uint64_t>(off + e.b)));
   }
   case SymKind::MyPe:
     return my_pe_.at(e.a);
@@ -40,17 +39,15 @@ LV *KernelBuilder::symbol_value(const SymExpr &e, const std::vector<LV *> &idx) 
     return read_element(e, idx);
   case SymKind::LoopBegin: {
     const LoopBounds &lb = loop_bounds_.at(e.a);
-    return builder_.CreateZExt(builder_.CreateICmpEQ(loop_index_.at(e.a), lb.start),
-                               builder_.getInt64Ty());
+    return B.CreateZExt(B.CreateICmpEQ(loop_index_.at(e.a), lb.start), B.getInt64Ty());
   }
   case SymKind::LoopEnd: { // the next index reaches stop, or overflows
     const LoopBounds &lb = loop_bounds_.at(e.a);
-    LV *next = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_with_overflow,
-                                              loop_index_.at(e.a), lb.step);
-    LV *last =
-        builder_.CreateOr(builder_.CreateExtractValue(next, 1),
-                          builder_.CreateICmpSGE(builder_.CreateExtractValue(next, 0), lb.stop));
-    return builder_.CreateZExt(last, builder_.getInt64Ty());
+    LV *next =
+        B.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_with_overflow, loop_index_.at(e.a), lb.step);
+    LV *last = B.CreateOr(B.CreateExtractValue(next, 1),
+                          B.CreateICmpSGE(B.CreateExtractValue(next, 0), lb.stop));
+    return B.CreateZExt(last, B.getInt64Ty());
   }
   case SymKind::Named:
     break;
@@ -61,8 +58,8 @@ LV *KernelBuilder::symbol_value(const SymExpr &e, const std::vector<LV *> &idx) 
 
 /// `op(a...)` on i64 operands (no short-circuit: every operand is evaluated).
 LV *KernelBuilder::sym_op(SymOp op, const std::vector<LV *> &a) {
-  auto b01 = [&](LV *c) { return builder_.CreateZExt(c, builder_.getInt64Ty()); };
-  auto nz = [&](LV *v) { return builder_.CreateICmpNE(v, i64(0)); };
+  auto b01 = [&](LV *c) { return B.CreateZExt(c, B.getInt64Ty()); };
+  auto nz = [&](LV *v) { return B.CreateICmpNE(v, i64(0)); };
   switch (op) {
   case SymOp::Add:
     return arith(llvm::Intrinsic::sadd_with_overflow, a[0], a[1]);
@@ -74,41 +71,40 @@ LV *KernelBuilder::sym_op(SymOp op, const std::vector<LV *> &a) {
   case SymOp::Mod: {
     fail_unless(nz(a[1]), kFailDivZero, a[0], a[1]);
     // x / -1 as a negation keeps INT64_MIN / -1 defined (wraps, as the folder does).
-    LV *minus1 = builder_.CreateICmpEQ(a[1], i64(-1));
+    LV *minus1 = B.CreateICmpEQ(a[1], i64(-1));
     if (overflow_ && op == SymOp::Div)
-      note_overflow(builder_.CreateAnd(minus1, builder_.CreateICmpEQ(a[0], i64(INT64_MIN))));
-    LV *safe = builder_.CreateSelect(minus1, i64(1), a[1]);
+      note_overflow(B.CreateAnd(minus1, B.CreateICmpEQ(a[0], i64(INT64_MIN))));
+    LV *safe = B.CreateSelect(minus1, i64(1), a[1]);
     if (op == SymOp::Div)
-      return builder_.CreateSelect(minus1, builder_.CreateNeg(a[0]),
-                                   builder_.CreateSDiv(a[0], safe));
-    return builder_.CreateSelect(minus1, i64(0), builder_.CreateSRem(a[0], safe));
+      return B.CreateSelect(minus1, B.CreateNeg(a[0]), B.CreateSDiv(a[0], safe));
+    return B.CreateSelect(minus1, i64(0), B.CreateSRem(a[0], safe));
   }
   case SymOp::Min:
     return smin(a[0], a[1]);
   case SymOp::Max:
     return smax(a[0], a[1]);
   case SymOp::Eq:
-    return b01(builder_.CreateICmpEQ(a[0], a[1]));
+    return b01(B.CreateICmpEQ(a[0], a[1]));
   case SymOp::Ne:
-    return b01(builder_.CreateICmpNE(a[0], a[1]));
+    return b01(B.CreateICmpNE(a[0], a[1]));
   case SymOp::Lt:
-    return b01(builder_.CreateICmpSLT(a[0], a[1]));
+    return b01(B.CreateICmpSLT(a[0], a[1]));
   case SymOp::Le:
-    return b01(builder_.CreateICmpSLE(a[0], a[1]));
+    return b01(B.CreateICmpSLE(a[0], a[1]));
   case SymOp::Gt:
-    return b01(builder_.CreateICmpSGT(a[0], a[1]));
+    return b01(B.CreateICmpSGT(a[0], a[1]));
   case SymOp::Ge:
-    return b01(builder_.CreateICmpSGE(a[0], a[1]));
+    return b01(B.CreateICmpSGE(a[0], a[1]));
   case SymOp::And:
-    return b01(builder_.CreateAnd(nz(a[0]), nz(a[1])));
+    return b01(B.CreateAnd(nz(a[0]), nz(a[1])));
   case SymOp::Or:
-    return b01(builder_.CreateOr(nz(a[0]), nz(a[1])));
+    return b01(B.CreateOr(nz(a[0]), nz(a[1])));
   case SymOp::Neg:
     return arith(llvm::Intrinsic::ssub_with_overflow, i64(0), a[0]);
   case SymOp::Not:
-    return b01(builder_.CreateICmpEQ(a[0], i64(0)));
+    return b01(B.CreateICmpEQ(a[0], i64(0)));
   case SymOp::Select:
-    return builder_.CreateSelect(nz(a[0]), a[1], a[2]);
+    return B.CreateSelect(nz(a[0]), a[1], a[2]);
   }
   return i64(0);
 }
@@ -118,36 +114,36 @@ LV *KernelBuilder::arith(llvm::Intrinsic::ID id, LV *a, LV *b) {
   if (!overflow_) {
     switch (id) {
     case llvm::Intrinsic::sadd_with_overflow:
-      return builder_.CreateAdd(a, b);
+      return B.CreateAdd(a, b);
     case llvm::Intrinsic::ssub_with_overflow:
-      return builder_.CreateSub(a, b);
+      return B.CreateSub(a, b);
     default:
-      return builder_.CreateMul(a, b);
+      return B.CreateMul(a, b);
     }
   }
-  LV *r = builder_.CreateBinaryIntrinsic(id, a, b);
-  note_overflow(builder_.CreateExtractValue(r, 1));
-  return builder_.CreateExtractValue(r, 0);
+  LV *r = B.CreateBinaryIntrinsic(id, a, b);
+  note_overflow(B.CreateExtractValue(r, 1));
+  return B.CreateExtractValue(r, 0);
 }
 /// ORs `bit` into sym_checked's flag. The flag lives in memory (volatile), not in a chain of
 /// SSA `or`s: a chain would not dominate the code after a short-circuit branch of sym(), and
 /// LLVM's jump threading recurses once per link (a 30000-term bound overflowed its stack).
 void KernelBuilder::note_overflow(LV *bit) {
-  LV *old = builder_.CreateLoad(builder_.getInt1Ty(), overflow_, /*isVolatile=*/true);
-  builder_.CreateStore(builder_.CreateOr(old, bit), overflow_, /*isVolatile=*/true);
+  LV *old = B.CreateLoad(B.getInt1Ty(), overflow_, /*isVolatile=*/true);
+  B.CreateStore(B.CreateOr(old, bit), overflow_, /*isVolatile=*/true);
 }
 
 /// sym(s), plus an i1 in `over` that is true when any +, -, *, unary - or / of s overflowed
 /// int64 (as evaluate(..., &overflow) in the interpreter).
 LV *KernelBuilder::sym_checked(const SymbolicScalar &s, LV *&over) {
   if (!overflow_slot_)
-    overflow_slot_ = entry_alloca(builder_.getInt1Ty(), "sym_overflow");
-  builder_.CreateStore(builder_.getFalse(), overflow_slot_, /*isVolatile=*/true);
+    overflow_slot_ = entry_alloca(B.getInt1Ty(), "sym_overflow");
+  B.CreateStore(B.getFalse(), overflow_slot_, /*isVolatile=*/true);
   LV *saved = overflow_;
   overflow_ = overflow_slot_;
   LV *v = sym(s);
   overflow_ = saved;
-  over = builder_.CreateLoad(builder_.getInt1Ty(), overflow_slot_, /*isVolatile=*/true);
+  over = B.CreateLoad(B.getInt1Ty(), overflow_slot_, /*isVolatile=*/true);
   return v;
 }
 /// Emits one symbolic expression as an i64. A stack machine (no recursion, so expressions of any
@@ -324,11 +320,11 @@ LV *KernelBuilder::read_element(const SymExpr &e, const std::vector<LV *> &idx) 
   for (size_t d = 0; d < e.args.size(); ++d) {
     LV *i = idx[d];
     LV *dim = sym(v.shape[d]);
-    fail_unless(builder_.CreateICmpULT(i, dim), kFailIndex, i, dim);
+    fail_unless(B.CreateICmpULT(i, dim), kFailIndex, i, dim);
     if (v.kind == ValueKind::View) {
-      LV *at = builder_.CreateAdd(sym(v.offsets[d]), i);
+      LV *at = B.CreateAdd(sym(v.offsets[d]), i);
       LV *root_dim = sym(root.shape[d]);
-      fail_unless(builder_.CreateICmpULT(at, root_dim), kFailIndex, at, root_dim);
+      fail_unless(B.CreateICmpULT(at, root_dim), kFailIndex, at, root_dim);
       i = at;
     }
     pos.push_back(i);
@@ -337,13 +333,12 @@ LV *KernelBuilder::read_element(const SymExpr &e, const std::vector<LV *> &idx) 
   std::vector<LV *> strides = strides_of(root.shape);
   LV *lin = i64(0);
   for (size_t d = 0; d < pos.size(); ++d)
-    lin = builder_.CreateAdd(lin, builder_.CreateMul(pos[d], strides[d]));
-  llvm::Type *st = storage_type(builder_, v.dtype);
-  LV *x = builder_.CreateLoad(st, builder_.CreateGEP(st, base, lin));
+    lin = B.CreateAdd(lin, B.CreateMul(pos[d], strides[d]));
+  llvm::Type *st = storage_type(B, v.dtype);
+  LV *x = B.CreateLoad(st, B.CreateGEP(st, base, lin));
   if (v.dtype == DT_BOOL)
-    return builder_.CreateZExt(builder_.CreateICmpNE(x, llvm::ConstantInt::get(st, 0)),
-                               builder_.getInt64Ty());
-  return to_i64(builder_, x, v.dtype);
+    return B.CreateZExt(B.CreateICmpNE(x, llvm::ConstantInt::get(st, 0)), B.getInt64Ty());
+  return to_i64(B, x, v.dtype);
 }
 
 } // namespace pto::codegen
