@@ -6,6 +6,7 @@
 #include "pto/error.h"
 
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
 
 #include <cmath>
 #include <string>
@@ -47,13 +48,22 @@ LV *is_inf(KernelBuilder &kb, LV *x) {
 LV *patch_rare_lanes(KernelBuilder &kb, LV *rare, LV *base, const std::function<LV *()> &fix,
                      const char *name) {
   auto &B = kb.builder();
+  auto &C = B.getContext();
+  llvm::Function *F = B.GetInsertBlock()->getParent();
   auto *pre = B.GetInsertBlock();
-  auto *slow = kb.block(std::string(name) + ".rare");
-  auto *join = kb.block(std::string(name) + ".join");
-  B.CreateCondBr(B.CreateOrReduce(rare), slow, join, kb.unlikely());
+  auto *slow = llvm::BasicBlock::Create(C, std::string(name) + ".rare", F);
+  auto *join = llvm::BasicBlock::Create(C, std::string(name) + ".join", F);
+  B.CreateCondBr(B.CreateOrReduce(rare), slow, join,
+                 llvm::MDBuilder(C).createBranchWeights(1, 1000));
   B.SetInsertPoint(slow);
   LV *fixed = B.CreateSelect(rare, fix(), base);
-  return kb.join_phi(join, base, pre, fixed);
+  auto *slow_end = B.GetInsertBlock();
+  B.CreateBr(join);
+  B.SetInsertPoint(join);
+  auto *phi = B.CreatePHI(base->getType(), 2);
+  phi->addIncoming(base, pre);
+  phi->addIncoming(fixed, slow_end);
+  return phi;
 }
 
 /// `base`, with the lanes where `rare` holds replaced by `scalar(lane values of args)`, one
@@ -63,14 +73,16 @@ LV *scalar_rare_lanes(KernelBuilder &kb, LV *rare, LV *base, const std::vector<L
                       const std::function<LV *(const std::vector<LV *> &)> &scalar,
                       const char *name) {
   auto &B = kb.builder();
+  auto &C = B.getContext();
   return patch_rare_lanes(
       kb, rare, base,
       [&] {
+        llvm::Function *F = B.GetInsertBlock()->getParent();
         auto *pre = B.GetInsertBlock();
-        auto *head = kb.block(std::string(name) + ".lane");
-        auto *call = kb.block(std::string(name) + ".call");
-        auto *latch = kb.block(std::string(name) + ".next");
-        auto *exit = kb.block(std::string(name) + ".done");
+        auto *head = llvm::BasicBlock::Create(C, std::string(name) + ".lane", F);
+        auto *call = llvm::BasicBlock::Create(C, std::string(name) + ".call", F);
+        auto *latch = llvm::BasicBlock::Create(C, std::string(name) + ".next", F);
+        auto *exit = llvm::BasicBlock::Create(C, std::string(name) + ".done", F);
         const auto n = llvm::cast<llvm::FixedVectorType>(base->getType())->getNumElements();
         B.CreateBr(head);
         B.SetInsertPoint(head);
@@ -276,15 +288,16 @@ LV *shift(KernelBuilder &kb, OpKind k, LV *a, LV *b, DataType dt) {
 
 /// A loop at B's insertion point that runs `step` while any lane of `live(state)` is true;
 /// `state` starts as `init` (one vector per entry). Leaves B at the exit; returns the final state.
-std::vector<LV *> while_any(KernelBuilder &kb, std::vector<LV *> init,
+std::vector<LV *> while_any(llvm::IRBuilder<> &B, std::vector<LV *> init,
                             const std::function<LV *(const std::vector<LV *> &)> &live,
                             const std::function<std::vector<LV *>(const std::vector<LV *> &)> &step,
                             const char *name) {
-  auto &B = kb.builder();
+  auto &C = B.getContext();
+  llvm::Function *F = B.GetInsertBlock()->getParent();
   auto *pre = B.GetInsertBlock();
-  auto *head = kb.block(std::string(name) + ".head");
-  auto *body = kb.block(std::string(name) + ".body");
-  auto *exit = kb.block(std::string(name) + ".exit");
+  auto *head = llvm::BasicBlock::Create(C, std::string(name) + ".head", F);
+  auto *body = llvm::BasicBlock::Create(C, std::string(name) + ".body", F);
+  auto *exit = llvm::BasicBlock::Create(C, std::string(name) + ".exit", F);
   B.CreateBr(head);
   B.SetInsertPoint(head);
   std::vector<LV *> state;
@@ -315,7 +328,7 @@ LV *int_pow(KernelBuilder &kb, LV *a, LV *b, DataType dt, LV *mask) {
   if (mask)
     e = B.CreateSelect(mask, e, zero);
   auto state = while_any(
-      kb, {ci(a, 1), a, e}, [&](const std::vector<LV *> &s) { return B.CreateICmpNE(s[2], zero); },
+      B, {ci(a, 1), a, e}, [&](const std::vector<LV *> &s) { return B.CreateICmpNE(s[2], zero); },
       [&](const std::vector<LV *> &s) {
         LV *bit = B.CreateICmpNE(B.CreateAnd(s[2], ci(b, 1)), zero);
         return std::vector<LV *>{B.CreateSelect(bit, B.CreateMul(s[0], s[1]), s[0]),
@@ -342,7 +355,7 @@ LV *int_gcd(KernelBuilder &kb, LV *a, LV *b, DataType dt, LV *mask) {
   if (mask)
     y = B.CreateSelect(mask, y, zero);
   auto state = while_any(
-      kb, {mag(a), y}, [&](const std::vector<LV *> &s) { return B.CreateICmpNE(s[1], zero); },
+      B, {mag(a), y}, [&](const std::vector<LV *> &s) { return B.CreateICmpNE(s[1], zero); },
       [&](const std::vector<LV *> &s) {
         LV *nz = B.CreateICmpNE(s[1], zero);
         LV *r = B.CreateURem(s[0], B.CreateSelect(nz, s[1], ci(b, 1)));
