@@ -14,6 +14,9 @@ namespace pto::codegen::interp {
 
 using ir::Op;
 using ir::OpKind;
+using U = ir::UnaryKind;
+using B = ir::BinaryKind;
+using R = ir::ReduceKind;
 
 namespace {
 
@@ -22,9 +25,16 @@ int64_t int_min(DataType dt) {
   case DT_INT8: return std::numeric_limits<int8_t>::min();
   case DT_INT16: return std::numeric_limits<int16_t>::min();
   case DT_INT32: return std::numeric_limits<int32_t>::min();
-  case DT_UINT8: return 0;
-  default: return std::numeric_limits<int64_t>::min();
+  case DT_UINT8:
+  case DT_BOOL: return 0;
+  case DT_INT64:
+  case DT_FP16:
+  case DT_BF16:
+  case DT_FP32:
+  case DT_DOUBLE:
+  PTO_CASE_UNSUPPORTED_DTYPES: break;
   }
+  return std::numeric_limits<int64_t>::min();
 }
 int64_t int_max(DataType dt) {
   switch (dt) {
@@ -32,8 +42,15 @@ int64_t int_max(DataType dt) {
   case DT_INT16: return std::numeric_limits<int16_t>::max();
   case DT_INT32: return std::numeric_limits<int32_t>::max();
   case DT_UINT8: return std::numeric_limits<uint8_t>::max();
-  default: return std::numeric_limits<int64_t>::max();
+  case DT_BOOL: return 1;
+  case DT_INT64:
+  case DT_FP16:
+  case DT_BF16:
+  case DT_FP32:
+  case DT_DOUBLE:
+  PTO_CASE_UNSUPPORTED_DTYPES: break;
   }
+  return std::numeric_limits<int64_t>::max();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -78,63 +95,64 @@ template <class C> C gelu_f(C x) {
 }
 
 /// A floating unary op in compute type C (float for fp16/bf16/fp32, double for DT_DOUBLE).
-/// Bool results are 1 or 0. Composite activations are computed in C and rounded once.
-template <class C> C unary_f(const Op &op, C x) {
-  const OpKind k = op.kind;
-  const C attr = op.scalar ? static_cast<C>(op.scalar->f) : C(0);
+/// Bool results are 1 or 0. Composite activations are computed in C and rounded once. `attr`:
+/// the op's scalar attribute (Elu's alpha, Lrelu's slope).
+template <class C> C unary_f(U k, C x, C attr) {
   switch (k) {
-  case OpKind::Neg: return -x;
-  case OpKind::Abs: return std::fabs(x);
-  case OpKind::Exp: return std::exp(x);
-  case OpKind::Log: return std::log(x);
-  case OpKind::Sqrt: return std::sqrt(x);
-  case OpKind::Rsqrt: return C(1) / std::sqrt(x);
-  case OpKind::Reciprocal: return C(1) / x;
-  case OpKind::Exp2: return std::exp2(x);
-  case OpKind::Expm1: return std::expm1(x);
-  case OpKind::Log2: return std::log2(x);
-  case OpKind::Log10: return std::log10(x);
-  case OpKind::Log1p: return std::log1p(x);
-  case OpKind::Sin: return std::sin(x);
-  case OpKind::Cos: return std::cos(x);
-  case OpKind::Tan: return std::tan(x);
-  case OpKind::Asin: return std::asin(x);
-  case OpKind::Acos: return std::acos(x);
-  case OpKind::Atan: return std::atan(x);
-  case OpKind::Sinh: return std::sinh(x);
-  case OpKind::Cosh: return std::cosh(x);
-  case OpKind::Tanh: return std::tanh(x);
-  case OpKind::Asinh: return std::asinh(x);
-  case OpKind::Acosh: return std::acosh(x);
-  case OpKind::Atanh: return std::atanh(x);
-  case OpKind::Erf: return std::erf(x);
-  case OpKind::Erfc: return std::erfc(x);
-  case OpKind::Cbrt: return std::cbrt(x);
-  case OpKind::Sigmoid: return sigmoid_f(x);
-  case OpKind::Softplus: return x > C(20) ? x : std::log1p(std::exp(x));
-  case OpKind::Softsign: return x / (C(1) + std::fabs(x));
-  case OpKind::Elu: return x > C(0) ? x : attr * std::expm1(x);
-  case OpKind::Gelu: return gelu_f(x);
-  case OpKind::GeluTanh: {
+  case U::Neg: return -x;
+  case U::Abs: return std::fabs(x);
+  case U::Exp: return std::exp(x);
+  case U::Log: return std::log(x);
+  case U::Sqrt: return std::sqrt(x);
+  case U::Rsqrt: return C(1) / std::sqrt(x);
+  case U::Reciprocal: return C(1) / x;
+  case U::Exp2: return std::exp2(x);
+  case U::Expm1: return std::expm1(x);
+  case U::Log2: return std::log2(x);
+  case U::Log10: return std::log10(x);
+  case U::Log1p: return std::log1p(x);
+  case U::Sin: return std::sin(x);
+  case U::Cos: return std::cos(x);
+  case U::Tan: return std::tan(x);
+  case U::Asin: return std::asin(x);
+  case U::Acos: return std::acos(x);
+  case U::Atan: return std::atan(x);
+  case U::Sinh: return std::sinh(x);
+  case U::Cosh: return std::cosh(x);
+  case U::Tanh: return std::tanh(x);
+  case U::Asinh: return std::asinh(x);
+  case U::Acosh: return std::acosh(x);
+  case U::Atanh: return std::atanh(x);
+  case U::Erf: return std::erf(x);
+  case U::Erfc: return std::erfc(x);
+  case U::Cbrt: return std::cbrt(x);
+  case U::Sigmoid: return sigmoid_f(x);
+  case U::Softplus: return x > C(20) ? x : std::log1p(std::exp(x));
+  case U::Softsign: return x / (C(1) + std::fabs(x));
+  case U::Elu: return x > C(0) ? x : attr * std::expm1(x);
+  case U::Gelu: return gelu_f(x);
+  case U::GeluTanh: {
     C u = C(0.79788456080286535588) * (x + C(0.044715) * x * x * x);
     return x * sigmoid_f(C(2) * u);
   }
-  case OpKind::Lrelu: return x >= C(0) ? x : x * attr;
-  case OpKind::Relu: return nan_max(x, C(0));
-  case OpKind::Relu6: return nan_min(nan_max(x, C(0)), C(6));
-  case OpKind::Sign: return x > C(0) ? C(1) : x < C(0) ? C(-1) : x;
-  case OpKind::Signbit: return std::signbit(x) ? C(1) : C(0);
-  case OpKind::Ceil: return std::ceil(x);
-  case OpKind::Floor: return std::floor(x);
-  case OpKind::Trunc: return std::trunc(x);
-  case OpKind::Round: return std::nearbyint(x); // the default rounding mode: ties to even
-  case OpKind::IsFinite: return std::isfinite(x) ? C(1) : C(0);
-  case OpKind::IsNan: return std::isnan(x) ? C(1) : C(0);
-  case OpKind::IsInf: return std::isinf(x) ? C(1) : C(0);
-  case OpKind::LogicalNot: return x == C(0) ? C(1) : C(0);
-  case OpKind::Square: return x * x;
-  case OpKind::Clone: return x;
-  default: break;
+  case U::Lrelu: return x >= C(0) ? x : x * attr;
+  case U::Relu: return nan_max(x, C(0));
+  case U::Relu6: return nan_min(nan_max(x, C(0)), C(6));
+  case U::Sign: return x > C(0) ? C(1) : x < C(0) ? C(-1) : x;
+  case U::Signbit: return std::signbit(x) ? C(1) : C(0);
+  case U::Ceil: return std::ceil(x);
+  case U::Floor: return std::floor(x);
+  case U::Trunc: return std::trunc(x);
+  case U::Round: return std::nearbyint(x); // the default rounding mode: ties to even
+  case U::IsFinite: return std::isfinite(x) ? C(1) : C(0);
+  case U::IsNan: return std::isnan(x) ? C(1) : C(0);
+  case U::IsInf: return std::isinf(x) ? C(1) : C(0);
+  case U::LogicalNot: return x == C(0) ? C(1) : C(0);
+  case U::Square: return x * x;
+  case U::Clone: return x;
+  case U::Cast:
+  case U::BitwiseNot:
+    break; // not floating unary ops (Cast is run by Run::unary)
   }
   throw InternalError("<interpreter>", ir::op_info(k).name, "not a floating unary op");
 }
@@ -154,35 +172,41 @@ template <class C> C floor_div_f(C a, C b) {
 }
 
 /// A floating binary op in compute type C; bool results are 1 or 0.
-template <class C> C binary_f(OpKind k, C a, C b) {
+template <class C> C binary_f(B k, C a, C b) {
   auto b01 = [](bool v) { return v ? C(1) : C(0); };
   switch (k) {
-  case OpKind::Add: return a + b;
-  case OpKind::Sub: return a - b;
-  case OpKind::Mul: return a * b;
-  case OpKind::Div: return a / b;
-  case OpKind::Maximum: return nan_max(a, b);
-  case OpKind::Minimum: return nan_min(a, b);
-  case OpKind::Pow: return std::pow(a, b);
-  case OpKind::Hypot: return std::hypot(a, b);
-  case OpKind::Atan2: return std::atan2(a, b);
-  case OpKind::Copysign: return std::copysign(a, b);
-  case OpKind::Fmod: return std::fmod(a, b);
-  case OpKind::Remainder: {
+  case B::Add: return a + b;
+  case B::Sub: return a - b;
+  case B::Mul: return a * b;
+  case B::Div: return a / b;
+  case B::Maximum: return nan_max(a, b);
+  case B::Minimum: return nan_min(a, b);
+  case B::Pow: return std::pow(a, b);
+  case B::Hypot: return std::hypot(a, b);
+  case B::Atan2: return std::atan2(a, b);
+  case B::Copysign: return std::copysign(a, b);
+  case B::Fmod: return std::fmod(a, b);
+  case B::Remainder: {
     C mod = std::fmod(a, b);
     return mod != C(0) && (b < C(0)) != (mod < C(0)) ? mod + b : mod;
   }
-  case OpKind::FloorDiv: return floor_div_f(a, b);
-  case OpKind::LogicalAnd: return b01(a != C(0) && b != C(0));
-  case OpKind::LogicalOr: return b01(a != C(0) || b != C(0));
-  case OpKind::LogicalXor: return b01((a != C(0)) != (b != C(0)));
-  case OpKind::Eq: return b01(a == b);
-  case OpKind::Ne: return b01(a != b);
-  case OpKind::Lt: return b01(a < b);
-  case OpKind::Le: return b01(a <= b);
-  case OpKind::Gt: return b01(a > b);
-  case OpKind::Ge: return b01(a >= b);
-  default: break;
+  case B::FloorDiv: return floor_div_f(a, b);
+  case B::LogicalAnd: return b01(a != C(0) && b != C(0));
+  case B::LogicalOr: return b01(a != C(0) || b != C(0));
+  case B::LogicalXor: return b01((a != C(0)) != (b != C(0)));
+  case B::Eq: return b01(a == b);
+  case B::Ne: return b01(a != b);
+  case B::Lt: return b01(a < b);
+  case B::Le: return b01(a <= b);
+  case B::Gt: return b01(a > b);
+  case B::Ge: return b01(a >= b);
+  case B::Gcd:
+  case B::BitwiseAnd:
+  case B::BitwiseOr:
+  case B::BitwiseXor:
+  case B::ShiftLeft:
+  case B::ShiftRight:
+    break; // integer-only ops
   }
   throw InternalError("<interpreter>", ir::op_info(k).name, "not a binary op");
 }
@@ -190,47 +214,80 @@ template <class C> C binary_f(OpKind k, C a, C b) {
 int64_t wrap(uint64_t u) { return static_cast<int64_t>(u); }
 
 /// An integer (or bool) unary op in int64; the store wraps to the output dtype.
-int64_t unary_i(OpKind k, int64_t x, DataType dt) {
+int64_t unary_i(U k, int64_t x, DataType dt) {
   auto ux = static_cast<uint64_t>(x);
   switch (k) {
-  case OpKind::Neg: return wrap(0 - ux);
-  case OpKind::Abs: return x < 0 ? wrap(0 - ux) : x;
-  case OpKind::Relu: return x > 0 ? x : 0;
-  case OpKind::Relu6: return x < 0 ? 0 : x > 6 ? 6 : x;
-  case OpKind::Sign: return (x > 0) - (x < 0);
-  case OpKind::Signbit: return x < 0;
-  case OpKind::Ceil:
-  case OpKind::Floor:
-  case OpKind::Trunc:
-  case OpKind::Round:
-  case OpKind::Clone: return x;
-  case OpKind::IsFinite: return 1;
-  case OpKind::IsNan:
-  case OpKind::IsInf: return 0;
-  case OpKind::LogicalNot: return x == 0;
-  case OpKind::BitwiseNot: return dt == DT_BOOL ? x == 0 : wrap(~ux);
-  case OpKind::Square: return wrap(ux * ux);
-  default: break;
+  case U::Neg: return wrap(0 - ux);
+  case U::Abs: return x < 0 ? wrap(0 - ux) : x;
+  case U::Relu: return x > 0 ? x : 0;
+  case U::Relu6: return x < 0 ? 0 : x > 6 ? 6 : x;
+  case U::Sign: return (x > 0) - (x < 0);
+  case U::Signbit: return x < 0;
+  case U::Ceil:
+  case U::Floor:
+  case U::Trunc:
+  case U::Round:
+  case U::Clone: return x;
+  case U::IsFinite: return 1;
+  case U::IsNan:
+  case U::IsInf: return 0;
+  case U::LogicalNot: return x == 0;
+  case U::BitwiseNot: return dt == DT_BOOL ? x == 0 : wrap(~ux);
+  case U::Square: return wrap(ux * ux);
+  case U::Exp:
+  case U::Log:
+  case U::Sqrt:
+  case U::Rsqrt:
+  case U::Reciprocal:
+  case U::Cast:
+  case U::Exp2:
+  case U::Expm1:
+  case U::Log2:
+  case U::Log10:
+  case U::Log1p:
+  case U::Sin:
+  case U::Cos:
+  case U::Tan:
+  case U::Asin:
+  case U::Acos:
+  case U::Atan:
+  case U::Sinh:
+  case U::Cosh:
+  case U::Tanh:
+  case U::Asinh:
+  case U::Acosh:
+  case U::Atanh:
+  case U::Erf:
+  case U::Erfc:
+  case U::Cbrt:
+  case U::Sigmoid:
+  case U::Softplus:
+  case U::Softsign:
+  case U::Elu:
+  case U::Gelu:
+  case U::GeluTanh:
+  case U::Lrelu:
+    break; // floating-only ops (Cast is run by Run::unary)
   }
   throw InternalError("<interpreter>", ir::op_info(k).name, "not an integer unary op");
 }
 
 /// An integer binary op in int64 (wrapping; operands of dtype `dt`); false for a zero divisor.
-bool binary_i(OpKind k, int64_t a, int64_t b, DataType dt, int64_t &r) {
+bool binary_i(B k, int64_t a, int64_t b, DataType dt, int64_t &r) {
   auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
   const int64_t bits = 8 * bytes_of(dt);
   switch (k) {
-  case OpKind::Add: r = wrap(ua + ub); return true;
-  case OpKind::Sub: r = wrap(ua - ub); return true;
-  case OpKind::Mul: r = wrap(ua * ub); return true;
-  case OpKind::Div:
+  case B::Add: r = wrap(ua + ub); return true;
+  case B::Sub: r = wrap(ua - ub); return true;
+  case B::Mul: r = wrap(ua * ub); return true;
+  case B::Div:
     if (b == 0)
       return false;
     r = b == -1 ? wrap(0 - ua) : a / b; // INT64_MIN / -1 wraps instead of trapping
     return true;
-  case OpKind::Maximum: r = a > b ? a : b; return true;
-  case OpKind::Minimum: r = a < b ? a : b; return true;
-  case OpKind::FloorDiv:
+  case B::Maximum: r = a > b ? a : b; return true;
+  case B::Minimum: r = a < b ? a : b; return true;
+  case B::FloorDiv:
     if (b == 0)
       return false;
     if (b == -1) {
@@ -239,15 +296,15 @@ bool binary_i(OpKind k, int64_t a, int64_t b, DataType dt, int64_t &r) {
     }
     r = a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0);
     return true;
-  case OpKind::Remainder:
-  case OpKind::Fmod:
+  case B::Remainder:
+  case B::Fmod:
     if (b == 0)
       return false;
     r = b == -1 ? 0 : a % b;
-    if (k == OpKind::Remainder && r != 0 && (r < 0) != (b < 0))
+    if (k == B::Remainder && r != 0 && (r < 0) != (b < 0))
       r += b;
     return true;
-  case OpKind::Pow: {
+  case B::Pow: {
     // PyTorch's integral pow: square-and-multiply (wrapping); negative exponents truncate 1/a^-b.
     if (b < 0) {
       r = a == 1 ? 1 : a == -1 ? ((b & 1) != 0 ? -1 : 1) : 0;
@@ -262,7 +319,7 @@ bool binary_i(OpKind k, int64_t a, int64_t b, DataType dt, int64_t &r) {
     r = wrap(acc);
     return true;
   }
-  case OpKind::Gcd: {
+  case B::Gcd: {
     // Euclid on the magnitudes (|INT_MIN| as unsigned); the store wraps it like the vector code.
     uint64_t x = a < 0 ? 0 - ua : ua, y = b < 0 ? 0 - ub : ub;
     while (y != 0) {
@@ -273,25 +330,68 @@ bool binary_i(OpKind k, int64_t a, int64_t b, DataType dt, int64_t &r) {
     r = wrap(x);
     return true;
   }
-  case OpKind::LogicalAnd: r = a != 0 && b != 0; return true;
-  case OpKind::LogicalOr: r = a != 0 || b != 0; return true;
-  case OpKind::LogicalXor: r = (a != 0) != (b != 0); return true;
-  case OpKind::BitwiseAnd: r = a & b; return true;
-  case OpKind::BitwiseOr: r = a | b; return true;
-  case OpKind::BitwiseXor: r = a ^ b; return true;
-  case OpKind::ShiftLeft: r = b < 0 || b >= bits ? 0 : wrap(ua << b); return true;
-  case OpKind::ShiftRight: r = b < 0 || b >= bits ? (a < 0 ? -1 : 0) : a >> b; return true;
-  case OpKind::Eq: r = a == b; return true;
-  case OpKind::Ne: r = a != b; return true;
-  case OpKind::Lt: r = a < b; return true;
-  case OpKind::Le: r = a <= b; return true;
-  case OpKind::Gt: r = a > b; return true;
-  case OpKind::Ge: r = a >= b; return true;
-  default: break;
+  case B::LogicalAnd: r = a != 0 && b != 0; return true;
+  case B::LogicalOr: r = a != 0 || b != 0; return true;
+  case B::LogicalXor: r = (a != 0) != (b != 0); return true;
+  case B::BitwiseAnd: r = a & b; return true;
+  case B::BitwiseOr: r = a | b; return true;
+  case B::BitwiseXor: r = a ^ b; return true;
+  case B::ShiftLeft: r = b < 0 || b >= bits ? 0 : wrap(ua << b); return true;
+  case B::ShiftRight: r = b < 0 || b >= bits ? (a < 0 ? -1 : 0) : a >> b; return true;
+  case B::Eq: r = a == b; return true;
+  case B::Ne: r = a != b; return true;
+  case B::Lt: r = a < b; return true;
+  case B::Le: r = a <= b; return true;
+  case B::Gt: r = a > b; return true;
+  case B::Ge: r = a >= b; return true;
+  case B::Hypot:
+  case B::Atan2:
+  case B::Copysign:
+    break; // floating-only ops
   }
   throw InternalError("<interpreter>", ir::op_info(k).name, "not a binary op");
 }
 
+/// The start of floating reduction `k` over `n` elements. A float sum starts at -0, the identity
+/// that keeps every addend (-0 + -0 = -0, as IEEE 754 and NumPy sum only -0 to -0); an empty one
+/// is +0 (reduce_ops.h).
+template <class C> C reduce_init_f(R k, int64_t n) {
+  switch (k) {
+  case R::Sum: return n > 0 ? -C(0) : C(0);
+  case R::Prod: return C(1);
+  case R::Amax: return -std::numeric_limits<C>::infinity();
+  case R::Amin: return std::numeric_limits<C>::infinity();
+  }
+  throw InternalError("<interpreter>", ir::op_info(k).name, "not a reduction");
+}
+template <class C> C reduce_step_f(R k, C acc, C v) {
+  switch (k) {
+  case R::Sum: return acc + v;
+  case R::Prod: return acc * v;
+  case R::Amax: return nan_max(acc, v);
+  case R::Amin: return nan_min(acc, v);
+  }
+  throw InternalError("<interpreter>", ir::op_info(k).name, "not a reduction");
+}
+/// Integer reductions of dtype `dt` in int64 (sums and products wrap).
+int64_t reduce_init_i(R k, DataType dt) {
+  switch (k) {
+  case R::Sum: return 0;
+  case R::Prod: return 1;
+  case R::Amax: return int_min(dt);
+  case R::Amin: return int_max(dt);
+  }
+  throw InternalError("<interpreter>", ir::op_info(k).name, "not a reduction");
+}
+int64_t reduce_step_i(R k, int64_t acc, int64_t v) {
+  switch (k) {
+  case R::Sum: return wrap(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v));
+  case R::Prod: return wrap(static_cast<uint64_t>(acc) * static_cast<uint64_t>(v));
+  case R::Amax: return v > acc ? v : acc;
+  case R::Amin: return v < acc ? v : acc;
+  }
+  throw InternalError("<interpreter>", ir::op_info(k).name, "not a reduction");
+}
 
 /// Calls f(idx) for every idx in the box [off, off + ext), row-major (last dim fastest).
 template <class F>
@@ -349,6 +449,8 @@ int32_t Run::unary(const Op &op) {
   if (int32_t st = check_window(x, yv))
     return st;
   const DataType in = x.dt, out = y.dt;
+  const U k = ir::kind_as<U>(op.kind);
+  const double attr = op.scalar ? op.scalar->f : 0.0;
   for (const auto &t : tile_expand(y.shape, op.tile.vec)) {
     std::vector<int64_t> ext(t.size.size());
     for (size_t d = 0; d < ext.size(); ++d)
@@ -356,17 +458,18 @@ int32_t Run::unary(const Op &op) {
     for_box(t.offset, ext, [&](const std::vector<int64_t> &idx) {
       const uint8_t *src = x.at(idx);
       uint8_t *dst = y.at(idx);
-      if (op.kind == OpKind::Cast) {
+      if (k == U::Cast) {
         if (is_float(in))
           store_f(dst, out, load_f(src, in));
         else
           store_i(dst, out, load_i(src, in));
       } else if (in == DT_DOUBLE) {
-        store_f(dst, out, unary_f<double>(op, load_f(src, in)));
+        store_f(dst, out, unary_f<double>(k, load_f(src, in), attr));
       } else if (is_float(in)) {
-        store_f(dst, out, unary_f<float>(op, static_cast<float>(load_f(src, in))));
+        store_f(dst, out,
+                unary_f<float>(k, static_cast<float>(load_f(src, in)), static_cast<float>(attr)));
       } else {
-        store_i(dst, out, unary_i(op.kind, load_i(src, in), in));
+        store_i(dst, out, unary_i(k, load_i(src, in), in));
       }
     });
   }
@@ -396,6 +499,7 @@ int32_t Run::binary(const Op &op) {
   const auto bs = has_scalar ? std::vector<int64_t>(r, 0) : broadcast_strides(b, r);
   const DataType dt = a.dt, out = y.dt; // compares and logical ops store DT_BOOL
   const bool fp = is_float(dt);
+  const B k = ir::kind_as<B>(op.kind);
   // A scalar operand is an element of the tensor's dtype: round it once (as generated code does).
   const double scalar_f = has_scalar ? round_scalar(ir::as_element(*op.scalar, dt).f, dt) : 0.0;
   for (const auto &t : tile_expand(y.shape, op.tile.vec)) {
@@ -414,17 +518,17 @@ int32_t Run::binary(const Op &op) {
         if (has_scalar && op.scalar_first)
           std::swap(va, vb);
         if (dt == DT_DOUBLE)
-          store_f(dst, out, binary_f<double>(op.kind, va, vb));
+          store_f(dst, out, binary_f<double>(k, va, vb));
         else
           store_f(dst, out,
-                  binary_f<float>(op.kind, static_cast<float>(va), static_cast<float>(vb)));
+                  binary_f<float>(k, static_cast<float>(va), static_cast<float>(vb)));
       } else {
         int64_t va = load_i(pa, a.dt);
         int64_t vb = has_scalar ? op.scalar->i : load_i(b.root + (b.lin0 + dot(idx, bs)) * b.esize, b.dt);
         if (has_scalar && op.scalar_first)
           std::swap(va, vb);
         int64_t res = 0;
-        if (!binary_i(op.kind, va, vb, dt, res)) {
+        if (!binary_i(k, va, vb, dt, res)) {
           div_zero = true;
           return;
         }
@@ -510,6 +614,7 @@ int32_t Run::reduce(const Op &op) {
   if (int32_t st = check_window(x, touched))
     return st;
   const DataType dt = x.dt;
+  const R rk = ir::kind_as<R>(op.kind);
   for (const auto &t : tile_expand(y.shape, tile)) {
     std::vector<int64_t> ext(yr);
     for (size_t d = 0; d < yr; ++d)
@@ -523,21 +628,9 @@ int32_t Run::reduce(const Op &op) {
           using C = decltype(zero);
           // A float sum starts at -0, the identity that keeps every addend (-0 + -0 = -0, as
           // IEEE 754 and NumPy sum only -0 to -0); an empty one is +0 (reduce_ops.h).
-          C acc = op.kind == OpKind::Sum    ? (n > 0 ? -C(0) : C(0))
-                  : op.kind == OpKind::Prod ? C(1)
-                  : op.kind == OpKind::Amax ? -std::numeric_limits<C>::infinity()
-                                            : std::numeric_limits<C>::infinity();
-          for (int64_t k = 0; k < n; ++k) {
-            C v = static_cast<C>(load_f(src + k * step, dt));
-            if (op.kind == OpKind::Sum)
-              acc += v;
-            else if (op.kind == OpKind::Prod)
-              acc *= v;
-            else if (op.kind == OpKind::Amax)
-              acc = nan_max(acc, v);
-            else
-              acc = nan_min(acc, v);
-          }
+          C acc = reduce_init_f<C>(rk, n);
+          for (int64_t k = 0; k < n; ++k)
+            acc = reduce_step_f(rk, acc, static_cast<C>(load_f(src + k * step, dt)));
           store_f(dst, dt, static_cast<double>(acc));
         };
         if (dt == DT_DOUBLE)
@@ -545,21 +638,9 @@ int32_t Run::reduce(const Op &op) {
         else
           run(0.0f);
       } else {
-        int64_t acc = op.kind == OpKind::Sum    ? 0
-                      : op.kind == OpKind::Prod ? 1
-                      : op.kind == OpKind::Amax ? int_min(dt)
-                                                : int_max(dt);
-        for (int64_t k = 0; k < n; ++k) {
-          int64_t v = load_i(src + k * step, dt);
-          if (op.kind == OpKind::Sum)
-            acc = wrap(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v));
-          else if (op.kind == OpKind::Prod)
-            acc = wrap(static_cast<uint64_t>(acc) * static_cast<uint64_t>(v));
-          else if (op.kind == OpKind::Amax)
-            acc = v > acc ? v : acc;
-          else
-            acc = v < acc ? v : acc;
-        }
+        int64_t acc = reduce_init_i(rk, dt);
+        for (int64_t k = 0; k < n; ++k)
+          acc = reduce_step_i(rk, acc, load_i(src + k * step, dt));
         store_i(dst, dt, acc);
       }
     });

@@ -19,7 +19,14 @@ Scalar as_element(Scalar s, DataType dt) {
   case DT_FP16: s.f = fp16_to_fp32(int64_to_fp16(s.i)); break;
   case DT_BF16: s.f = bf16_to_fp32(int64_to_bf16(s.i)); break;
   case DT_FP32: s.f = static_cast<float>(s.i); break;
-  default: s.f = static_cast<double>(s.i); break;
+  case DT_DOUBLE: s.f = static_cast<double>(s.i); break;
+  case DT_INT8:
+  case DT_INT16:
+  case DT_INT32:
+  case DT_INT64:
+  case DT_UINT8:
+  case DT_BOOL:
+  PTO_CASE_UNSUPPORTED_DTYPES: return s; // not floating (returned above)
   }
   s.is_int = false;
   return s;

@@ -229,6 +229,13 @@ PTO_FAMILY_OF(ShmemKind, Shmem)
 PTO_FAMILY_OF(ControlKind, Control)
 #undef PTO_FAMILY_OF
 
+/// The facts of a kind given in its family's enum.
+template <class Sub>
+  requires requires { FamilyOf<Sub>::value; }
+constexpr const OpInfo &op_info(Sub k) {
+  return op_info(static_cast<OpKind>(k));
+}
+
 /// `k` as a kind of its family's enum `Sub` (UnaryKind, ...), for an exhaustive switch. Throws
 /// InternalError (a ptojit bug) when `k` is of another family.
 template <class Sub> Sub kind_as(OpKind k) {
