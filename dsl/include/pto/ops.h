@@ -165,7 +165,9 @@ Tensor gcd(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
 Tensor hypot(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
 /// atan2(y, x) in [-pi, pi], quadrant from both signs (also of zeros).
 Tensor atan2(const Operand &y, const Operand &x, SrcLoc loc = SrcLoc::current());
-/// |a| with the sign bit of b.
+/// |a| with the sign bit of b, as C / NumPy `copysign` (PyPTO `copysign`): exact, and the sign
+/// bit counts also for -0 and NaN, so copysign(x, -0.0) = -|x|, copysign(x, b) is negative for a
+/// negative NaN b, and a NaN a gives a NaN with b's sign.
 Tensor copysign(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
 /// a - b * trunc(a / b), exact: the result has the sign of a (C `fmod`, PyTorch `fmod`). Floats:
 /// NaN for b = 0 or a = +-inf. Ints too: a zero divisor fails the call with RuntimeError.
