@@ -185,6 +185,7 @@ template <class C> C binary_f(B k, C a, C b) {
   case B::Hypot: return std::hypot(a, b);
   case B::Atan2: return std::atan2(a, b);
   case B::Copysign: return std::copysign(a, b);
+  case B::Heaviside: return std::isnan(a) ? a : a < C(0) ? C(0) : a > C(0) ? C(1) : b;
   case B::Fmod: return std::fmod(a, b);
   case B::Remainder: {
     C mod = std::fmod(a, b);
@@ -333,6 +334,7 @@ bool binary_i(B k, int64_t a, int64_t b, DataType dt, int64_t &r) {
   case B::LogicalAnd: r = a != 0 && b != 0; return true;
   case B::LogicalOr: r = a != 0 || b != 0; return true;
   case B::LogicalXor: r = (a != 0) != (b != 0); return true;
+  case B::Heaviside: r = a < 0 ? 0 : a > 0 ? 1 : b; return true;
   case B::BitwiseAnd: r = a & b; return true;
   case B::BitwiseOr: r = a | b; return true;
   case B::BitwiseXor: r = a ^ b; return true;

@@ -307,6 +307,11 @@ LV *binary_fp(KernelBuilder &kb, const ir::Op &op, Bk k, LV *a, LV *b) {
     return fp_pow(kb, a, b);
   case Bk::Copysign:
     return B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, a, b);
+  case Bk::Heaviside: { // a itself for NaN, as the interpreter
+    LV *neg = B.CreateFCmpOLT(a, zero), *pos = B.CreateFCmpOGT(a, zero);
+    LV *at_zero = B.CreateSelect(B.CreateFCmpOEQ(a, zero), b, a);
+    return B.CreateSelect(neg, zero, B.CreateSelect(pos, cf(a, 1), at_zero));
+  }
   case Bk::Fmod:
     return exact_fmod(kb, a, b);
   case Bk::Remainder: {
@@ -379,6 +384,10 @@ LV *binary_int(KernelBuilder &kb, const ir::Op &op, Bk k, LV *a, LV *b, DataType
     return int_division(kb, IntDivision::Remainder, a, b, dt, mask);
   case Bk::Fmod:
     return int_division(kb, IntDivision::Fmod, a, b, dt, mask);
+  case Bk::Heaviside: {
+    LV *step = B.CreateSelect(B.CreateICmpEQ(a, zero), b, ci(a, 1));
+    return uns ? step : B.CreateSelect(B.CreateICmpSLT(a, zero), zero, step);
+  }
   case Bk::BitwiseAnd:
     return B.CreateAnd(a, b);
   case Bk::BitwiseOr:

@@ -1,8 +1,10 @@
 // sign_edges_test.cpp - Ops whose results hang on the signs of zeros and NaNs, checked bit for
-// bit in each run mode against a naive loop over the C++ library: copysign (magnitude of a, sign
-// bit of b) on every pair of edge values, tensor-tensor and with a scalar on either side.
+// bit in each run mode against naive loops (the C++ library, NumPy's definition written out):
+// copysign (magnitude of a, sign bit of b) and heaviside on every pair of edge values,
+// tensor-tensor and with a scalar on either side.
 #include "pto/pto.h"
 
+#include "support/expect_error.h"
 #include "support/support.h"
 
 #include <doctest/doctest.h>
@@ -100,4 +102,66 @@ TEST_CASE("copysign: |a| with b's sign bit for NaN, -0 and infinities, scalars o
       }
     }
   }
+}
+
+namespace {
+/// NumPy's heaviside(x1, x2), written out.
+double heaviside_ref(double x, double v) {
+  if (std::isnan(x))
+    return x;
+  if (x < 0)
+    return 0;
+  return x > 0 ? 1 : v;
+}
+} // namespace
+
+TEST_CASE("heaviside: 0, b or 1 by the sign of a; -0 picks b, a NaN a stays NaN; ints too") {
+  for (auto m : support::run_modes()) {
+    SUBCASE(support::mode_name(m)) {
+      for (auto dt : kFloatTypes) {
+        CAPTURE(pto::name(dt));
+        auto [a, b] = edge_pairs(dt);
+        auto ys = run(m, a, b,
+                      {[](auto &x, auto &y) { return pto::heaviside(x, y); },
+                       [](auto &x, auto &) { return pto::heaviside(x, 0.5); },
+                       [](auto &, auto &y) { return pto::heaviside(-0.0, y); }});
+        check_all(ys, a, b,
+                  {[](double x, double y) { return heaviside_ref(x, y); },
+                   [](double x, double) { return heaviside_ref(x, 0.5); },
+                   [](double, double y) { return heaviside_ref(-0.0, y); }});
+      }
+      for (auto dt : {pto::DT_INT8, pto::DT_INT32, pto::DT_INT64, pto::DT_UINT8}) {
+        CAPTURE(pto::name(dt));
+        const bool uns = dt == pto::DT_UINT8;
+        const std::vector<double> xs = {uns ? 0.0 : -7.0, uns ? 3.0 : -1.0, 0.0, 1.0, 100.0};
+        const std::vector<double> vs = {0.0, 2.0, uns ? 255.0 : -3.0};
+        const auto n = static_cast<int64_t>(xs.size() * vs.size());
+        pto::HostTensor a(dt, {1, n}), b(dt, {1, n});
+        for (int64_t k = 0; k < n; ++k) {
+          a.set(k, xs[static_cast<size_t>(k) / vs.size()]);
+          b.set(k, vs[static_cast<size_t>(k) % vs.size()]);
+        }
+        auto ys = run(m, a, b,
+                      {[](auto &x, auto &y) { return pto::heaviside(x, y); },
+                       [](auto &x, auto &) { return pto::heaviside(x, 5); },
+                       [](auto &, auto &y) { return pto::heaviside(0, y); }});
+        check_all(ys, a, b,
+                  {[](double x, double y) { return heaviside_ref(x, y); },
+                   [](double x, double) { return heaviside_ref(x, 5); },
+                   [](double, double y) { return heaviside_ref(0, y); }});
+      }
+    }
+  }
+}
+
+TEST_CASE("heaviside: DT_BOOL operands are a DTypeError at the call site") {
+  pto::HostTensor a(pto::DT_BOOL, {1, 4}), y(pto::DT_BOOL, {1, 4});
+  int line = 0;
+  auto k = pto::jit("heaviside_bool", [&](pto::Tensor x, pto::Tensor out) {
+    pto::set_vec_tile_shapes(1, 4);
+    line = __LINE__ + 1;
+    pto::assemble(pto::heaviside(x, x), {0, 0}, out);
+  });
+  support::expect_error<pto::DTypeError>([&] { k(a, y); }, "sign_edges_test.cpp", line,
+                                          "heaviside", "arithmetic on DT_BOOL is not defined");
 }
