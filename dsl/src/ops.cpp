@@ -312,17 +312,22 @@ std::vector<SymbolicScalar> check_shape_dims(const std::vector<SymbolicScalar> &
 
 } // namespace
 
-// The public function of every Plain row of op_kinds.def (declared and documented in ops.h):
-// `Tensor name(const Tensor &x, SrcLoc)` for unary rows, `Tensor name(const Operand &a, const
-// Operand &b, SrcLoc)` for binary rows.
+// The public function of every Plain row of op_kinds.def: `Tensor name(const Tensor &x, SrcLoc)`
+// for unary rows, `Tensor name(const Operand &a, const Operand &b, SrcLoc)` for binary rows. Each
+// first takes the address of its declaration, so a row whose function ops.h does not declare
+// (with that signature) fails to compile here.
+using UnaryFn = Tensor (*)(const Tensor &, SrcLoc);
+using BinaryFn = Tensor (*)(const Operand &, const Operand &, SrcLoc);
 #define PTO_OP(...)
 #define PTO_UNARY(kind, name, accepts, result, vec_fn, vec_acc, api) PTO_UNARY_##api(kind, name)
 #define PTO_BINARY(kind, name, accepts, result, vec_fn, vec_acc, api) PTO_BINARY_##api(kind, name)
 #define PTO_UNARY_Own(kind, name)
 #define PTO_BINARY_Own(kind, name)
 #define PTO_UNARY_Plain(kind, name)                                                               \
+  [[maybe_unused]] constexpr UnaryFn declared_##name = &pto::name;                                \
   Tensor name(const Tensor &x, SrcLoc loc) { return unary(OpKind::kind, x, loc); }
 #define PTO_BINARY_Plain(kind, name)                                                              \
+  [[maybe_unused]] constexpr BinaryFn declared_##name = &pto::name;                               \
   Tensor name(const Operand &a, const Operand &b, SrcLoc loc) {                                   \
     return binary(OpKind::kind, a, b, loc);                                                       \
   }
