@@ -23,6 +23,13 @@ std::string scalar_str(const Scalar &s) {
   return s.is_int ? std::to_string(s.i) : fmt::format("{}", s.f);
 }
 
+std::string names(const Program &p, const std::vector<ValueId> &ids) {
+  std::vector<std::string> n;
+  for (auto id : ids)
+    n.push_back("%" + p.value(id).name);
+  return fmt::format("{}", fmt::join(n, ", "));
+}
+
 void reduce_attrs(const Op &op, std::vector<std::string> &attrs) {
   attrs.push_back(fmt::format("axis={}", op.axis));
   attrs.push_back(fmt::format("keepdim={}", op.keepdim));
@@ -86,12 +93,6 @@ void shmem_attrs(const Op &op, std::vector<std::string> &attrs) {
 
 void print_op(const Program &p, const Op &op, int depth, std::string &out) {
   std::string ind(static_cast<size_t>(depth) * 2, ' ');
-  auto names = [&](const std::vector<ValueId> &ids) {
-    std::vector<std::string> n;
-    for (auto id : ids)
-      n.push_back("%" + p.value(id).name);
-    return fmt::format("{}", fmt::join(n, ", "));
-  };
   if (op.kind == OpKind::Loop) {
     out += fmt::format("{}loop i{} = {} to {} step {} {{\n", ind, op.loop_id, op.start.str(),
                        op.stop.str(), op.step.str());
@@ -120,15 +121,7 @@ void print_op(const Program &p, const Op &op, int depth, std::string &out) {
                        fmt::join(args, ", "));
     return;
   }
-  std::string line = ind;
-  if (!op.outputs.empty())
-    line += names(op.outputs) + " = ";
-  line += op_info(op.kind).name;
-  line += "(" + names(op.inputs);
-  if (op.scalar)
-    line += (op.inputs.empty() ? "" : ", ") + std::string("scalar ") + scalar_str(*op.scalar) +
-            (op.scalar_first ? " first" : "");
-  line += ")";
+  std::string line = ind + print_op_head(p, op);
   std::vector<std::string> attrs;
   switch (op_info(op.kind).family) {
   case OpFamily::Reduce: reduce_attrs(op, attrs); break;
@@ -147,15 +140,7 @@ void print_op(const Program &p, const Op &op, int depth, std::string &out) {
     attrs.push_back("cube=" + ints(op.tile.cube) + (op.tile.split_k ? " split_k" : ""));
     break;
   case OpFamily::Shmem: shmem_attrs(op, attrs); break;
-  case OpFamily::Binary:
-  case OpFamily::Select:
-  case OpFamily::Create:
-  case OpFamily::Move:
-  case OpFamily::Library: // below
-  case OpFamily::Check:   // printed above
-  case OpFamily::Control: break;
-  }
-  if (ir::op_info(op.kind).family == OpFamily::Library) {
+  case OpFamily::Library:
     attrs.push_back(fmt::format("axis={}", op.axis));
     if (op.keepdim)
       attrs.push_back("keepdim");
@@ -163,11 +148,19 @@ void print_op(const Program &p, const Op &op, int depth, std::string &out) {
       attrs.push_back("ints=" + ints(op.ints));
     if (!op.reals.empty())
       attrs.push_back(fmt::format("reals=[{}]", fmt::join(op.reals, ", ")));
+    break;
+  case OpFamily::Binary:
+  case OpFamily::Select:
+  case OpFamily::Create:
+  case OpFamily::Move:
+  case OpFamily::Check:   // printed above
+  case OpFamily::Control: // printed above
+    break;
   }
   if (!op.tile.vec.empty())
     attrs.push_back("tile=" + ints(op.tile.vec));
   if (!op.preds.empty())
-    attrs.push_back("pred=" + names(op.preds));
+    attrs.push_back("pred=" + names(p, op.preds));
   if (!attrs.empty())
     line += " {" + fmt::format("{}", fmt::join(attrs, ", ")) + "}";
   out += line + "\n";
@@ -209,13 +202,27 @@ std::string print_impl(const Program &p, bool with_locations) {
 
 } // namespace
 
+std::string print_op_head(const Program &p, const Op &op) {
+  std::string line;
+  if (!op.outputs.empty())
+    line += names(p, op.outputs) + " = ";
+  line += op_info(op.kind).name;
+  line += "(" + names(p, op.inputs);
+  if (op.scalar)
+    line += (op.inputs.empty() ? "" : ", ") + std::string("scalar ") + scalar_str(*op.scalar) +
+            (op.scalar_first ? " first" : "");
+  return line + ")";
+}
+
 std::string print(const Program &p) { return print_impl(p, false); }
 
-uint64_t structural_hash(const Program &p) {
+uint64_t structural_hash(const Program &p) { return text_hash(print_impl(p, false)); }
+
+uint64_t text_hash(const std::string &printed) {
   // FNV-1a over the printed form: locations are not printed, so equal programs traced from
   // different lines share compiled code.
   uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : print_impl(p, false)) {
+  for (unsigned char c : printed) {
     h ^= c;
     h *= 1099511628211ull;
   }
