@@ -206,7 +206,7 @@ LV *half_exp_abs(KernelBuilder &kb, LV *x) {
 }
 
 /// 1 / (1 + e^-x), as e^x / (1 + e^x) for x < 0 so that e^-x never overflows (the result
-/// stays accurate down to the subnormals). Mirrors interpreter_compute.cpp sigmoid_f.
+/// stays accurate down to the subnormals). Mirrors interp/scalar_ops.h sigmoid_f.
 LV *sigmoid(KernelBuilder &kb, LV *x) {
   auto &B = kb.builder();
   LV *e = sleef_call(kb, "exp", "u10", {B.CreateFNeg(intrinsic1(kb, llvm::Intrinsic::fabs, x))});
@@ -218,7 +218,7 @@ LV *sigmoid(KernelBuilder &kb, LV *x) {
 /// tail's slope, erfc(z + d) ~ erfc(z) (1 - g d) with g = -erfc'(z) / erfc(z) ~ 2z + 1/z; d is
 /// recovered by fma (with the constant's own error), and g approximated as
 /// 2z + 1 / (z + 0.9) (within 7% for z >= 0, enough for a correction of a few ULP). Mirrors
-/// interpreter_compute.cpp gelu_f.
+/// interp/scalar_ops.h gelu_f.
 LV *gelu(KernelBuilder &kb, LV *x) {
   auto &B = kb.builder();
   const bool dbl = is_double(x);
@@ -235,7 +235,7 @@ LV *gelu(KernelBuilder &kb, LV *x) {
   return B.CreateFMul(B.CreateFMul(B.CreateFMul(cf(x, 0.5), x), t), corr);
 }
 
-/// PyTorch's div_floor_floating, lane-wise (see interpreter_compute.cpp floor_div_f).
+/// PyTorch's div_floor_floating, lane-wise (see interp/scalar_ops.h floor_div_f).
 LV *floor_div_fp(KernelBuilder &kb, LV *a, LV *b) {
   auto &B = kb.builder();
   LV *zero = cf(a, 0);

@@ -2,7 +2,7 @@
 // (lower_elementwise.cpp): constants, lane patches for the rare inputs the vector library gets
 // wrong, and the multi-instruction pieces of ops (exact fmod, full-range exp, sigmoid, gelu, the
 // integer divisions, shifts, pow and gcd). Each mirrors the scalar semantics of
-// interp/interpreter_compute.cpp operation for operation, so both executors round alike. Values
+// interp/scalar_ops.h operation for operation, so both executors round alike. Values
 // are <W x T> in the compute type (dtype_codec.h).
 #pragma once
 
@@ -85,17 +85,17 @@ llvm::Value *exp_full_range(KernelBuilder &kb, llvm::Value *x);
 llvm::Value *half_exp_abs(KernelBuilder &kb, llvm::Value *x);
 
 /// 1 / (1 + e^-x), as e^x / (1 + e^x) for x < 0 so that e^-x never overflows (the result
-/// stays accurate down to the subnormals). Mirrors interpreter_compute.cpp sigmoid_f.
+/// stays accurate down to the subnormals). Mirrors interp/scalar_ops.h sigmoid_f.
 llvm::Value *sigmoid(KernelBuilder &kb, llvm::Value *x);
 
 /// x/2 erfc(z), z = -x / sqrt 2. For x < 0 the rounding error d of z is amplified by the
 /// tail's slope, erfc(z + d) ~ erfc(z) (1 - g d) with g = -erfc'(z) / erfc(z) ~ 2z + 1/z; d is
 /// recovered by fma (with the constant's own error), and g approximated as
 /// 2z + 1 / (z + 0.9) (within 7% for z >= 0, enough for a correction of a few ULP). Mirrors
-/// interpreter_compute.cpp gelu_f.
+/// interp/scalar_ops.h gelu_f.
 llvm::Value *gelu(KernelBuilder &kb, llvm::Value *x);
 
-/// PyTorch's div_floor_floating, lane-wise (see interpreter_compute.cpp floor_div_f).
+/// PyTorch's div_floor_floating, lane-wise (see interp/scalar_ops.h floor_div_f).
 llvm::Value *floor_div_fp(KernelBuilder &kb, llvm::Value *a, llvm::Value *b);
 
 /// Integer division with the zero-divisor check; INT_MIN / -1 wraps (two's complement).

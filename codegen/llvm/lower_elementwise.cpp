@@ -1,6 +1,6 @@
 // lower_elementwise.cpp - See lower_elementwise.h: one exhaustive switch per family and dtype
 // class (floating / integer) over the op kinds of op_kinds.def, built from the blocks of
-// elementwise_blocks.h. Each op mirrors the scalar semantics of interp/interpreter_compute.cpp
+// elementwise_blocks.h. Each op mirrors the scalar semantics of interp/scalar_ops.h
 // operation for operation, so both executors round alike.
 #include "llvm/lower_elementwise.h"
 
