@@ -20,8 +20,8 @@ const pto::DataType kFloatTypes[] = {pto::DT_FP32, pto::DT_FP16, pto::DT_BF16, p
 
 /// Every dtype holds these exactly: NaNs of both signs, infinities, signed zeros, a value that is
 /// subnormal in fp16 (not in bf16/fp32), ordinary values and one near fp16's largest.
-const std::vector<double> kEdges = {NAN, -NAN, INFINITY, -INFINITY, 0.0, -0.0,
-                                    0x1p-20, 2.5, -2.5, 0x1p15};
+const std::vector<double> kEdges = {NAN,  -NAN,    INFINITY, -INFINITY, 0.0,
+                                    -0.0, 0x1p-20, 2.5,      -2.5,      0x1p15};
 
 /// `got` is `want` bit for bit up to NaN payloads: both NaN with the same sign bit, or equal
 /// with the same sign bit (so -0 is not +0).
@@ -50,8 +50,8 @@ std::pair<pto::HostTensor, pto::HostTensor> edge_pairs(pto::DataType dt) {
 using Binary = std::function<pto::Tensor(const pto::Tensor &, const pto::Tensor &)>;
 
 /// ys[i] = fs[i](a, b), all in one kernel under a [1, 16] tile (n is not a multiple of 16).
-std::vector<pto::HostTensor> run(pto::RunMode m, const pto::HostTensor &a,
-                                 const pto::HostTensor &b, const std::vector<Binary> &fs) {
+std::vector<pto::HostTensor> run(pto::RunMode m, const pto::HostTensor &a, const pto::HostTensor &b,
+                                 const std::vector<Binary> &fs) {
   std::vector<pto::HostTensor> ys;
   for (size_t i = 0; i < fs.size(); ++i)
     ys.emplace_back(a.dtype(), a.shape());
@@ -162,6 +162,6 @@ TEST_CASE("heaviside: DT_BOOL operands are a DTypeError at the call site") {
     line = __LINE__ + 1;
     pto::assemble(pto::heaviside(x, x), {0, 0}, out);
   });
-  support::expect_error<pto::DTypeError>([&] { k(a, y); }, "sign_edges_test.cpp", line,
-                                          "heaviside", "arithmetic on DT_BOOL is not defined");
+  support::expect_error<pto::DTypeError>([&] { k(a, y); }, "sign_edges_test.cpp", line, "heaviside",
+                                         "arithmetic on DT_BOOL is not defined");
 }
