@@ -26,7 +26,14 @@ float load_f32(const uint8_t *p, DataType dt) {
   }
   case DT_FP16: std::memcpy(&h, p, 2); return fp16_to_fp32(h);
   case DT_BF16: std::memcpy(&h, p, 2); return bf16_to_fp32(h);
-  default: break;
+  case DT_INT8:
+  case DT_INT16:
+  case DT_INT32:
+  case DT_INT64:
+  case DT_UINT8:
+  case DT_BOOL:
+  case DT_DOUBLE:
+  PTO_CASE_UNSUPPORTED_DTYPES: break;
   }
   throw InternalError("<interpreter>", "matmul", "not a matmul float dtype: " + name(dt));
 }
@@ -45,7 +52,14 @@ void store_f32(uint8_t *p, DataType dt, float v) {
   case DT_FP32: std::memcpy(p, &v, 4); return;
   case DT_FP16: h = fp32_to_fp16(v); break;
   case DT_BF16: h = fp32_to_bf16(v); break;
-  default:
+  case DT_INT8:
+  case DT_INT16:
+  case DT_INT32:
+  case DT_INT64:
+  case DT_UINT8:
+  case DT_BOOL:
+  case DT_DOUBLE:
+  PTO_CASE_UNSUPPORTED_DTYPES: 
     throw InternalError("<interpreter>", "matmul", "not a matmul output dtype: " + name(dt));
   }
   std::memcpy(p, &h, 2);

@@ -208,8 +208,9 @@ double HostTensor::load(int64_t i) const {
   case DT_BF16: return bf16_to_fp32(reinterpret_cast<const uint16_t *>(b)[i]);
   case DT_FP32: return reinterpret_cast<const float *>(b)[i];
   case DT_DOUBLE: return reinterpret_cast<const double *>(b)[i];
-  default: return 0;
+  PTO_CASE_UNSUPPORTED_DTYPES: break; // the constructor refuses them
   }
+  return 0;
 }
 
 namespace {
@@ -239,7 +240,7 @@ void HostTensor::store(int64_t i, double v) {
   case DT_BF16: reinterpret_cast<uint16_t *>(b)[i] = fp64_to_bf16(v); break;
   case DT_FP32: reinterpret_cast<float *>(b)[i] = static_cast<float>(v); break;
   case DT_DOUBLE: reinterpret_cast<double *>(b)[i] = v; break;
-  default: break;
+  PTO_CASE_UNSUPPORTED_DTYPES: break; // the constructor refuses them
   }
 }
 

@@ -1,4 +1,4 @@
-// program.cpp - Per-kind op facts, value roots, strides and the symmetric-heap layout.
+// program.cpp - Scalar elements, call-site names, value roots, strides and the symmetric-heap layout.
 #include "pto/ir/program.h"
 
 #include "pto/error.h"
@@ -22,142 +22,17 @@ Scalar as_element(Scalar s, DataType dt) {
   case DT_FP16: s.f = fp16_to_fp32(int64_to_fp16(s.i)); break;
   case DT_BF16: s.f = bf16_to_fp32(int64_to_bf16(s.i)); break;
   case DT_FP32: s.f = static_cast<float>(s.i); break;
-  default: s.f = static_cast<double>(s.i); break;
+  case DT_DOUBLE: s.f = static_cast<double>(s.i); break;
+  case DT_INT8:
+  case DT_INT16:
+  case DT_INT32:
+  case DT_INT64:
+  case DT_UINT8:
+  case DT_BOOL:
+  PTO_CASE_UNSUPPORTED_DTYPES: return s; // not floating (returned above)
   }
   s.is_int = false;
   return s;
-}
-
-const OpInfo &op_info(OpKind k) {
-  static const std::array<OpInfo, 123> table{{
-      {"neg", OpFamily::Unary},
-      {"abs", OpFamily::Unary},
-      {"exp", OpFamily::Unary},
-      {"log", OpFamily::Unary},
-      {"sqrt", OpFamily::Unary},
-      {"rsqrt", OpFamily::Unary},
-      {"reciprocal", OpFamily::Unary},
-      {"cast", OpFamily::Unary},
-      {"add", OpFamily::Binary},
-      {"sub", OpFamily::Binary},
-      {"mul", OpFamily::Binary},
-      {"div", OpFamily::Binary},
-      {"maximum", OpFamily::Binary},
-      {"minimum", OpFamily::Binary},
-      {"sum", OpFamily::Reduce},
-      {"amax", OpFamily::Reduce},
-      {"amin", OpFamily::Reduce},
-      {"prod", OpFamily::Reduce},
-      {"argmax", OpFamily::Standalone},
-      {"argmin", OpFamily::Standalone},
-      {"cumsum", OpFamily::Standalone},
-      {"cumprod", OpFamily::Standalone},
-      {"exp2", OpFamily::Unary},
-      {"expm1", OpFamily::Unary},
-      {"log2", OpFamily::Unary},
-      {"log10", OpFamily::Unary},
-      {"log1p", OpFamily::Unary},
-      {"sin", OpFamily::Unary},
-      {"cos", OpFamily::Unary},
-      {"tan", OpFamily::Unary},
-      {"asin", OpFamily::Unary},
-      {"acos", OpFamily::Unary},
-      {"atan", OpFamily::Unary},
-      {"sinh", OpFamily::Unary},
-      {"cosh", OpFamily::Unary},
-      {"tanh", OpFamily::Unary},
-      {"asinh", OpFamily::Unary},
-      {"acosh", OpFamily::Unary},
-      {"atanh", OpFamily::Unary},
-      {"erf", OpFamily::Unary},
-      {"erfc", OpFamily::Unary},
-      {"cbrt", OpFamily::Unary},
-      {"sigmoid", OpFamily::Unary},
-      {"softplus", OpFamily::Unary},
-      {"softsign", OpFamily::Unary},
-      {"elu", OpFamily::Unary},
-      {"gelu", OpFamily::Unary},
-      {"gelu_tanh", OpFamily::Unary},
-      {"lrelu", OpFamily::Unary},
-      {"relu", OpFamily::Unary},
-      {"relu6", OpFamily::Unary},
-      {"sign", OpFamily::Unary},
-      {"signbit", OpFamily::Unary},
-      {"ceil", OpFamily::Unary},
-      {"floor", OpFamily::Unary},
-      {"trunc", OpFamily::Unary},
-      {"round", OpFamily::Unary},
-      {"isfinite", OpFamily::Unary},
-      {"isnan", OpFamily::Unary},
-      {"isinf", OpFamily::Unary},
-      {"logical_not", OpFamily::Unary},
-      {"bitwise_not", OpFamily::Unary},
-      {"square", OpFamily::Unary},
-      {"clone", OpFamily::Unary},
-      {"pow", OpFamily::Binary},
-      {"hypot", OpFamily::Binary},
-      {"atan2", OpFamily::Binary},
-      {"copysign", OpFamily::Binary},
-      {"gcd", OpFamily::Binary},
-      {"fmod", OpFamily::Binary},
-      {"remainder", OpFamily::Binary},
-      {"floor_div", OpFamily::Binary},
-      {"logical_and", OpFamily::Binary},
-      {"logical_or", OpFamily::Binary},
-      {"logical_xor", OpFamily::Binary},
-      {"bitwise_and", OpFamily::Binary},
-      {"bitwise_or", OpFamily::Binary},
-      {"bitwise_xor", OpFamily::Binary},
-      {"bitwise_left_shift", OpFamily::Binary},
-      {"bitwise_right_shift", OpFamily::Binary},
-      {"eq", OpFamily::Binary},
-      {"ne", OpFamily::Binary},
-      {"lt", OpFamily::Binary},
-      {"le", OpFamily::Binary},
-      {"gt", OpFamily::Binary},
-      {"ge", OpFamily::Binary},
-      {"where", OpFamily::Select},
-      {"full", OpFamily::Create},
-      {"arange", OpFamily::Standalone},
-      {"uniform", OpFamily::Standalone},
-      {"normal", OpFamily::Standalone},
-      {"reshape", OpFamily::Standalone},
-      {"expand", OpFamily::Standalone},
-      {"permute", OpFamily::Standalone},
-      {"concat", OpFamily::Standalone},
-      {"tile", OpFamily::Standalone},
-      {"pad", OpFamily::Standalone},
-      {"tril", OpFamily::Standalone},
-      {"triu", OpFamily::Standalone},
-      {"assemble", OpFamily::Move},
-      {"matmul", OpFamily::Matmul},
-      {"shmem_put", OpFamily::Shmem},
-      {"shmem_get", OpFamily::Shmem},
-      {"shmem_signal", OpFamily::Shmem},
-      {"shmem_wait_until", OpFamily::Shmem},
-      {"shmem_clear_data", OpFamily::Shmem},
-      {"nop", OpFamily::Shmem},
-      {"shmem_clear_signal", OpFamily::Shmem},
-      {"gather", OpFamily::Library},
-      {"index_select", OpFamily::Library},
-      {"scatter", OpFamily::Library},
-      {"index_add", OpFamily::Library},
-      {"index_put", OpFamily::Library},
-      {"one_hot", OpFamily::Library},
-      {"unsorted_segment", OpFamily::Library},
-      {"sort", OpFamily::Library},
-      {"topk", OpFamily::Library},
-      {"unique", OpFamily::Library},
-      {"bessel_i0e", OpFamily::Library},
-      {"bessel_i1e", OpFamily::Library},
-      {"check", OpFamily::Check},
-      {"paths", OpFamily::Control},
-      {"loop", OpFamily::Control},
-  }};
-  // Every OpKind has a row: Loop is the last kind.
-  if (table.size() != static_cast<size_t>(OpKind::Loop) + 1 || table.back().name == nullptr)
-    throw std::logic_error("op_info table out of date");
-  return table.at(static_cast<size_t>(k));
 }
 
 const char *site_name(const Op &op) {
