@@ -2,6 +2,7 @@
 // process-wide kernel cache (kernel_cache.h), stage dumps.
 #include "pto/codegen/compile.h"
 
+#include "pto/codegen/host_isa.h"
 #include "pto/error.h"
 #include "pto/ir/printer.h"
 
@@ -54,6 +55,7 @@ CompileOptions CompileOptions::from_env(const std::source_location &loc,
                                       mb, kernel, kMaxMb));
     o.cache_limit_bytes = v << 20;
   }
+  check_isa_env(loc, kernel); // read once per process: not an option, not in the cache key
   return o;
 }
 

@@ -401,9 +401,8 @@ LV *sleef_call(VecMath &vm, const char *fn, const char *acc, const std::vector<L
   auto &B = vm.B;
   auto *vt = llvm::cast<llvm::FixedVectorType>(args[0]->getType());
   bool dbl = vt->getElementType()->isDoubleTy();
-  unsigned native = vm.avx512 ? (dbl ? 8u : 16u) : (dbl ? 4u : 8u);
-  std::string name = std::string("Sleef_") + fn + (dbl ? "d" : "f") + std::to_string(native) + "_" +
-                     acc + (vm.avx512 ? "avx512f" : "avx2");
+  unsigned native = sleef_lanes(vm.isa, dbl);
+  std::string name = sleef_name(fn, acc, dbl, vm.isa);
   auto *nt = llvm::FixedVectorType::get(vt->getElementType(), native);
   std::vector<llvm::Type *> params(args.size(), nt);
   auto callee = vm.M.getOrInsertFunction(name, llvm::FunctionType::get(nt, params, false));

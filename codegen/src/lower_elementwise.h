@@ -5,6 +5,7 @@
 // i8 0/1 for DT_BOOL).
 #pragma once
 
+#include "pto/codegen/host_isa.h"
 #include "pto/ir/program.h"
 
 #include <llvm/IR/IRBuilder.h>
@@ -19,14 +20,15 @@ namespace pto::codegen {
 struct VecMath {
   llvm::IRBuilder<> &B;
   llvm::Module &M;
-  bool avx512 = false; ///< host has AVX-512F: SLEEF's f16/d8 variants, else avx2 f8/d4
+  Isa isa = Isa::Sse2; ///< the JIT's vector level: which SLEEF variant sleef_call calls
   /// Emits "fail the call with an integer division by zero unless `ok`" (pto_rt_fail kind 1).
   std::function<void(llvm::Value *ok)> fail_div_zero_unless;
 };
 
-/// Calls SLEEF `Sleef_<fn>{f|d}<N>_<acc><isa>` (acc "u10", "u15", "u05", or "" for exact
-/// functions such as fmod) on float or double vectors of any width, split into native-width
-/// calls and rejoined. Every name it can produce is bound in jit_engine.cpp.
+/// Calls SLEEF `Sleef_<fn>{f|d}<N>_<acc><variant>` at `vm.isa` (sleef_name; acc "u10", "u15",
+/// "u05", or "" for exact functions such as fmod) on float or double vectors of any width, split
+/// into native-width calls and rejoined. (fn, acc) must be in sleef_functions(), whose every name
+/// jit_engine.cpp binds.
 llvm::Value *sleef_call(VecMath &vm, const char *fn, const char *acc,
                         const std::vector<llvm::Value *> &args);
 

@@ -834,7 +834,7 @@ private:
   }
 
   VecMath vec_math() {
-    return VecMath{B, M, host_target().avx512f,
+    return VecMath{B, M, host_target().isa,
                    [this](LV *ok) { fail_unless(ok, kFailDivZero, i64(0), i64(0)); }};
   }
   LV *sleef(const char *fn, LV *v) {

@@ -23,10 +23,11 @@ struct CompileOptions {
   std::optional<int64_t> cache_limit_bytes;
   /// The stages PTO_DUMP may name.
   static const std::vector<std::string> &dump_stages();
-  /// Reads PTO_DUMP, PTO_DUMP_DIR and PTO_JIT_CACHE_MB (unset or empty: the defaults). Throws
-  /// ArgumentError at `loc` naming the variable and the kernel `kernel` for a PTO_DUMP stage
-  /// that does not exist (listing those that do) or a PTO_JIT_CACHE_MB that is not an integer
-  /// in [0, 2^40).
+  /// Reads PTO_DUMP, PTO_DUMP_DIR and PTO_JIT_CACHE_MB (unset or empty: the defaults), and
+  /// checks PTO_ISA (check_isa_env, pto/codegen/host_isa.h). Throws ArgumentError at `loc`
+  /// naming the variable and the kernel `kernel` for a PTO_DUMP stage that does not exist
+  /// (listing those that do), a PTO_JIT_CACHE_MB that is not an integer in [0, 2^40), or a bad
+  /// PTO_ISA.
   static CompileOptions from_env(const std::source_location &loc, const std::string &kernel);
 };
 
