@@ -57,9 +57,9 @@ samples() {
 }
 
 # The AVX2 code paths (what AVX2-only machines run) on any host with AVX2: the JIT capped by
-# PTO_ISA=avx2 (codegen/include/pto/codegen/host_isa.h). The codegen suites whole (ops, ULP sweep,
-# SLEEF names), a few e2e files and a sample; then a dump of that sample's kernels must hold no
-# AVX-512 register (zmm), which shows that the cap took effect. A subshell: PTO_ISA stays here.
+# PTO_ISA=avx2 (codegen/passes/isa.h). The codegen suites whole (ops, ULP sweep, SLEEF names), a
+# few e2e files and a sample; then a dump of that sample's kernels must hold no AVX-512 register
+# (zmm), which shows that the cap took effect. A subshell: PTO_ISA stays here.
 isa_avx2() (
   if ! grep -qw avx2 /proc/cpuinfo; then
     echo "isa-avx2: skipped, this host has no AVX2"

@@ -1,6 +1,6 @@
 // index_ops.cpp - Tracing of the indexing ops of index_ops.h: operand checks, result shapes and
 // valid shapes, then one library ir::Op each (attribute layouts in program.h). The routines that
-// run them are in codegen/src/xops_index.cpp.
+// run them are in codegen/rtlib/xops_index.cpp.
 #include "pto/index_ops.h"
 
 #include "trace_checks.h"

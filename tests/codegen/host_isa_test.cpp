@@ -1,12 +1,13 @@
-// host_isa_test.cpp - PTO_ISA (pto/codegen/host_isa.h): each level's LLVM CPU and features on
-// made-up hosts (an AVX-512 one, an AVX2-only one like some AMD EPYC machines, an SSE4 one), the
-// refusal of unknown values and of levels a host lacks, the errors at the kernel call, and that
-// every SLEEF name the lowering can emit at every level resolves in the JIT to the address the
-// dynamic linker gives that name (dlsym: an independent lookup). The code paths of each level run
-// in CI's isa-avx2 stage (scripts/test.sh: PTO_ISA=avx2) and by hand with PTO_ISA=sse4 or sse2.
-#include "pto/codegen/host_isa.h"
+// host_isa_test.cpp - PTO_ISA (passes/isa.h, llvm/host_isa.h): each level's LLVM CPU and
+// features on made-up hosts (an AVX-512 one, an AVX2-only one like some AMD EPYC machines, an
+// SSE4 one), the refusal of unknown values and of levels a host lacks, the errors at the kernel
+// call, and that every SLEEF name the lowering can emit at every level resolves in the JIT to the
+// address the dynamic linker gives that name (dlsym: an independent lookup). The code paths of
+// each level run in CI's isa-avx2 stage (scripts/test.sh: PTO_ISA=avx2) and by hand with
+// PTO_ISA=sse4 or sse2.
 #include "pto/pto.h"
 
+#include "llvm/host_isa.h"
 #include "support/env_var.h"
 #include "support/expect_error.h"
 #include "support/support.h"

@@ -1,7 +1,7 @@
 // tile_expand_test.cpp - Tile expansion (reference §3.2-3.3), per-tile valid extents, and the
 // signal slot numbering of reference §6.3, against examples worked out by hand.
-#include "pto/codegen/slots.h"
-#include "pto/codegen/tile_expand.h"
+#include "passes/slots.h"
+#include "passes/tile_expand.h"
 
 #include <doctest/doctest.h>
 

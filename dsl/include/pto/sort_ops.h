@@ -1,7 +1,7 @@
 // sort_ops.h - Sorting and selection (sort, argsort, topk, unique) and the exponentially scaled
 // modified Bessel functions (bessel_i0e, bessel_i1e), as PyPTO's "Sort and top-k" (reference §5)
 // with PyTorch's semantics where PyPTO leaves them open. Each op is one library routine
-// (codegen/src/xops_sort.cpp, xops_special.cpp) that the JIT and the interpreter both run.
+// (codegen/rtlib/xops_sort.cpp, xops_special.cpp) that the JIT and the interpreter both run.
 //
 // Common rules:
 // - Input: any rank 1..4 (ShapeError otherwise), not a token or shmem data (DTypeError).

@@ -158,7 +158,7 @@ enum class OpKind : uint8_t {
   ShmemClearData, ///< zero a view of the local data window
   Nop,            ///< joins preds into one token, as PyPTO `experimental.nop`
   ShmemClearSignal, ///< zero this PE's whole signal array of a shmem tensor
-  // Library ops (OpFamily::Library): run by a precompiled routine (codegen/src/xops*.cpp) that
+  // Library ops (OpFamily::Library): run by a precompiled routine (codegen/rtlib/xops*.cpp) that
   // the JIT calls and the interpreter calls too. Inputs, then outputs; attributes in `axis`,
   // `keepdim`, `ints`, `scalar`, `reals` (meaning per kind, documented at the DSL function).
   // Indexing (index_ops.h); index tensors are DT_INT32 / DT_INT64.
@@ -198,7 +198,7 @@ enum class OpKind : uint8_t {
 
 /// Families used by codegen and the verifier. Standalone ops are never fused: codegen lowers each
 /// as scalar loops over its output's valid region (its inputs and output get storage).
-/// Library ops are run by precompiled routines (codegen/src/xops.h) in both the JIT and the
+/// Library ops are run by precompiled routines (codegen/rtlib/xops.h) in both the JIT and the
 /// interpreter; like Standalone ops they are never fused. Check ops touch no memory.
 enum class OpFamily : uint8_t { Unary, Binary, Select, Reduce, Create, Move, Shmem, Control, Matmul,
                                 Standalone, Library, Check };

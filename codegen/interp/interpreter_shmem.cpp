@@ -1,0 +1,191 @@
+// interpreter_shmem.cpp - The reference interpreter's distributed ops: puts, gets, signals,
+// waits and clears, each split per vec tile into runtime ABI calls (reference §6.3, §6.5).
+#include "interp/interpreter.h"
+
+#include "passes/slots.h"
+#include "passes/tile_expand.h"
+
+namespace pto::codegen::interp {
+
+using ir::Op;
+using ir::OpKind;
+
+namespace {
+
+/// pto_block extents/strides for a box of rank <= 4, padded with leading unit dims.
+pto_block make_block(const std::vector<int64_t> &ext, const std::vector<int64_t> &src_strides,
+                     const std::vector<int64_t> &dst_strides) {
+  pto_block b{};
+  size_t r = ext.size(), pad = 4 - r;
+  for (size_t i = 0; i < 4; ++i) {
+    b.extent[i] = i < pad ? 1 : ext[i - pad];
+    b.src_stride[i] = i < pad ? 0 : src_strides[i - pad];
+    b.dst_stride[i] = i < pad ? 0 : dst_strides[i - pad];
+  }
+  return b;
+}
+
+} // namespace
+
+// The window [offs, offs + shape) must lie inside `data` in every dim (checked once per op, as
+// generated code does); fails with the first offending index: the window's last index, or the
+// offset itself when it is past the data (so that a huge offset cannot wrap the end).
+int32_t Run::check_shmem_window(const std::vector<int64_t> &data,
+                                const std::vector<int64_t> &offs,
+                                const std::vector<int64_t> &shape) {
+  for (size_t d = 0; d < offs.size(); ++d) {
+    if (offs[d] < 0)
+      return fail(kFailOffset, offs[d], data[d]);
+    if (offs[d] > data[d] - shape[d]) // no overflow: 0 <= shape, data <= 2^62
+      return fail(kFailOffset, offs[d] <= data[d] ? offs[d] + shape[d] - 1 : offs[d], data[d]);
+  }
+  return PTO_OK;
+}
+
+int32_t Run::shmem_put(const Op &op) {
+  const ir::ShmemInfo &s = p_.shmems.at(static_cast<size_t>(op.shmem));
+  Ref src;
+  if (int32_t st = ref(op.inputs[0], src))
+    return st;
+  std::vector<int64_t> sv, offs;
+  if (int32_t st = valid_of(op.inputs[0], src.shape, sv))
+    return st;
+  if (int32_t st = check_window(src, sv))
+    return st;
+  int64_t pe = 0;
+  if (int32_t st = eval(op.pe, pe))
+    return st;
+  if (pe < 0 || pe >= s.n_pes)
+    return fail(kFailPe, pe, s.n_pes);
+  if (int32_t st = eval_all(op.view_offsets, offs))
+    return st;
+  if (int32_t st = check_shmem_window(s.shape, offs, op.view_shape))
+    return st;
+  const auto data_strides = row_major(s.shape);
+  const int64_t esize = bytes_of(s.dtype);
+  const size_t r = op.view_shape.size();
+  for (const auto &t : tile_expand(op.view_shape, op.tile.vec)) {
+    std::vector<int64_t> ext(r), at(r);
+    bool empty = false;
+    for (size_t d = 0; d < r; ++d) {
+      ext[d] = tile_valid(sv[d], t.offset[d], t.size[d]);
+      empty = empty || ext[d] == 0;
+    }
+    if (empty)
+      continue;
+    for (size_t d = 0; d < r; ++d)
+      at[d] = offs[d] + t.offset[d]; // inside the data: the whole window was checked
+    pto_block b = make_block(ext, src.strides, data_strides);
+    int32_t st = pto_rt_put(ctx_, s.group_index, static_cast<int32_t>(pe),
+                            op.atomic == ir::Atomic::Add ? PTO_ATOMIC_ADD : PTO_ATOMIC_SET,
+                            src.at(t.offset), src.dt,
+                            s.data_offset_bytes + dot(at, data_strides) * esize,
+                            s.data_offset_bytes + s.data_bytes, s.dtype, &b, site_);
+    if (st != PTO_OK)
+      return st;
+  }
+  return PTO_OK;
+}
+
+int32_t Run::shmem_get(const Op &op) {
+  const ir::ShmemInfo &s = p_.shmems.at(static_cast<size_t>(op.shmem));
+  Ref dst;
+  if (int32_t st = ref(op.outputs.at(1), dst))
+    return st;
+  std::vector<int64_t> vv, offs;
+  if (int32_t st = eval_all(op.view_valid, vv))
+    return st;
+  int64_t pe = 0;
+  if (int32_t st = eval(op.pe, pe))
+    return st;
+  if (pe < 0 || pe >= s.n_pes)
+    return fail(kFailPe, pe, s.n_pes);
+  if (int32_t st = eval_all(op.view_offsets, offs))
+    return st;
+  if (int32_t st = check_shmem_window(s.shape, offs, op.view_shape))
+    return st;
+  const auto data_strides = row_major(s.shape);
+  const int64_t esize = bytes_of(s.dtype);
+  const size_t r = op.view_shape.size();
+  for (const auto &t : tile_expand(op.view_shape, op.tile.vec)) {
+    std::vector<int64_t> ext(r), at(r);
+    bool empty = false;
+    for (size_t d = 0; d < r; ++d) {
+      ext[d] = tile_valid(vv[d], t.offset[d], t.size[d]);
+      empty = empty || ext[d] == 0;
+    }
+    if (empty)
+      continue;
+    for (size_t d = 0; d < r; ++d)
+      at[d] = offs[d] + t.offset[d]; // inside the data: the whole window was checked
+    pto_block b = make_block(ext, data_strides, dst.strides);
+    int32_t st = pto_rt_get(ctx_, s.group_index, static_cast<int32_t>(pe),
+                            s.data_offset_bytes + dot(at, data_strides) * esize,
+                            s.data_offset_bytes + s.data_bytes, s.dtype, dst.at(t.offset), dst.dt,
+                            &b, site_);
+    if (st != PTO_OK)
+      return st;
+  }
+  return PTO_OK;
+}
+
+int32_t Run::shmem_signal_wait(const Op &op) {
+  const ir::ShmemInfo &s = p_.shmems.at(static_cast<size_t>(op.shmem));
+  const ir::SlotGeometry &g = *op.slots;
+  std::vector<int64_t> o;
+  if (int32_t st = eval_all(g.view_offsets, o))
+    return st;
+  if (int32_t st = check_shmem_window(g.data_shape, o, g.view_shape))
+    return st;
+  int64_t row = 0, target = -1;
+  if (int32_t st = eval(op.pe, row))
+    return st;
+  if (row < 0 || row >= s.n_pes)
+    return fail(kFailPe, row, s.n_pes);
+  for (size_t d = 0; d < o.size(); ++d)
+    if ((o[d] % g.view_shape[d]) % g.tile[d] != 0)
+      return fail(kFailSlotAlign, o[d] % g.view_shape[d], g.tile[d]);
+  if (op.kind == OpKind::ShmemSignal && !op.target_all) {
+    if (int32_t st = eval(op.target_pe, target))
+      return st;
+    if (target < 0 || target >= s.n_pes)
+      return fail(kFailPe, target, s.n_pes);
+  }
+  for (const auto &t : tile_expand(g.view_shape, g.tile)) {
+    const int64_t slot = slot_number(g, o, t.offset, row);
+    const int64_t off = s.signal_offset_bytes + slot * 8 * 4;
+    int32_t st;
+    if (op.kind == OpKind::ShmemSignal)
+      st = pto_rt_signal(ctx_, s.group_index, static_cast<int32_t>(target), off,
+                         op.atomic == ir::Atomic::Add ? PTO_ATOMIC_ADD : PTO_ATOMIC_SET,
+                         op.signal, site_);
+    else
+      st = pto_rt_wait_until(ctx_, s.group_index, off, static_cast<int32_t>(op.cmp), op.signal,
+                             op.clear ? 1 : 0, slot, site_);
+    if (st != PTO_OK)
+      return st;
+  }
+  return PTO_OK;
+}
+
+int32_t Run::shmem_clear(const Op &op) {
+  const ir::ShmemInfo &s = p_.shmems.at(static_cast<size_t>(op.shmem));
+  std::vector<int64_t> offs;
+  if (int32_t st = eval_all(op.view_offsets, offs))
+    return st;
+  if (int32_t st = check_shmem_window(s.shape, offs, op.view_shape))
+    return st;
+  const auto data_strides = row_major(s.shape);
+  pto_block b = make_block(op.view_shape, data_strides, data_strides);
+  return pto_rt_clear(ctx_, s.group_index, s.data_offset_bytes + dot(offs, data_strides) * bytes_of(s.dtype),
+                      s.data_offset_bytes + s.data_bytes, s.dtype, &b, site_);
+}
+
+int32_t Run::shmem_clear_signal(const Op &op) {
+  const ir::ShmemInfo &s = p_.shmems.at(static_cast<size_t>(op.shmem));
+  pto_block b = make_block({s.signal_bytes / 4}, {1}, {1});
+  return pto_rt_clear(ctx_, s.group_index, s.signal_offset_bytes,
+                      s.signal_offset_bytes + s.signal_bytes, DT_INT32, &b, site_);
+}
+
+} // namespace pto::codegen::interp

@@ -1,0 +1,419 @@
+// jit_engine.cpp - See jit_engine.h.
+#include "llvm/jit_engine.h"
+#include "llvm/host_isa.h"
+#include "rtlib/run_check.h"
+#include "rtlib/xops.h"
+
+#include "pto/error.h"
+#include "pto/runtime/abi.h"
+
+#include "rtlib/xops.h"
+
+#include <llvm/ExecutionEngine/JITLink/JITLinkMemoryManager.h>
+#include <llvm/ExecutionEngine/Orc/EPCEHFrameRegistrar.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/Process.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/TargetParser/Host.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+
+namespace pto::codegen {
+
+namespace {
+std::string to_string(llvm::Error e) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << e;
+  return os.str();
+}
+} // namespace
+
+HostTarget &host_target() {
+  static HostTarget t;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+    const JitTarget &jt = jit_target(); // the host's CPU, capped by PTO_ISA
+    t.cpu = jt.cpu;
+    t.features = jt.features;
+    t.isa = jt.isa;
+    std::string triple = llvm::sys::getProcessTriple();
+    std::string err;
+    const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, err);
+    if (!target)
+      throw CompileError("<codegen>", "jit", "LLVM has no target for " + triple + ": " + err);
+    llvm::TargetOptions opts;
+    t.tm.reset(target->createTargetMachine(triple, t.cpu, t.features, opts, llvm::Reloc::PIC_,
+                                           std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  });
+  if (!t.tm)
+    throw CompileError("<codegen>", "jit", "could not create the host target machine");
+  return t;
+}
+
+namespace {
+
+/// JITLink memory manager that counts what the in-process manager hands out: bytes and mappings
+/// per JITDylib and in total. Every allocation is one mapping of its page-rounded segments.
+class CountingMemoryManager final : public llvm::jitlink::JITLinkMemoryManager {
+public:
+  CountingMemoryManager(std::unique_ptr<llvm::jitlink::InProcessMemoryManager> inner,
+                        uint64_t page_bytes)
+      : inner_(std::move(inner)), page_bytes_(page_bytes) {}
+
+  void allocate(const llvm::jitlink::JITLinkDylib *jd, llvm::jitlink::LinkGraph &g,
+                OnAllocatedFunction on_allocated) override {
+    const int64_t bytes = layout_bytes(g);
+    inner_->allocate(jd, g,
+                     [this, jd, bytes, done = std::move(on_allocated)](AllocResult r) mutable {
+                       if (!r)
+                         return done(std::move(r));
+                       done(std::make_unique<Counted>(*this, jd, bytes, std::move(*r)));
+                     });
+  }
+  using JITLinkMemoryManager::allocate;
+
+  void deallocate(std::vector<FinalizedAlloc> allocs,
+                  OnDeallocatedFunction on_deallocated) override {
+    {
+      std::lock_guard lk(mu_);
+      for (auto &a : allocs) {
+        auto it = live_.find(a.getAddress().getValue());
+        if (it == live_.end())
+          continue;
+        if ((per_jd_[it->second.jd] -= it->second.bytes) == 0)
+          per_jd_.erase(it->second.jd);
+        bytes_ -= it->second.bytes;
+        live_.erase(it);
+      }
+    }
+    inner_->deallocate(std::move(allocs), std::move(on_deallocated));
+  }
+  using JITLinkMemoryManager::deallocate;
+
+  int64_t bytes_of(const llvm::jitlink::JITLinkDylib *jd) {
+    std::lock_guard lk(mu_);
+    auto it = per_jd_.find(jd);
+    return it == per_jd_.end() ? 0 : it->second;
+  }
+  void totals(int64_t &bytes, int64_t &mappings) {
+    std::lock_guard lk(mu_);
+    bytes = bytes_;
+    mappings = static_cast<int64_t>(live_.size());
+  }
+
+private:
+  /// An allocation on its way to finalization; counted once finalized.
+  class Counted final : public InFlightAlloc {
+  public:
+    Counted(CountingMemoryManager &mm, const llvm::jitlink::JITLinkDylib *jd, int64_t bytes,
+            std::unique_ptr<InFlightAlloc> inner)
+        : mm_(mm), jd_(jd), bytes_(bytes), inner_(std::move(inner)) {}
+    void abandon(OnAbandonedFunction on_abandoned) override {
+      inner_->abandon(std::move(on_abandoned));
+    }
+    void finalize(OnFinalizedFunction on_finalized) override {
+      // The callback may outlive this object: capture values, not `this`.
+      inner_->finalize([mm = &mm_, jd = jd_, bytes = bytes_,
+                        done = std::move(on_finalized)](llvm::Expected<FinalizedAlloc> r) mutable {
+        if (r)
+          mm->record(r->getAddress().getValue(), jd, bytes);
+        done(std::move(r));
+      });
+    }
+
+  private:
+    CountingMemoryManager &mm_;
+    const llvm::jitlink::JITLinkDylib *jd_;
+    int64_t bytes_;
+    std::unique_ptr<InFlightAlloc> inner_;
+  };
+
+  struct Live {
+    const llvm::jitlink::JITLinkDylib *jd;
+    int64_t bytes;
+  };
+
+  void record(uint64_t addr, const llvm::jitlink::JITLinkDylib *jd, int64_t bytes) {
+    std::lock_guard lk(mu_);
+    live_[addr] = Live{jd, bytes};
+    per_jd_[jd] += bytes;
+    bytes_ += bytes;
+  }
+
+  /// What the in-process manager maps for `g`: its segments, each padded to whole pages.
+  int64_t layout_bytes(llvm::jitlink::LinkGraph &g) const {
+    llvm::jitlink::BasicLayout layout(g);
+    auto sizes = layout.getContiguousPageBasedLayoutSizes(page_bytes_);
+    if (!sizes) {
+      llvm::consumeError(sizes.takeError()); // the real allocation reports it
+      return 0;
+    }
+    return static_cast<int64_t>(sizes->total());
+  }
+
+  std::unique_ptr<llvm::jitlink::InProcessMemoryManager> inner_;
+  uint64_t page_bytes_;
+  std::mutex mu_;
+  std::map<uint64_t, Live> live_;
+  std::map<const llvm::jitlink::JITLinkDylib *, int64_t> per_jd_;
+  int64_t bytes_ = 0;
+};
+
+/// The process-wide LLJIT. Its main JITDylib holds only the runtime and SLEEF symbols; each
+/// module gets a JITDylib of its own that links against main, then the process.
+struct Engine {
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  CountingMemoryManager *memory = nullptr; ///< owned by the object linking layer
+  /// Serializes compiles (one TargetMachine) and JITDylib removal.
+  std::mutex mu;
+  uint64_t next_id = 0;
+  std::atomic<int64_t> modules{0};
+};
+
+llvm::orc::SymbolMap runtime_symbols(llvm::orc::ExecutionSession &es) {
+  llvm::orc::SymbolMap syms;
+  auto bind = [&](const char *name, void *addr) {
+    syms[es.intern(name)] = {llvm::orc::ExecutorAddr::fromPtr(addr),
+                             llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
+  };
+  bind("pto_rt_my_pe", reinterpret_cast<void *>(&pto_rt_my_pe));
+  bind("pto_rt_n_pes", reinterpret_cast<void *>(&pto_rt_n_pes));
+  bind("pto_rt_kernel_enter", reinterpret_cast<void *>(&pto_rt_kernel_enter));
+  bind("pto_rt_kernel_exit", reinterpret_cast<void *>(&pto_rt_kernel_exit));
+  bind("pto_rt_heap_base", reinterpret_cast<void *>(&pto_rt_heap_base));
+  bind("pto_rt_put", reinterpret_cast<void *>(&pto_rt_put));
+  bind("pto_rt_get", reinterpret_cast<void *>(&pto_rt_get));
+  bind("pto_rt_signal", reinterpret_cast<void *>(&pto_rt_signal));
+  bind("pto_rt_wait_until", reinterpret_cast<void *>(&pto_rt_wait_until));
+  bind("pto_rt_clear", reinterpret_cast<void *>(&pto_rt_clear));
+  bind("pto_rt_fail", reinterpret_cast<void *>(&pto_rt_fail));
+  bind("pto_rt_fail_msg", reinterpret_cast<void *>(&pto_rt_fail_msg));
+  bind("pto_rt_check_fail", reinterpret_cast<void *>(&pto_rt_check_fail));
+  bind("pto_rt_xop", reinterpret_cast<void *>(&pto_rt_xop));
+  bind("pto_rt_alloc", reinterpret_cast<void *>(&pto_rt_alloc));
+  bind("pto_rt_trace_now", reinterpret_cast<void *>(&pto_rt_trace_now));
+  bind("pto_rt_trace_op", reinterpret_cast<void *>(&pto_rt_trace_op));
+  for (const auto &[name, addr] : sleef_symbols())
+    bind(name.c_str(), addr);
+  return syms;
+}
+
+std::unique_ptr<Engine> make_engine() {
+  HostTarget &ht = host_target();
+  auto e = std::make_unique<Engine>();
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb)
+    throw CompileError("<codegen>", "jit", to_string(jtmb.takeError()));
+  jtmb->setCPU(ht.cpu);
+  jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  jtmb->getFeatures() = llvm::SubtargetFeatures(ht.features);
+  // What LLJIT sets itself when it picks JITLink, which our own linking layer replaces.
+  jtmb->setCodeModel(llvm::CodeModel::Small);
+  jtmb->setRelocationModel(llvm::Reloc::PIC_);
+  Engine *raw = e.get();
+  auto jit =
+      llvm::orc::LLJITBuilder()
+          .setJITTargetMachineBuilder(std::move(*jtmb))
+          // No static initializers to run: no platform, so no per-JITDylib platform state.
+          .setPlatformSetUp(llvm::orc::setUpInactivePlatform)
+          .setObjectLinkingLayerCreator(
+              [raw](llvm::orc::ExecutionSession &es, const llvm::Triple &)
+                  -> llvm::Expected<std::unique_ptr<llvm::orc::ObjectLayer>> {
+                auto page = llvm::sys::Process::getPageSize();
+                if (!page)
+                  return page.takeError();
+                auto mm = std::make_unique<CountingMemoryManager>(
+                    std::make_unique<llvm::jitlink::InProcessMemoryManager>(*page), *page);
+                raw->memory = mm.get();
+                auto layer = std::make_unique<llvm::orc::ObjectLinkingLayer>(es, std::move(mm));
+                auto frames = llvm::orc::EPCEHFrameRegistrar::Create(es);
+                if (!frames)
+                  return frames.takeError();
+                layer->addPlugin(
+                    std::make_unique<llvm::orc::EHFrameRegistrationPlugin>(es, std::move(*frames)));
+                return std::unique_ptr<llvm::orc::ObjectLayer>(std::move(layer));
+              })
+          .create();
+  if (!jit)
+    throw CompileError("<codegen>", "jit", "LLJIT: " + to_string(jit.takeError()));
+  e->jit = std::move(*jit);
+  auto &main = e->jit->getMainJITDylib();
+  if (auto err =
+          main.define(llvm::orc::absoluteSymbols(runtime_symbols(e->jit->getExecutionSession()))))
+    throw CompileError("<codegen>", "jit", to_string(std::move(err)));
+  return e;
+}
+
+/// The engine once created (null before the first compile).
+std::atomic<Engine *> g_engine{nullptr};
+
+/// The engine, created on first use and never destroyed: modules cached in static objects may
+/// be freed during exit, after any static engine would be gone.
+Engine &engine() {
+  static std::once_flag once;
+  std::call_once(once, [] { g_engine.store(make_engine().release()); });
+  return *g_engine.load();
+}
+
+// Removes `jd` and everything in it. Caller holds engine().mu.
+void remove_dylib(Engine &e, llvm::orc::JITDylib &jd) {
+  // Nothing to report to: the module is gone either way, and a destructor cannot throw.
+  llvm::consumeError(e.jit->getExecutionSession().removeJITDylib(jd));
+}
+
+} // namespace
+
+struct JitModule::Impl {
+  llvm::orc::JITDylib *jd = nullptr;
+};
+
+JitModule::~JitModule() {
+  if (!impl || !impl->jd)
+    return;
+  Engine &e = engine();
+  std::lock_guard lk(e.mu);
+  remove_dylib(e, *impl->jd);
+  e.modules.fetch_sub(1);
+}
+
+JitMemory jit_memory() {
+  JitMemory m;
+  Engine *e = g_engine.load();
+  if (!e) // nothing compiled yet: do not build an LLJIT just to report zeros
+    return m;
+  m.modules = e->modules.load();
+  if (e->memory)
+    e->memory->totals(m.bytes, m.mappings);
+  return m;
+}
+
+void *jit_symbol_address(const std::string &name) {
+  Engine &e = engine();
+  std::lock_guard lk(e.mu);
+  auto sym = e.jit->lookup(e.jit->getMainJITDylib(), name);
+  if (!sym) {
+    llvm::consumeError(sym.takeError()); // unbound: the answer is null
+    return nullptr;
+  }
+  return sym->toPtr<void *>();
+}
+
+namespace {
+std::unique_ptr<JitModule> jit_compile_impl(std::unique_ptr<llvm::LLVMContext> &ctx,
+                                            std::unique_ptr<llvm::Module> &m,
+                                            const StageDump &dump);
+
+// Adds `tsm` to a new JITDylib and compiles it (by looking up its entry).
+std::unique_ptr<JitModule> link(llvm::orc::ThreadSafeModule tsm) {
+  Engine &e = engine();
+  std::lock_guard lk(e.mu);
+  auto &es = e.jit->getExecutionSession();
+  auto &jd = es.createBareJITDylib("pto_module_" + std::to_string(e.next_id++));
+  llvm::orc::JITDylibSearchOrder links{
+      {&e.jit->getMainJITDylib(), llvm::orc::JITDylibLookupFlags::MatchExportedSymbolsOnly}};
+  for (auto &l : e.jit->defaultLinkOrder()) // the process's symbols (memset, memcpy, ...)
+    links.push_back(l);
+  jd.setLinkOrder(std::move(links));
+  auto fail = [&](const std::string &what, llvm::Error err) {
+    std::string msg = what + to_string(std::move(err));
+    remove_dylib(e, jd);
+    throw CompileError("<codegen>", "jit", msg);
+  };
+  if (auto err = e.jit->addIRModule(jd, std::move(tsm)))
+    fail("addIRModule: ", std::move(err));
+  auto sym = e.jit->lookup(jd, "pto_kernel");
+  if (!sym)
+    fail("symbol pto_kernel not found: ", sym.takeError());
+  auto out = std::make_unique<JitModule>();
+  out->impl = std::make_unique<JitModule::Impl>();
+  out->impl->jd = &jd;
+  out->entry_ = sym->toPtr<void *>();
+  out->code_bytes_ = e.memory ? e.memory->bytes_of(&jd) : 0;
+  e.modules.fetch_add(1);
+  return out;
+}
+} // namespace
+
+std::unique_ptr<JitModule> jit_compile(std::unique_ptr<llvm::LLVMContext> ctx,
+                                       std::unique_ptr<llvm::Module> m, const StageDump &dump) {
+  try {
+    return jit_compile_impl(ctx, m, dump);
+  } catch (...) {
+    m.reset(); // a module must die before its context (parameter destruction order is unspecified)
+    throw;
+  }
+}
+
+namespace {
+std::unique_ptr<JitModule> jit_compile_impl(std::unique_ptr<llvm::LLVMContext> &ctx,
+                                            std::unique_ptr<llvm::Module> &m,
+                                            const StageDump &dump) {
+  HostTarget &ht = host_target();
+  m->setDataLayout(ht.tm->createDataLayout());
+  m->setTargetTriple(ht.tm->getTargetTriple().str());
+  {
+    std::string err;
+    llvm::raw_string_ostream os(err);
+    if (llvm::verifyModule(*m, &os)) {
+      std::string unopt;
+      llvm::raw_string_ostream us(unopt);
+      m->print(us, nullptr);
+      dump("llvm", "unopt.ll", us.str());
+      throw InternalError("<codegen>", "lower_llvm",
+                          "generated LLVM IR is invalid: " + os.str() +
+                              " (a ptojit bug; rerun with PTO_DUMP=llvm)");
+    }
+  }
+  // O3 with the new pass manager, for the host CPU.
+  {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PipelineTuningOptions pto;
+    pto.LoopVectorization = true;
+    pto.SLPVectorization = true;
+    llvm::PassBuilder pb(ht.tm.get(), pto);
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    auto mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    mpm.run(*m, mam);
+  }
+  if (dump.wants("llvm")) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    m->print(os, nullptr);
+    dump("llvm", "ll", os.str());
+  }
+  if (dump.wants("asm")) {
+    auto clone = llvm::CloneModule(*m);
+    llvm::SmallString<0> buf;
+    llvm::raw_svector_ostream os(buf);
+    llvm::legacy::PassManager pm;
+    if (!ht.tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+      pm.run(*clone);
+    dump("asm", "s", std::string(buf.str()));
+  }
+  return link(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx)));
+}
+} // namespace
+
+} // namespace pto::codegen

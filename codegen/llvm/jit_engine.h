@@ -1,0 +1,60 @@
+// jit_engine.h - LLVM ORC for the host CPU: O3 with the new pass manager, then machine code from
+// one process-wide LLJIT in which every compiled program has its own JITDylib (freed with the
+// program). Runtime and SLEEF symbols are bound explicitly (no -rdynamic needed); optional
+// .ll/.s dumps; counters of the JIT memory in use.
+#pragma once
+
+#include "llvm/host_isa.h"
+#include "passes/stage_dump.h"
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace pto::codegen {
+
+/// What lowering compiles for: the host CPU, capped by PTO_ISA (passes/isa.h).
+struct HostTarget {
+  std::string cpu;
+  std::string features; ///< "+avx2,+fma,..." as LLVM target features
+  Isa isa = Isa::Sse2;  ///< the vector level: which SLEEF variant is called
+  std::unique_ptr<llvm::TargetMachine> tm;
+};
+/// The host target (created once per process). Throws CompileError if LLVM lacks the target,
+/// ArgumentError for a bad PTO_ISA.
+HostTarget &host_target();
+
+/// One compiled module: its JITDylib in the process-wide LLJIT. Destroying it removes the
+/// JITDylib, which frees the module's code and data (thread-safe; any thread may do it).
+class JitModule {
+public:
+  ~JitModule();
+  /// The address of the module's entry function `pto_kernel`.
+  void *entry() const { return entry_; }
+  /// JIT memory the module holds (code, data and their page rounding), in bytes.
+  int64_t code_bytes() const { return code_bytes_; }
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+  void *entry_ = nullptr;
+  int64_t code_bytes_ = 0;
+};
+
+/// Optimizes `m` at O3 for the host, dumps .ll/.s if requested, and compiles it into a new
+/// JITDylib; returns it with `pto_kernel` resolved (compiled). Serialized across threads. Throws
+/// CompileError on failure (naming the dump path when one was written).
+std::unique_ptr<JitModule> jit_compile(std::unique_ptr<llvm::LLVMContext> ctx,
+                                       std::unique_ptr<llvm::Module> m, const StageDump &dump);
+
+/// The JIT memory in use by every module alive, all threads.
+struct JitMemory {
+  int64_t modules = 0;  ///< JitModules alive
+  int64_t bytes = 0;    ///< code and data, page-rounded
+  int64_t mappings = 0; ///< allocations (mmap calls) holding them, one per linked object
+};
+JitMemory jit_memory();
+
+} // namespace pto::codegen

@@ -1,0 +1,18 @@
+// lower_llvm.h - ir::Program -> one LLVM module with explicit <W x T> vector code, then machine
+// code through jit_engine. Compute ops are grouped into fused row passes (fuse.h), shmem ops
+// become runtime calls (pto/runtime/abi.h), loops become LLVM loops.
+#pragma once
+
+#include "passes/compile.h"
+#include "passes/stage_dump.h"
+
+#include <memory>
+
+namespace pto::codegen {
+
+/// Lowers, optimizes and JIT-compiles `p`. Throws CompileError/InternalError.
+std::shared_ptr<const Executable> build_llvm_executable(const ir::Program &p,
+                                                        const CompileOptions &opts,
+                                                        const StageDump &dump);
+
+} // namespace pto::codegen

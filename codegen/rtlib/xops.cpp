@@ -1,0 +1,69 @@
+// xops.cpp - See xops.h: the dispatcher and the element access every routine uses.
+#include "rtlib/xops.h"
+
+#include "pto/element.h"
+
+#include <exception>
+#include <new>
+
+namespace pto::codegen {
+
+namespace {
+DataType dt_of(const XTensor &t) { return static_cast<DataType>(t.dtype); }
+uint8_t *elem(const XTensor &t, int64_t lin) {
+  return static_cast<uint8_t *>(t.base) + lin * bytes_of(dt_of(t));
+}
+
+int32_t dispatch(const XCall &call) {
+  switch (static_cast<ir::OpKind>(call.kind)) {
+  case ir::OpKind::Gather:
+  case ir::OpKind::IndexSelect:
+  case ir::OpKind::Scatter:
+  case ir::OpKind::IndexAdd:
+  case ir::OpKind::IndexPut:
+  case ir::OpKind::OneHot:
+  case ir::OpKind::SegmentReduce: return xop_index(call);
+  case ir::OpKind::Sort:
+  case ir::OpKind::Topk:
+  case ir::OpKind::Unique: return xop_sort(call);
+  case ir::OpKind::BesselI0e:
+  case ir::OpKind::BesselI1e: return xop_special(call);
+  default: break;
+  }
+  throw InternalError("<xop>", ir::op_info(static_cast<ir::OpKind>(call.kind)).name,
+                      "not a library op (a ptojit bug)");
+}
+} // namespace
+
+double x_load_f(const XTensor &t, int64_t lin) { return element::load_f(elem(t, lin), dt_of(t)); }
+int64_t x_load_i(const XTensor &t, int64_t lin) { return element::load_i(elem(t, lin), dt_of(t)); }
+void x_store_f(const XTensor &t, int64_t lin, double v) {
+  element::store_f(elem(t, lin), dt_of(t), v);
+}
+void x_store_i(const XTensor &t, int64_t lin, int64_t v) {
+  element::store_i(elem(t, lin), dt_of(t), v);
+}
+
+int64_t x_lin(const XTensor &t, const int64_t *idx) {
+  int64_t lin = 0;
+  for (int64_t d = 0; d < t.rank; ++d)
+    lin += idx[d] * t.strides[d];
+  return lin;
+}
+void *x_addr(const XTensor &t, const int64_t *idx) { return elem(t, x_lin(t, idx)); }
+
+extern "C" int32_t pto_rt_xop(const XCall *call) {
+  // Generated code cannot unwind: a routine's exception becomes the call's recorded error:
+  // memory the host refuses is a RuntimeError, anything else a ptojit bug.
+  try {
+    return dispatch(*call);
+  } catch (const std::bad_alloc &) {
+    return pto_rt_fail_msg(call->ctx, PTO_ERROR_RUNTIME, static_cast<int32_t>(call->site),
+                           "out of memory for the routine's working storage");
+  } catch (const std::exception &e) {
+    return pto_rt_fail_msg(call->ctx, PTO_ERROR_INTERNAL, static_cast<int32_t>(call->site),
+                           e.what());
+  }
+}
+
+} // namespace pto::codegen
