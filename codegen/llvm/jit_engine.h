@@ -4,6 +4,7 @@
 // .ll/.s dumps; counters of the JIT memory in use.
 #pragma once
 
+#include "llvm/host_isa.h"
 #include "passes/stage_dump.h"
 
 #include <llvm/IR/LLVMContext.h>
@@ -16,14 +17,15 @@
 
 namespace pto::codegen {
 
-/// Host CPU facts used by lowering.
+/// What lowering compiles for: the host CPU, capped by PTO_ISA (passes/isa.h).
 struct HostTarget {
   std::string cpu;
   std::string features; ///< "+avx2,+fma,..." as LLVM target features
-  bool avx512f = false;
+  Isa isa = Isa::Sse2;  ///< the vector level: which SLEEF variant is called
   std::unique_ptr<llvm::TargetMachine> tm;
 };
-/// The host target (created once per process). Throws CompileError if LLVM lacks the target.
+/// The host target (created once per process). Throws CompileError if LLVM lacks the target,
+/// ArgumentError for a bad PTO_ISA.
 HostTarget &host_target();
 
 /// One compiled module: its JITDylib in the process-wide LLJIT. Destroying it removes the

@@ -41,7 +41,7 @@ llvm::Function *KernelBuilder::begin_function(const char *name) {
   return F;
 }
 
-bool KernelBuilder::has_avx512f() const { return host_target().avx512f; }
+Isa KernelBuilder::isa() const { return host_target().isa; }
 
 bool KernelBuilder::has_avx2() const {
   return ("," + host_target().features + ",").find(",+avx2,") != std::string::npos;

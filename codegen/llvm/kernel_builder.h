@@ -10,6 +10,7 @@
 
 #include "pto/ir/program.h"
 
+#include "llvm/host_isa.h"
 #include "passes/compile.h"
 #include "passes/sites.h"
 
@@ -59,9 +60,9 @@ public:
   llvm::Value *ctx_arg() const { return ctx_; }
   /// W, the lanes of the fused passes' vectors (CompileOptions::vector_lanes).
   int lanes() const { return W; }
-  /// Features of the CPU the code is compiled for (host_target()): they choose SLEEF variants
-  /// and intrinsics.
-  bool has_avx512f() const;
+  /// The CPU the code is compiled for (host_target(), capped by PTO_ISA): its vector level
+  /// chooses the SLEEF variants, its features the intrinsics.
+  Isa isa() const;
   bool has_avx2() const;
 
   // ---- sites: the index into the site table of the op a run-time failure is reported at -----

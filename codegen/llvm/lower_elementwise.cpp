@@ -23,9 +23,8 @@ LV *sleef_call(KernelBuilder &kb, const char *fn, const char *acc, const std::ve
   auto &B = kb.builder();
   auto *vt = llvm::cast<llvm::FixedVectorType>(args[0]->getType());
   bool dbl = vt->getElementType()->isDoubleTy();
-  unsigned native = kb.has_avx512f() ? (dbl ? 8u : 16u) : (dbl ? 4u : 8u);
-  std::string name = std::string("Sleef_") + fn + (dbl ? "d" : "f") + std::to_string(native) + "_" +
-                     acc + (kb.has_avx512f() ? "avx512f" : "avx2");
+  unsigned native = sleef_lanes(kb.isa(), dbl);
+  std::string name = sleef_name(fn, acc, dbl, kb.isa());
   auto *nt = llvm::FixedVectorType::get(vt->getElementType(), native);
   std::vector<llvm::Type *> params(args.size(), nt);
   auto callee = kb.module().getOrInsertFunction(name, llvm::FunctionType::get(nt, params, false));

@@ -11,9 +11,10 @@
 
 namespace pto::codegen {
 
-/// Calls SLEEF `Sleef_<fn>{f|d}<N>_<acc><isa>` (acc "u10", "u15", "u05", or "" for exact
-/// functions such as fmod) on float or double vectors of any width, split into native-width
-/// calls and rejoined. Every name it can produce is bound in jit_engine.cpp.
+/// Calls SLEEF `Sleef_<fn>{f|d}<N>_<acc><variant>` at `kb.isa()` (sleef_name; acc "u10", "u15",
+/// "u05", or "" for exact functions such as fmod) on float or double vectors of any width, split
+/// into native-width calls and rejoined. (fn, acc) must be in sleef_functions(), whose every name
+/// jit_engine.cpp binds.
 llvm::Value *sleef_call(KernelBuilder &kb, const char *fn, const char *acc,
                         const std::vector<llvm::Value *> &args);
 

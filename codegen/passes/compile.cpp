@@ -1,5 +1,6 @@
 // compile.cpp - Compile options from the environment.
 #include "passes/compile.h"
+#include "passes/isa.h"
 
 #include "pto/error.h"
 
@@ -50,6 +51,7 @@ CompileOptions CompileOptions::from_env(const std::source_location &loc,
                                       mb, kernel, kMaxMb));
     o.cache_limit_bytes = v << 20;
   }
+  check_isa_env(loc, kernel); // read once per process: not an option, not in the cache key
   return o;
 }
 

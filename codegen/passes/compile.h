@@ -28,10 +28,11 @@ struct CompileOptions {
   /// first three are written for both executors, the last two by the JIT. PTO_DUMP=all names
   /// every one.
   static const std::vector<std::string> &dump_stages();
-  /// Reads PTO_DUMP, PTO_DUMP_DIR and PTO_JIT_CACHE_MB (unset or empty: the defaults). Throws
-  /// ArgumentError at `loc` naming the variable and the kernel `kernel` for a PTO_DUMP stage
-  /// that does not exist (listing those that do) or a PTO_JIT_CACHE_MB that is not an integer
-  /// in [0, 2^40).
+  /// Reads PTO_DUMP, PTO_DUMP_DIR and PTO_JIT_CACHE_MB (unset or empty: the defaults), and
+  /// checks PTO_ISA (check_isa_env, passes/isa.h). Throws ArgumentError at `loc`
+  /// naming the variable and the kernel `kernel` for a PTO_DUMP stage that does not exist
+  /// (listing those that do), a PTO_JIT_CACHE_MB that is not an integer in [0, 2^40), or a bad
+  /// PTO_ISA.
   static CompileOptions from_env(const std::source_location &loc, const std::string &kernel);
 };
 

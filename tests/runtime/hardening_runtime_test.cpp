@@ -8,6 +8,7 @@
 #include "pto/runtime/world.h"
 
 #include "boundary.h"
+#include "support/expect_error.h"
 #include "support/runtime_harness.h"
 
 #include <doctest/doctest.h>
@@ -49,20 +50,7 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Runs `f`, which must throw exactly an E (checked); returns the message.
-template <class E, class F> std::string thrown(F &&f) {
-  std::string msg = "(nothing thrown)";
-  CHECK_THROWS_AS(([&] {
-                    try {
-                      f();
-                    } catch (const E &e) {
-                      msg = e.what();
-                      throw;
-                    }
-                  }()),
-                  E);
-  return msg;
-}
+using support::thrown;
 
 // `msg` starts with this file's name and contains `part`.
 bool at_this_file(const std::string &msg, const std::string &part) {
