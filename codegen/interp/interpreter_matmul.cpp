@@ -1,12 +1,12 @@
-// interpreter_matmul.cpp - The reference interpreter's matmul (matmul.h): for each output element of
-// the valid region, a sequential dot product over the valid K in fp32 (fp16/bf16/fp32 operands;
+// interpreter_matmul.cpp - The reference interpreter's matmul (matmul.h): for each output element
+// of the valid region, a sequential dot product over the valid K in fp32 (fp16/bf16/fp32 operands;
 // the products of fp16/bf16 are exact in fp32) or wrapping int32 (int8 operands), then bias, relu
 // and one rounding to the output dtype. Plain loops: this is the oracle, not the fast path.
-#include "interp/interpreter.h"
-
-#include "passes/tile_expand.h"
 #include "pto/error.h"
 #include "pto/half.h"
+
+#include "interp/interpreter.h"
+#include "passes/tile_expand.h"
 
 #include <algorithm>
 #include <cmath>
@@ -24,8 +24,12 @@ float load_f32(const uint8_t *p, DataType dt) {
     std::memcpy(&f, p, 4);
     return f;
   }
-  case DT_FP16: std::memcpy(&h, p, 2); return fp16_to_fp32(h);
-  case DT_BF16: std::memcpy(&h, p, 2); return bf16_to_fp32(h);
+  case DT_FP16:
+    std::memcpy(&h, p, 2);
+    return fp16_to_fp32(h);
+  case DT_BF16:
+    std::memcpy(&h, p, 2);
+    return bf16_to_fp32(h);
   case DT_INT8:
   case DT_INT16:
   case DT_INT32:
@@ -33,7 +37,8 @@ float load_f32(const uint8_t *p, DataType dt) {
   case DT_UINT8:
   case DT_BOOL:
   case DT_DOUBLE:
-  PTO_CASE_UNSUPPORTED_DTYPES: break;
+  PTO_CASE_UNSUPPORTED_DTYPES:
+    break;
   }
   throw InternalError("<interpreter>", "matmul", "not a matmul float dtype: " + name(dt));
 }
@@ -49,9 +54,15 @@ int32_t load_i32(const uint8_t *p, DataType dt) {
 void store_f32(uint8_t *p, DataType dt, float v) {
   uint16_t h = 0;
   switch (dt) {
-  case DT_FP32: std::memcpy(p, &v, 4); return;
-  case DT_FP16: h = fp32_to_fp16(v); break;
-  case DT_BF16: h = fp32_to_bf16(v); break;
+  case DT_FP32:
+    std::memcpy(p, &v, 4);
+    return;
+  case DT_FP16:
+    h = fp32_to_fp16(v);
+    break;
+  case DT_BF16:
+    h = fp32_to_bf16(v);
+    break;
   case DT_INT8:
   case DT_INT16:
   case DT_INT32:
@@ -59,7 +70,7 @@ void store_f32(uint8_t *p, DataType dt, float v) {
   case DT_UINT8:
   case DT_BOOL:
   case DT_DOUBLE:
-  PTO_CASE_UNSUPPORTED_DTYPES: 
+  PTO_CASE_UNSUPPORTED_DTYPES:
     throw InternalError("<interpreter>", "matmul", "not a matmul output dtype: " + name(dt));
   }
   std::memcpy(p, &h, 2);

@@ -1,12 +1,11 @@
 // jit_engine.cpp - See jit_engine.h.
 #include "llvm/jit_engine.h"
-#include "llvm/host_isa.h"
-#include "rtlib/run_check.h"
-#include "rtlib/xops.h"
 
 #include "pto/error.h"
 #include "pto/runtime/abi.h"
 
+#include "llvm/host_isa.h"
+#include "rtlib/run_check.h"
 #include "rtlib/xops.h"
 
 #include <llvm/ExecutionEngine/JITLink/JITLinkMemoryManager.h>

@@ -321,9 +321,8 @@ private:
 
 } // namespace
 
-std::shared_ptr<const Executable> build_llvm_executable(const PlannedProgram &pp,
-                                                        const CompileOptions &opts,
-                                                        const StageDump &dump) {
+std::shared_ptr<const Executable>
+build_llvm_executable(const PlannedProgram &pp, const CompileOptions &opts, const StageDump &dump) {
   const ir::Program &p = pp.program;
   auto t0 = std::chrono::steady_clock::now();
   auto ctx = std::make_unique<llvm::LLVMContext>();

@@ -2,13 +2,12 @@
 // interpreter-only test binary links this instead of pto_llvm, so that the interpreter, the
 // passes and the library routines are built, sanitized and tested with no LLVM in the process.
 // A kernel that asks for the JIT gets a CompileError saying so.
-#include "passes/pipeline.h"
-
 #include "pto/error.h"
 #include "pto/jit.h"
 
 #include "passes/compile.h"
 #include "passes/isa.h"
+#include "passes/pipeline.h"
 
 #include <algorithm>
 #include <cstdlib>

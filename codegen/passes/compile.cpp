@@ -1,8 +1,9 @@
 // compile.cpp - Compile options from the environment.
 #include "passes/compile.h"
-#include "passes/isa.h"
 
 #include "pto/error.h"
+
+#include "passes/isa.h"
 
 #include <algorithm>
 #include <charconv>

@@ -17,9 +17,9 @@
 namespace pto::codegen {
 
 struct CompileOptions {
-  int vector_lanes = 16;       ///< fp32 lanes per vector op (<16 x float>)
-  std::string dump_dir = ".";  ///< PTO_DUMP_DIR
-  std::set<std::string> dump;  ///< stages to write, of dump_stages() (PTO_DUMP)
+  int vector_lanes = 16;      ///< fp32 lanes per vector op (<16 x float>)
+  std::string dump_dir = "."; ///< PTO_DUMP_DIR
+  std::set<std::string> dump; ///< stages to write, of dump_stages() (PTO_DUMP)
   /// The compile cache's bound from PTO_JIT_CACHE_MB, in bytes; nullopt when unset.
   std::optional<int64_t> cache_limit_bytes;
   /// The stages PTO_DUMP may name, in pipeline order: "ir" (the verified program, NAME.HASH.ir),

@@ -6,17 +6,15 @@
 #include "pto/half.h"
 #include "pto/size_math.h"
 
-#include <fmt/format.h>
-
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fmt/format.h>
 #include <limits>
 #include <new>
+#include <sys/mman.h>
+#include <unistd.h>
 
 namespace pto {
 
@@ -181,8 +179,8 @@ std::string HostTensor::guard_damage() const {
 void HostTensor::check_index(int64_t i, const char *op, const std::source_location &loc) const {
   if (i < 0 || i >= numel_)
     throw ShapeError(loc, op,
-                     fmt::format("index {} is outside [0, {}) (the elements of a {} {} tensor)",
-                                 i, numel_, dims_str(shape_), name(dtype_)));
+                     fmt::format("index {} is outside [0, {}) (the elements of a {} {} tensor)", i,
+                                 numel_, dims_str(shape_), name(dtype_)));
 }
 
 double HostTensor::get(int64_t i, std::source_location loc) const {
@@ -198,17 +196,28 @@ void HostTensor::set(int64_t i, double v, std::source_location loc) {
 double HostTensor::load(int64_t i) const {
   const uint8_t *b = data_.get();
   switch (dtype_) {
-  case DT_INT8: return reinterpret_cast<const int8_t *>(b)[i];
-  case DT_INT16: return reinterpret_cast<const int16_t *>(b)[i];
-  case DT_INT32: return reinterpret_cast<const int32_t *>(b)[i];
-  case DT_INT64: return static_cast<double>(reinterpret_cast<const int64_t *>(b)[i]);
-  case DT_UINT8: return b[i];
-  case DT_BOOL: return b[i] != 0;
-  case DT_FP16: return fp16_to_fp32(reinterpret_cast<const uint16_t *>(b)[i]);
-  case DT_BF16: return bf16_to_fp32(reinterpret_cast<const uint16_t *>(b)[i]);
-  case DT_FP32: return reinterpret_cast<const float *>(b)[i];
-  case DT_DOUBLE: return reinterpret_cast<const double *>(b)[i];
-  PTO_CASE_UNSUPPORTED_DTYPES: break; // the constructor refuses them
+  case DT_INT8:
+    return reinterpret_cast<const int8_t *>(b)[i];
+  case DT_INT16:
+    return reinterpret_cast<const int16_t *>(b)[i];
+  case DT_INT32:
+    return reinterpret_cast<const int32_t *>(b)[i];
+  case DT_INT64:
+    return static_cast<double>(reinterpret_cast<const int64_t *>(b)[i]);
+  case DT_UINT8:
+    return b[i];
+  case DT_BOOL:
+    return b[i] != 0;
+  case DT_FP16:
+    return fp16_to_fp32(reinterpret_cast<const uint16_t *>(b)[i]);
+  case DT_BF16:
+    return bf16_to_fp32(reinterpret_cast<const uint16_t *>(b)[i]);
+  case DT_FP32:
+    return reinterpret_cast<const float *>(b)[i];
+  case DT_DOUBLE:
+    return reinterpret_cast<const double *>(b)[i];
+  PTO_CASE_UNSUPPORTED_DTYPES:
+    break; // the constructor refuses them
   }
   return 0;
 }
@@ -229,18 +238,39 @@ template <class T> T to_int(double v) {
 void HostTensor::store(int64_t i, double v) {
   uint8_t *b = data_.get();
   switch (dtype_) {
-  case DT_INT8: reinterpret_cast<int8_t *>(b)[i] = to_int<int8_t>(v); break;
-  case DT_INT16: reinterpret_cast<int16_t *>(b)[i] = to_int<int16_t>(v); break;
-  case DT_INT32: reinterpret_cast<int32_t *>(b)[i] = to_int<int32_t>(v); break;
-  case DT_INT64: reinterpret_cast<int64_t *>(b)[i] = to_int<int64_t>(v); break;
-  case DT_UINT8: b[i] = to_int<uint8_t>(v); break;
-  case DT_BOOL: b[i] = v != 0; break;
+  case DT_INT8:
+    reinterpret_cast<int8_t *>(b)[i] = to_int<int8_t>(v);
+    break;
+  case DT_INT16:
+    reinterpret_cast<int16_t *>(b)[i] = to_int<int16_t>(v);
+    break;
+  case DT_INT32:
+    reinterpret_cast<int32_t *>(b)[i] = to_int<int32_t>(v);
+    break;
+  case DT_INT64:
+    reinterpret_cast<int64_t *>(b)[i] = to_int<int64_t>(v);
+    break;
+  case DT_UINT8:
+    b[i] = to_int<uint8_t>(v);
+    break;
+  case DT_BOOL:
+    b[i] = v != 0;
+    break;
   // One rounding from double (round-to-odd through fp32, then nearest even).
-  case DT_FP16: reinterpret_cast<uint16_t *>(b)[i] = fp64_to_fp16(v); break;
-  case DT_BF16: reinterpret_cast<uint16_t *>(b)[i] = fp64_to_bf16(v); break;
-  case DT_FP32: reinterpret_cast<float *>(b)[i] = static_cast<float>(v); break;
-  case DT_DOUBLE: reinterpret_cast<double *>(b)[i] = v; break;
-  PTO_CASE_UNSUPPORTED_DTYPES: break; // the constructor refuses them
+  case DT_FP16:
+    reinterpret_cast<uint16_t *>(b)[i] = fp64_to_fp16(v);
+    break;
+  case DT_BF16:
+    reinterpret_cast<uint16_t *>(b)[i] = fp64_to_bf16(v);
+    break;
+  case DT_FP32:
+    reinterpret_cast<float *>(b)[i] = static_cast<float>(v);
+    break;
+  case DT_DOUBLE:
+    reinterpret_cast<double *>(b)[i] = v;
+    break;
+  PTO_CASE_UNSUPPORTED_DTYPES:
+    break; // the constructor refuses them
   }
 }
 

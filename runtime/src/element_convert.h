@@ -103,7 +103,6 @@ template <class S, class D> inline D convert(S s) {
     return from_int64<D>(to_int64(s));
 }
 
-
 /// Calls `f(T{})` with T the element type of PyPTO dtype ordinal `dt`; false if unsupported.
 template <class F> inline bool with_element_type(int32_t dt, F &&f) {
   switch (dt) {

@@ -1,8 +1,6 @@
 // sample.cpp - See sample.h.
 #include "sample.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -12,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <fstream>
 #include <random>
 #include <unistd.h>
@@ -199,7 +198,8 @@ void write_trace(const pto::runtime::World &world, const CommonFlags &f) {
   fmt::print("  trace  {} ({} events; open in Perfetto)\n", f.trace, world.trace_events());
 }
 
-pto::HostTensor random_tensor(pto::DataType dtype, const std::vector<int64_t> &shape, uint64_t seed) {
+pto::HostTensor random_tensor(pto::DataType dtype, const std::vector<int64_t> &shape,
+                              uint64_t seed) {
   pto::HostTensor t(dtype, shape);
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
@@ -246,11 +246,15 @@ int finish_check(int64_t bad, const std::string &what) {
 
 double tolerance(pto::DataType dt) {
   switch (dt) {
-  case pto::DT_FP32: return 1e-5;
+  case pto::DT_FP32:
+    return 1e-5;
   case pto::DT_FP16:
-  case pto::DT_BF16: return 1e-2;
-  case pto::DT_DOUBLE: return 1e-12;
-  default: return 0;
+  case pto::DT_BF16:
+    return 1e-2;
+  case pto::DT_DOUBLE:
+    return 1e-12;
+  default:
+    return 0;
   }
 }
 

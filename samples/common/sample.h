@@ -8,7 +8,6 @@
 #include "pto/runtime/world.h"
 
 #include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <string>
 #include <utility>
