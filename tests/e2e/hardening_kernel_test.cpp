@@ -164,8 +164,11 @@ TEST_CASE("hardening kernel: 300 distinct short-lived kernels keep JIT memory bo
   const auto full = pto::jit_cache_stats();
   CHECK(most_entries > 0);                                      // the cache did cache
   CHECK(full.evictions - base.evictions >= 300 - most_entries); // and stayed within its bound
-  // The old engine kept ~640 KB per program: 270 more programs would add ~170 MB.
-  CHECK(resident_bytes() - rss_warm < (int64_t{32} << 20));
+  // The old engine kept ~640 KB per program: 270 more programs would add ~170 MB. Under ASan or
+  // valgrind freed memory is quarantined, not returned, so resident size measures nothing there
+  // (the live_* counters above still check that code is freed).
+  if (!support::alloc_failure_aborts())
+    CHECK(resident_bytes() - rss_warm < (int64_t{32} << 20));
   // With no cache, every program's code is freed.
   pto::set_jit_cache_limit(0);
   const auto none = pto::jit_cache_stats();
