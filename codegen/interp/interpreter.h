@@ -105,6 +105,10 @@ private:
   int32_t shmem_get(const ir::Op &op);
   int32_t shmem_signal_wait(const ir::Op &op);
   int32_t shmem_clear(const ir::Op &op);
+  /// Evaluates the PE and view offsets of shmem put/get `op` into `s`, checking the PE is in the
+  /// group (kind 3) and the window lies inside the data (kind 4).
+  int32_t shmem_target(const ir::Op &op, const ir::ShmemInfo &s, int64_t &pe,
+                       std::vector<int64_t> &offs);
   int32_t check_shmem_window(const std::vector<int64_t> &data, const std::vector<int64_t> &offs,
                              const std::vector<int64_t> &shape);
   int32_t shmem_clear_signal(const ir::Op &op);

@@ -24,6 +24,34 @@ pto_block make_block(const std::vector<int64_t> &ext, const std::vector<int64_t>
   return b;
 }
 
+/// Calls move(ext, tile_offset, data_strides, byte_offset) for every tile of the view of `op`
+/// into shmem tensor `s` whose extents within `valid` are non-empty: ext the tile's valid
+/// extents, tile_offset its offset in the view, byte_offset where it starts in the data (the
+/// window at `offs` was checked to lie inside it). Stops at the first status that is not PTO_OK.
+template <class Move>
+int32_t for_each_view_tile(const ir::ShmemInfo &s, const Op &op, const std::vector<int64_t> &valid,
+                           const std::vector<int64_t> &offs, Move move) {
+  const auto data_strides = row_major(s.shape);
+  const int64_t esize = bytes_of(s.dtype);
+  const size_t r = op.view_shape.size();
+  for (const auto &t : tile_expand(op.view_shape, op.tile.vec)) {
+    std::vector<int64_t> ext(r), at(r);
+    bool empty = false;
+    for (size_t d = 0; d < r; ++d) {
+      ext[d] = tile_valid(valid[d], t.offset[d], t.size[d]);
+      empty = empty || ext[d] == 0;
+    }
+    if (empty)
+      continue;
+    for (size_t d = 0; d < r; ++d)
+      at[d] = offs[d] + t.offset[d]; // inside the data: the whole window was checked
+    if (int32_t st =
+            move(ext, t.offset, data_strides, s.data_offset_bytes + dot(at, data_strides) * esize))
+      return st;
+  }
+  return PTO_OK;
+}
+
 } // namespace
 
 // The window [offs, offs + shape) must lie inside `data` in every dim (checked once per op, as
@@ -40,6 +68,17 @@ int32_t Run::check_shmem_window(const std::vector<int64_t> &data, const std::vec
   return PTO_OK;
 }
 
+int32_t Run::shmem_target(const Op &op, const ir::ShmemInfo &s, int64_t &pe,
+                          std::vector<int64_t> &offs) {
+  if (int32_t st = eval(op.pe, pe))
+    return st;
+  if (pe < 0 || pe >= s.n_pes)
+    return fail(kFailPe, pe, s.n_pes);
+  if (int32_t st = eval_all(op.view_offsets, offs))
+    return st;
+  return check_shmem_window(s.shape, offs, op.view_shape);
+}
+
 int32_t Run::shmem_put(const Op &op) {
   const ir::ShmemInfo &s = p_.shmems.at(static_cast<size_t>(op.shmem));
   Ref src;
@@ -51,38 +90,17 @@ int32_t Run::shmem_put(const Op &op) {
   if (int32_t st = check_window(src, sv))
     return st;
   int64_t pe = 0;
-  if (int32_t st = eval(op.pe, pe))
+  if (int32_t st = shmem_target(op, s, pe, offs))
     return st;
-  if (pe < 0 || pe >= s.n_pes)
-    return fail(kFailPe, pe, s.n_pes);
-  if (int32_t st = eval_all(op.view_offsets, offs))
-    return st;
-  if (int32_t st = check_shmem_window(s.shape, offs, op.view_shape))
-    return st;
-  const auto data_strides = row_major(s.shape);
-  const int64_t esize = bytes_of(s.dtype);
-  const size_t r = op.view_shape.size();
-  for (const auto &t : tile_expand(op.view_shape, op.tile.vec)) {
-    std::vector<int64_t> ext(r), at(r);
-    bool empty = false;
-    for (size_t d = 0; d < r; ++d) {
-      ext[d] = tile_valid(sv[d], t.offset[d], t.size[d]);
-      empty = empty || ext[d] == 0;
-    }
-    if (empty)
-      continue;
-    for (size_t d = 0; d < r; ++d)
-      at[d] = offs[d] + t.offset[d]; // inside the data: the whole window was checked
-    pto_block b = make_block(ext, src.strides, data_strides);
-    int32_t st =
-        pto_rt_put(ctx_, s.group_index, static_cast<int32_t>(pe),
-                   op.atomic == ir::Atomic::Add ? PTO_ATOMIC_ADD : PTO_ATOMIC_SET, src.at(t.offset),
-                   src.dt, s.data_offset_bytes + dot(at, data_strides) * esize,
-                   s.data_offset_bytes + s.data_bytes, s.dtype, &b, site_);
-    if (st != PTO_OK)
-      return st;
-  }
-  return PTO_OK;
+  const int32_t atomic = op.atomic == ir::Atomic::Add ? PTO_ATOMIC_ADD : PTO_ATOMIC_SET;
+  return for_each_view_tile(
+      s, op, sv, offs,
+      [&](const auto &ext, const auto &at_tile, const auto &data_strides, int64_t byte_offset) {
+        pto_block b = make_block(ext, src.strides, data_strides);
+        return pto_rt_put(ctx_, s.group_index, static_cast<int32_t>(pe), atomic, src.at(at_tile),
+                          src.dt, byte_offset, s.data_offset_bytes + s.data_bytes, s.dtype, &b,
+                          site_);
+      });
 }
 
 int32_t Run::shmem_get(const Op &op) {
@@ -94,37 +112,16 @@ int32_t Run::shmem_get(const Op &op) {
   if (int32_t st = eval_all(op.view_valid, vv))
     return st;
   int64_t pe = 0;
-  if (int32_t st = eval(op.pe, pe))
+  if (int32_t st = shmem_target(op, s, pe, offs))
     return st;
-  if (pe < 0 || pe >= s.n_pes)
-    return fail(kFailPe, pe, s.n_pes);
-  if (int32_t st = eval_all(op.view_offsets, offs))
-    return st;
-  if (int32_t st = check_shmem_window(s.shape, offs, op.view_shape))
-    return st;
-  const auto data_strides = row_major(s.shape);
-  const int64_t esize = bytes_of(s.dtype);
-  const size_t r = op.view_shape.size();
-  for (const auto &t : tile_expand(op.view_shape, op.tile.vec)) {
-    std::vector<int64_t> ext(r), at(r);
-    bool empty = false;
-    for (size_t d = 0; d < r; ++d) {
-      ext[d] = tile_valid(vv[d], t.offset[d], t.size[d]);
-      empty = empty || ext[d] == 0;
-    }
-    if (empty)
-      continue;
-    for (size_t d = 0; d < r; ++d)
-      at[d] = offs[d] + t.offset[d]; // inside the data: the whole window was checked
-    pto_block b = make_block(ext, data_strides, dst.strides);
-    int32_t st = pto_rt_get(ctx_, s.group_index, static_cast<int32_t>(pe),
-                            s.data_offset_bytes + dot(at, data_strides) * esize,
-                            s.data_offset_bytes + s.data_bytes, s.dtype, dst.at(t.offset), dst.dt,
-                            &b, site_);
-    if (st != PTO_OK)
-      return st;
-  }
-  return PTO_OK;
+  return for_each_view_tile(
+      s, op, vv, offs,
+      [&](const auto &ext, const auto &at_tile, const auto &data_strides, int64_t byte_offset) {
+        pto_block b = make_block(ext, data_strides, dst.strides);
+        return pto_rt_get(ctx_, s.group_index, static_cast<int32_t>(pe), byte_offset,
+                          s.data_offset_bytes + s.data_bytes, s.dtype, dst.at(at_tile), dst.dt, &b,
+                          site_);
+      });
 }
 
 int32_t Run::shmem_signal_wait(const Op &op) {
