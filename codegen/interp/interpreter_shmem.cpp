@@ -35,9 +35,9 @@ int32_t Run::check_shmem_window(const std::vector<int64_t> &data,
                                 const std::vector<int64_t> &shape) {
   for (size_t d = 0; d < offs.size(); ++d) {
     if (offs[d] < 0)
-      return fail(kFailOffset, offs[d], data[d]);
+      return fail(PTO_FAIL_OFFSET, offs[d], data[d]);
     if (offs[d] > data[d] - shape[d]) // no overflow: 0 <= shape, data <= 2^62
-      return fail(kFailOffset, offs[d] <= data[d] ? offs[d] + shape[d] - 1 : offs[d], data[d]);
+      return fail(PTO_FAIL_OFFSET, offs[d] <= data[d] ? offs[d] + shape[d] - 1 : offs[d], data[d]);
   }
   return PTO_OK;
 }
@@ -56,7 +56,7 @@ int32_t Run::shmem_put(const Op &op) {
   if (int32_t st = eval(op.pe, pe))
     return st;
   if (pe < 0 || pe >= s.n_pes)
-    return fail(kFailPe, pe, s.n_pes);
+    return fail(PTO_FAIL_PE, pe, s.n_pes);
   if (int32_t st = eval_all(op.view_offsets, offs))
     return st;
   if (int32_t st = check_shmem_window(s.shape, offs, op.view_shape))
@@ -99,7 +99,7 @@ int32_t Run::shmem_get(const Op &op) {
   if (int32_t st = eval(op.pe, pe))
     return st;
   if (pe < 0 || pe >= s.n_pes)
-    return fail(kFailPe, pe, s.n_pes);
+    return fail(PTO_FAIL_PE, pe, s.n_pes);
   if (int32_t st = eval_all(op.view_offsets, offs))
     return st;
   if (int32_t st = check_shmem_window(s.shape, offs, op.view_shape))
@@ -141,15 +141,15 @@ int32_t Run::shmem_signal_wait(const Op &op) {
   if (int32_t st = eval(op.pe, row))
     return st;
   if (row < 0 || row >= s.n_pes)
-    return fail(kFailPe, row, s.n_pes);
+    return fail(PTO_FAIL_PE, row, s.n_pes);
   for (size_t d = 0; d < o.size(); ++d)
     if ((o[d] % g.view_shape[d]) % g.tile[d] != 0)
-      return fail(kFailSlotAlign, o[d] % g.view_shape[d], g.tile[d]);
+      return fail(PTO_FAIL_SLOT_ALIGN, o[d] % g.view_shape[d], g.tile[d]);
   if (op.kind == OpKind::ShmemSignal && !op.target_all) {
     if (int32_t st = eval(op.target_pe, target))
       return st;
     if (target < 0 || target >= s.n_pes)
-      return fail(kFailPe, target, s.n_pes);
+      return fail(PTO_FAIL_PE, target, s.n_pes);
   }
   for (const auto &t : tile_expand(g.view_shape, g.tile)) {
     const int64_t slot = slot_number(g, o, t.offset, row);

@@ -5,7 +5,7 @@
 #include "pto/size_math.h"
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include "pto/half.h"
+#include "pto/element.h"
 
 #include <array>
 #include <stdexcept>
@@ -17,12 +17,7 @@ Scalar as_element(Scalar s, DataType dt) {
   s.dtype = dt;
   if (!s.is_int || !is_float(dt))
     return s;
-  switch (dt) {
-  case DT_FP16: s.f = fp16_to_fp32(int64_to_fp16(s.i)); break;
-  case DT_BF16: s.f = bf16_to_fp32(int64_to_bf16(s.i)); break;
-  case DT_FP32: s.f = static_cast<float>(s.i); break;
-  default: s.f = static_cast<double>(s.i); break;
-  }
+  s.f = element::round_int(s.i, dt);
   s.is_int = false;
   return s;
 }
