@@ -1,12 +1,10 @@
 // jit_engine.cpp - See jit_engine.h.
 #include "llvm/jit_engine.h"
-#include "rtlib/run_check.h"
-#include "rtlib/xops.h"
+
+#include "llvm/abi_decls.h"
+#include "llvm/vector_math.h"
 
 #include "pto/error.h"
-#include "pto/runtime/abi.h"
-
-#include "rtlib/xops.h"
 
 #include <llvm/ExecutionEngine/JITLink/JITLinkMemoryManager.h>
 #include <llvm/ExecutionEngine/Orc/EPCEHFrameRegistrar.h>
@@ -16,127 +14,14 @@
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
-#include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/Process.h>
-#include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
-#include <llvm/TargetParser/Host.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
 #include <atomic>
 #include <map>
 #include <mutex>
-
-// SLEEF vector functions, declared opaquely: only their addresses are taken here; generated code
-// calls them with the right vector types.
-extern "C" {
-void Sleef_expf8_u10avx2();
-void Sleef_logf8_u10avx2();
-void Sleef_expd4_u10avx2();
-void Sleef_logd4_u10avx2();
-void Sleef_expf16_u10avx512f();
-void Sleef_logf16_u10avx512f();
-void Sleef_expd8_u10avx512f();
-void Sleef_logd8_u10avx512f();
-// The op catalogue's functions (lower_elementwise.cpp), avx2 and avx512f variants.
-void Sleef_exp2f8_u10avx2();
-void Sleef_exp2f16_u10avx512f();
-void Sleef_exp2d4_u10avx2();
-void Sleef_exp2d8_u10avx512f();
-void Sleef_expm1f8_u10avx2();
-void Sleef_expm1f16_u10avx512f();
-void Sleef_expm1d4_u10avx2();
-void Sleef_expm1d8_u10avx512f();
-void Sleef_log2f8_u10avx2();
-void Sleef_log2f16_u10avx512f();
-void Sleef_log2d4_u10avx2();
-void Sleef_log2d8_u10avx512f();
-void Sleef_log10f8_u10avx2();
-void Sleef_log10f16_u10avx512f();
-void Sleef_log10d4_u10avx2();
-void Sleef_log10d8_u10avx512f();
-void Sleef_log1pf8_u10avx2();
-void Sleef_log1pf16_u10avx512f();
-void Sleef_log1pd4_u10avx2();
-void Sleef_log1pd8_u10avx512f();
-void Sleef_sinf8_u10avx2();
-void Sleef_sinf16_u10avx512f();
-void Sleef_sind4_u10avx2();
-void Sleef_sind8_u10avx512f();
-void Sleef_cosf8_u10avx2();
-void Sleef_cosf16_u10avx512f();
-void Sleef_cosd4_u10avx2();
-void Sleef_cosd8_u10avx512f();
-void Sleef_tanf8_u10avx2();
-void Sleef_tanf16_u10avx512f();
-void Sleef_tand4_u10avx2();
-void Sleef_tand8_u10avx512f();
-void Sleef_asinf8_u10avx2();
-void Sleef_asinf16_u10avx512f();
-void Sleef_asind4_u10avx2();
-void Sleef_asind8_u10avx512f();
-void Sleef_acosf8_u10avx2();
-void Sleef_acosf16_u10avx512f();
-void Sleef_acosd4_u10avx2();
-void Sleef_acosd8_u10avx512f();
-void Sleef_atanf8_u10avx2();
-void Sleef_atanf16_u10avx512f();
-void Sleef_atand4_u10avx2();
-void Sleef_atand8_u10avx512f();
-void Sleef_sinhf8_u10avx2();
-void Sleef_sinhf16_u10avx512f();
-void Sleef_sinhd4_u10avx2();
-void Sleef_sinhd8_u10avx512f();
-void Sleef_coshf8_u10avx2();
-void Sleef_coshf16_u10avx512f();
-void Sleef_coshd4_u10avx2();
-void Sleef_coshd8_u10avx512f();
-void Sleef_tanhf8_u10avx2();
-void Sleef_tanhf16_u10avx512f();
-void Sleef_tanhd4_u10avx2();
-void Sleef_tanhd8_u10avx512f();
-void Sleef_asinhf8_u10avx2();
-void Sleef_asinhf16_u10avx512f();
-void Sleef_asinhd4_u10avx2();
-void Sleef_asinhd8_u10avx512f();
-void Sleef_acoshf8_u10avx2();
-void Sleef_acoshf16_u10avx512f();
-void Sleef_acoshd4_u10avx2();
-void Sleef_acoshd8_u10avx512f();
-void Sleef_atanhf8_u10avx2();
-void Sleef_atanhf16_u10avx512f();
-void Sleef_atanhd4_u10avx2();
-void Sleef_atanhd8_u10avx512f();
-void Sleef_erff8_u10avx2();
-void Sleef_erff16_u10avx512f();
-void Sleef_erfd4_u10avx2();
-void Sleef_erfd8_u10avx512f();
-void Sleef_cbrtf8_u10avx2();
-void Sleef_cbrtf16_u10avx512f();
-void Sleef_cbrtd4_u10avx2();
-void Sleef_cbrtd8_u10avx512f();
-void Sleef_powf8_u10avx2();
-void Sleef_powf16_u10avx512f();
-void Sleef_powd4_u10avx2();
-void Sleef_powd8_u10avx512f();
-void Sleef_atan2f8_u10avx2();
-void Sleef_atan2f16_u10avx512f();
-void Sleef_atan2d4_u10avx2();
-void Sleef_atan2d8_u10avx512f();
-void Sleef_erfcf8_u15avx2();
-void Sleef_erfcf16_u15avx512f();
-void Sleef_erfcd4_u15avx2();
-void Sleef_erfcd8_u15avx512f();
-void Sleef_hypotf8_u05avx2();
-void Sleef_hypotf16_u05avx512f();
-void Sleef_hypotd4_u05avx2();
-void Sleef_hypotd8_u05avx512f();
-void Sleef_fmodf8_avx2();
-void Sleef_fmodf16_avx512f();
-void Sleef_fmodd4_avx2();
-void Sleef_fmodd8_avx512f();
-}
 
 namespace pto::codegen {
 
@@ -147,40 +32,6 @@ std::string to_string(llvm::Error e) {
   os << e;
   return os.str();
 }
-} // namespace
-
-HostTarget &host_target() {
-  static HostTarget t;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    llvm::InitializeNativeTargetAsmParser();
-    t.cpu = llvm::sys::getHostCPUName().str();
-    std::string feats;
-    for (auto &f : llvm::sys::getHostCPUFeatures()) {
-      if (!feats.empty())
-        feats += ",";
-      feats += (f.second ? "+" : "-") + f.first().str();
-      if (f.first() == "avx512f" && f.second)
-        t.avx512f = true;
-    }
-    t.features = feats;
-    std::string triple = llvm::sys::getProcessTriple();
-    std::string err;
-    const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, err);
-    if (!target)
-      throw CompileError("<codegen>", "jit", "LLVM has no target for " + triple + ": " + err);
-    llvm::TargetOptions opts;
-    t.tm.reset(target->createTargetMachine(triple, t.cpu, t.features, opts, llvm::Reloc::PIC_,
-                                           std::nullopt, llvm::CodeGenOptLevel::Aggressive));
-  });
-  if (!t.tm)
-    throw CompileError("<codegen>", "jit", "could not create the host target machine");
-  return t;
-}
-
-namespace {
 
 /// JITLink memory manager that counts what the in-process manager hands out: bytes and mappings
 /// per JITDylib and in total. Every allocation is one mapping of its page-rounded segments.
@@ -300,138 +151,23 @@ struct Engine {
   std::atomic<int64_t> modules{0};
 };
 
+/// The symbols generated code may call: the runtime's entry points (abi_decls.h) and the SLEEF
+/// functions at every level (vector_math.h), from the tables the lowering declares them from.
 llvm::orc::SymbolMap runtime_symbols(llvm::orc::ExecutionSession &es) {
   llvm::orc::SymbolMap syms;
-  auto bind = [&](const char *name, void *addr) {
-    syms[es.intern(name)] = {llvm::orc::ExecutorAddr::fromPtr(addr),
-                             llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
+  auto bind = [&](const std::vector<std::pair<std::string, void *>> &table) {
+    for (const auto &[name, addr] : table)
+      syms[es.intern(name)] = {llvm::orc::ExecutorAddr::fromPtr(addr),
+                               llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
   };
-  bind("pto_rt_my_pe", reinterpret_cast<void *>(&pto_rt_my_pe));
-  bind("pto_rt_n_pes", reinterpret_cast<void *>(&pto_rt_n_pes));
-  bind("pto_rt_kernel_enter", reinterpret_cast<void *>(&pto_rt_kernel_enter));
-  bind("pto_rt_kernel_exit", reinterpret_cast<void *>(&pto_rt_kernel_exit));
-  bind("pto_rt_heap_base", reinterpret_cast<void *>(&pto_rt_heap_base));
-  bind("pto_rt_put", reinterpret_cast<void *>(&pto_rt_put));
-  bind("pto_rt_get", reinterpret_cast<void *>(&pto_rt_get));
-  bind("pto_rt_signal", reinterpret_cast<void *>(&pto_rt_signal));
-  bind("pto_rt_wait_until", reinterpret_cast<void *>(&pto_rt_wait_until));
-  bind("pto_rt_clear", reinterpret_cast<void *>(&pto_rt_clear));
-  bind("pto_rt_fail", reinterpret_cast<void *>(&pto_rt_fail));
-  bind("pto_rt_fail_msg", reinterpret_cast<void *>(&pto_rt_fail_msg));
-  bind("pto_rt_check_fail", reinterpret_cast<void *>(&pto_rt_check_fail));
-  bind("pto_rt_xop", reinterpret_cast<void *>(&pto_rt_xop));
-  bind("pto_rt_alloc", reinterpret_cast<void *>(&pto_rt_alloc));
-  bind("pto_rt_trace_now", reinterpret_cast<void *>(&pto_rt_trace_now));
-  bind("pto_rt_trace_op", reinterpret_cast<void *>(&pto_rt_trace_op));
-  bind("Sleef_expf8_u10avx2", reinterpret_cast<void *>(&Sleef_expf8_u10avx2));
-  bind("Sleef_logf8_u10avx2", reinterpret_cast<void *>(&Sleef_logf8_u10avx2));
-  bind("Sleef_expd4_u10avx2", reinterpret_cast<void *>(&Sleef_expd4_u10avx2));
-  bind("Sleef_logd4_u10avx2", reinterpret_cast<void *>(&Sleef_logd4_u10avx2));
-  bind("Sleef_expf16_u10avx512f", reinterpret_cast<void *>(&Sleef_expf16_u10avx512f));
-  bind("Sleef_logf16_u10avx512f", reinterpret_cast<void *>(&Sleef_logf16_u10avx512f));
-  bind("Sleef_expd8_u10avx512f", reinterpret_cast<void *>(&Sleef_expd8_u10avx512f));
-  bind("Sleef_logd8_u10avx512f", reinterpret_cast<void *>(&Sleef_logd8_u10avx512f));
-  bind("Sleef_exp2f8_u10avx2", reinterpret_cast<void *>(&Sleef_exp2f8_u10avx2));
-  bind("Sleef_exp2f16_u10avx512f", reinterpret_cast<void *>(&Sleef_exp2f16_u10avx512f));
-  bind("Sleef_exp2d4_u10avx2", reinterpret_cast<void *>(&Sleef_exp2d4_u10avx2));
-  bind("Sleef_exp2d8_u10avx512f", reinterpret_cast<void *>(&Sleef_exp2d8_u10avx512f));
-  bind("Sleef_expm1f8_u10avx2", reinterpret_cast<void *>(&Sleef_expm1f8_u10avx2));
-  bind("Sleef_expm1f16_u10avx512f", reinterpret_cast<void *>(&Sleef_expm1f16_u10avx512f));
-  bind("Sleef_expm1d4_u10avx2", reinterpret_cast<void *>(&Sleef_expm1d4_u10avx2));
-  bind("Sleef_expm1d8_u10avx512f", reinterpret_cast<void *>(&Sleef_expm1d8_u10avx512f));
-  bind("Sleef_log2f8_u10avx2", reinterpret_cast<void *>(&Sleef_log2f8_u10avx2));
-  bind("Sleef_log2f16_u10avx512f", reinterpret_cast<void *>(&Sleef_log2f16_u10avx512f));
-  bind("Sleef_log2d4_u10avx2", reinterpret_cast<void *>(&Sleef_log2d4_u10avx2));
-  bind("Sleef_log2d8_u10avx512f", reinterpret_cast<void *>(&Sleef_log2d8_u10avx512f));
-  bind("Sleef_log10f8_u10avx2", reinterpret_cast<void *>(&Sleef_log10f8_u10avx2));
-  bind("Sleef_log10f16_u10avx512f", reinterpret_cast<void *>(&Sleef_log10f16_u10avx512f));
-  bind("Sleef_log10d4_u10avx2", reinterpret_cast<void *>(&Sleef_log10d4_u10avx2));
-  bind("Sleef_log10d8_u10avx512f", reinterpret_cast<void *>(&Sleef_log10d8_u10avx512f));
-  bind("Sleef_log1pf8_u10avx2", reinterpret_cast<void *>(&Sleef_log1pf8_u10avx2));
-  bind("Sleef_log1pf16_u10avx512f", reinterpret_cast<void *>(&Sleef_log1pf16_u10avx512f));
-  bind("Sleef_log1pd4_u10avx2", reinterpret_cast<void *>(&Sleef_log1pd4_u10avx2));
-  bind("Sleef_log1pd8_u10avx512f", reinterpret_cast<void *>(&Sleef_log1pd8_u10avx512f));
-  bind("Sleef_sinf8_u10avx2", reinterpret_cast<void *>(&Sleef_sinf8_u10avx2));
-  bind("Sleef_sinf16_u10avx512f", reinterpret_cast<void *>(&Sleef_sinf16_u10avx512f));
-  bind("Sleef_sind4_u10avx2", reinterpret_cast<void *>(&Sleef_sind4_u10avx2));
-  bind("Sleef_sind8_u10avx512f", reinterpret_cast<void *>(&Sleef_sind8_u10avx512f));
-  bind("Sleef_cosf8_u10avx2", reinterpret_cast<void *>(&Sleef_cosf8_u10avx2));
-  bind("Sleef_cosf16_u10avx512f", reinterpret_cast<void *>(&Sleef_cosf16_u10avx512f));
-  bind("Sleef_cosd4_u10avx2", reinterpret_cast<void *>(&Sleef_cosd4_u10avx2));
-  bind("Sleef_cosd8_u10avx512f", reinterpret_cast<void *>(&Sleef_cosd8_u10avx512f));
-  bind("Sleef_tanf8_u10avx2", reinterpret_cast<void *>(&Sleef_tanf8_u10avx2));
-  bind("Sleef_tanf16_u10avx512f", reinterpret_cast<void *>(&Sleef_tanf16_u10avx512f));
-  bind("Sleef_tand4_u10avx2", reinterpret_cast<void *>(&Sleef_tand4_u10avx2));
-  bind("Sleef_tand8_u10avx512f", reinterpret_cast<void *>(&Sleef_tand8_u10avx512f));
-  bind("Sleef_asinf8_u10avx2", reinterpret_cast<void *>(&Sleef_asinf8_u10avx2));
-  bind("Sleef_asinf16_u10avx512f", reinterpret_cast<void *>(&Sleef_asinf16_u10avx512f));
-  bind("Sleef_asind4_u10avx2", reinterpret_cast<void *>(&Sleef_asind4_u10avx2));
-  bind("Sleef_asind8_u10avx512f", reinterpret_cast<void *>(&Sleef_asind8_u10avx512f));
-  bind("Sleef_acosf8_u10avx2", reinterpret_cast<void *>(&Sleef_acosf8_u10avx2));
-  bind("Sleef_acosf16_u10avx512f", reinterpret_cast<void *>(&Sleef_acosf16_u10avx512f));
-  bind("Sleef_acosd4_u10avx2", reinterpret_cast<void *>(&Sleef_acosd4_u10avx2));
-  bind("Sleef_acosd8_u10avx512f", reinterpret_cast<void *>(&Sleef_acosd8_u10avx512f));
-  bind("Sleef_atanf8_u10avx2", reinterpret_cast<void *>(&Sleef_atanf8_u10avx2));
-  bind("Sleef_atanf16_u10avx512f", reinterpret_cast<void *>(&Sleef_atanf16_u10avx512f));
-  bind("Sleef_atand4_u10avx2", reinterpret_cast<void *>(&Sleef_atand4_u10avx2));
-  bind("Sleef_atand8_u10avx512f", reinterpret_cast<void *>(&Sleef_atand8_u10avx512f));
-  bind("Sleef_sinhf8_u10avx2", reinterpret_cast<void *>(&Sleef_sinhf8_u10avx2));
-  bind("Sleef_sinhf16_u10avx512f", reinterpret_cast<void *>(&Sleef_sinhf16_u10avx512f));
-  bind("Sleef_sinhd4_u10avx2", reinterpret_cast<void *>(&Sleef_sinhd4_u10avx2));
-  bind("Sleef_sinhd8_u10avx512f", reinterpret_cast<void *>(&Sleef_sinhd8_u10avx512f));
-  bind("Sleef_coshf8_u10avx2", reinterpret_cast<void *>(&Sleef_coshf8_u10avx2));
-  bind("Sleef_coshf16_u10avx512f", reinterpret_cast<void *>(&Sleef_coshf16_u10avx512f));
-  bind("Sleef_coshd4_u10avx2", reinterpret_cast<void *>(&Sleef_coshd4_u10avx2));
-  bind("Sleef_coshd8_u10avx512f", reinterpret_cast<void *>(&Sleef_coshd8_u10avx512f));
-  bind("Sleef_tanhf8_u10avx2", reinterpret_cast<void *>(&Sleef_tanhf8_u10avx2));
-  bind("Sleef_tanhf16_u10avx512f", reinterpret_cast<void *>(&Sleef_tanhf16_u10avx512f));
-  bind("Sleef_tanhd4_u10avx2", reinterpret_cast<void *>(&Sleef_tanhd4_u10avx2));
-  bind("Sleef_tanhd8_u10avx512f", reinterpret_cast<void *>(&Sleef_tanhd8_u10avx512f));
-  bind("Sleef_asinhf8_u10avx2", reinterpret_cast<void *>(&Sleef_asinhf8_u10avx2));
-  bind("Sleef_asinhf16_u10avx512f", reinterpret_cast<void *>(&Sleef_asinhf16_u10avx512f));
-  bind("Sleef_asinhd4_u10avx2", reinterpret_cast<void *>(&Sleef_asinhd4_u10avx2));
-  bind("Sleef_asinhd8_u10avx512f", reinterpret_cast<void *>(&Sleef_asinhd8_u10avx512f));
-  bind("Sleef_acoshf8_u10avx2", reinterpret_cast<void *>(&Sleef_acoshf8_u10avx2));
-  bind("Sleef_acoshf16_u10avx512f", reinterpret_cast<void *>(&Sleef_acoshf16_u10avx512f));
-  bind("Sleef_acoshd4_u10avx2", reinterpret_cast<void *>(&Sleef_acoshd4_u10avx2));
-  bind("Sleef_acoshd8_u10avx512f", reinterpret_cast<void *>(&Sleef_acoshd8_u10avx512f));
-  bind("Sleef_atanhf8_u10avx2", reinterpret_cast<void *>(&Sleef_atanhf8_u10avx2));
-  bind("Sleef_atanhf16_u10avx512f", reinterpret_cast<void *>(&Sleef_atanhf16_u10avx512f));
-  bind("Sleef_atanhd4_u10avx2", reinterpret_cast<void *>(&Sleef_atanhd4_u10avx2));
-  bind("Sleef_atanhd8_u10avx512f", reinterpret_cast<void *>(&Sleef_atanhd8_u10avx512f));
-  bind("Sleef_erff8_u10avx2", reinterpret_cast<void *>(&Sleef_erff8_u10avx2));
-  bind("Sleef_erff16_u10avx512f", reinterpret_cast<void *>(&Sleef_erff16_u10avx512f));
-  bind("Sleef_erfd4_u10avx2", reinterpret_cast<void *>(&Sleef_erfd4_u10avx2));
-  bind("Sleef_erfd8_u10avx512f", reinterpret_cast<void *>(&Sleef_erfd8_u10avx512f));
-  bind("Sleef_cbrtf8_u10avx2", reinterpret_cast<void *>(&Sleef_cbrtf8_u10avx2));
-  bind("Sleef_cbrtf16_u10avx512f", reinterpret_cast<void *>(&Sleef_cbrtf16_u10avx512f));
-  bind("Sleef_cbrtd4_u10avx2", reinterpret_cast<void *>(&Sleef_cbrtd4_u10avx2));
-  bind("Sleef_cbrtd8_u10avx512f", reinterpret_cast<void *>(&Sleef_cbrtd8_u10avx512f));
-  bind("Sleef_powf8_u10avx2", reinterpret_cast<void *>(&Sleef_powf8_u10avx2));
-  bind("Sleef_powf16_u10avx512f", reinterpret_cast<void *>(&Sleef_powf16_u10avx512f));
-  bind("Sleef_powd4_u10avx2", reinterpret_cast<void *>(&Sleef_powd4_u10avx2));
-  bind("Sleef_powd8_u10avx512f", reinterpret_cast<void *>(&Sleef_powd8_u10avx512f));
-  bind("Sleef_atan2f8_u10avx2", reinterpret_cast<void *>(&Sleef_atan2f8_u10avx2));
-  bind("Sleef_atan2f16_u10avx512f", reinterpret_cast<void *>(&Sleef_atan2f16_u10avx512f));
-  bind("Sleef_atan2d4_u10avx2", reinterpret_cast<void *>(&Sleef_atan2d4_u10avx2));
-  bind("Sleef_atan2d8_u10avx512f", reinterpret_cast<void *>(&Sleef_atan2d8_u10avx512f));
-  bind("Sleef_erfcf8_u15avx2", reinterpret_cast<void *>(&Sleef_erfcf8_u15avx2));
-  bind("Sleef_erfcf16_u15avx512f", reinterpret_cast<void *>(&Sleef_erfcf16_u15avx512f));
-  bind("Sleef_erfcd4_u15avx2", reinterpret_cast<void *>(&Sleef_erfcd4_u15avx2));
-  bind("Sleef_erfcd8_u15avx512f", reinterpret_cast<void *>(&Sleef_erfcd8_u15avx512f));
-  bind("Sleef_hypotf8_u05avx2", reinterpret_cast<void *>(&Sleef_hypotf8_u05avx2));
-  bind("Sleef_hypotf16_u05avx512f", reinterpret_cast<void *>(&Sleef_hypotf16_u05avx512f));
-  bind("Sleef_hypotd4_u05avx2", reinterpret_cast<void *>(&Sleef_hypotd4_u05avx2));
-  bind("Sleef_hypotd8_u05avx512f", reinterpret_cast<void *>(&Sleef_hypotd8_u05avx512f));
-  bind("Sleef_fmodf8_avx2", reinterpret_cast<void *>(&Sleef_fmodf8_avx2));
-  bind("Sleef_fmodf16_avx512f", reinterpret_cast<void *>(&Sleef_fmodf16_avx512f));
-  bind("Sleef_fmodd4_avx2", reinterpret_cast<void *>(&Sleef_fmodd4_avx2));
-  bind("Sleef_fmodd8_avx512f", reinterpret_cast<void *>(&Sleef_fmodd8_avx512f));
+  bind(rt_symbols());
+  bind(sleef_symbols());
   return syms;
 }
 
 std::unique_ptr<Engine> make_engine() {
   HostTarget &ht = host_target();
+  check_abi_layouts(ht.tm->createDataLayout()); // once per process, before any generated code
   auto e = std::make_unique<Engine>();
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb)
@@ -506,6 +242,18 @@ JitModule::~JitModule() {
   std::lock_guard lk(e.mu);
   remove_dylib(e, *impl->jd);
   e.modules.fetch_sub(1);
+}
+
+void *jit_symbol_address(const std::string &name) {
+  Engine &e = engine();
+  std::lock_guard lk(e.mu);
+  // The main JITDylib only, not its link order: the process's own symbols do not count.
+  auto sym = e.jit->lookup(e.jit->getMainJITDylib(), name);
+  if (!sym) {
+    llvm::consumeError(sym.takeError());
+    return nullptr;
+  }
+  return sym->toPtr<void *>();
 }
 
 JitMemory jit_memory() {

@@ -1,6 +1,7 @@
 // lower_elementwise.cpp - See lower_elementwise.h. Each op mirrors the scalar semantics of
 // interpreter_compute.cpp operation for operation, so both executors round alike.
 #include "llvm/lower_elementwise.h"
+#include "llvm/vector_math.h"
 
 #include "pto/error.h"
 
@@ -401,9 +402,9 @@ LV *sleef_call(VecMath &vm, const char *fn, const char *acc, const std::vector<L
   auto &B = vm.B;
   auto *vt = llvm::cast<llvm::FixedVectorType>(args[0]->getType());
   bool dbl = vt->getElementType()->isDoubleTy();
-  unsigned native = vm.avx512 ? (dbl ? 8u : 16u) : (dbl ? 4u : 8u);
-  std::string name = std::string("Sleef_") + fn + (dbl ? "d" : "f") + std::to_string(native) + "_" +
-                     acc + (vm.avx512 ? "avx512f" : "avx2");
+  const Isa isa = vm.avx512 ? Isa::Avx512 : Isa::Avx2;
+  unsigned native = sleef_lanes(isa, dbl);
+  std::string name = sleef_name(fn, acc, dbl, isa); // the names the JIT binds (vector_math.h)
   auto *nt = llvm::FixedVectorType::get(vt->getElementType(), native);
   std::vector<llvm::Type *> params(args.size(), nt);
   auto callee = vm.M.getOrInsertFunction(name, llvm::FunctionType::get(nt, params, false));

@@ -24,9 +24,10 @@ struct VecMath {
   std::function<void(llvm::Value *ok)> fail_div_zero_unless;
 };
 
-/// Calls SLEEF `Sleef_<fn>{f|d}<N>_<acc><isa>` (acc "u10", "u15", "u05", or "" for exact
-/// functions such as fmod) on float or double vectors of any width, split into native-width
-/// calls and rejoined. Every name it can produce is bound in jit_engine.cpp.
+/// Calls SLEEF function `fn` at accuracy `acc` (a row of sleef_functions(), vector_math.h) on
+/// float or double vectors of any width, split into calls of the host level's native width and
+/// rejoined. The name is sleef_name()'s, which the JIT binds; (fn, acc) outside the table throws
+/// InternalError.
 llvm::Value *sleef_call(VecMath &vm, const char *fn, const char *acc,
                         const std::vector<llvm::Value *> &args);
 
