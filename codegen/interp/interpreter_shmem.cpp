@@ -4,6 +4,7 @@
 
 #include "passes/slots.h"
 #include "passes/tile_expand.h"
+#include "rtlib/abi_codes.h"
 
 namespace pto::codegen::interp {
 
@@ -77,7 +78,7 @@ int32_t Run::shmem_put(const Op &op) {
       at[d] = offs[d] + t.offset[d]; // inside the data: the whole window was checked
     pto_block b = make_block(ext, src.strides, data_strides);
     int32_t st = pto_rt_put(ctx_, s.group_index, static_cast<int32_t>(pe),
-                            op.atomic == ir::Atomic::Add ? PTO_ATOMIC_ADD : PTO_ATOMIC_SET,
+                            abi_atomic(op.atomic),
                             src.at(t.offset), src.dt,
                             s.data_offset_bytes + dot(at, data_strides) * esize,
                             s.data_offset_bytes + s.data_bytes, s.dtype, &b, site_);
@@ -157,10 +158,10 @@ int32_t Run::shmem_signal_wait(const Op &op) {
     int32_t st;
     if (op.kind == OpKind::ShmemSignal)
       st = pto_rt_signal(ctx_, s.group_index, static_cast<int32_t>(target), off,
-                         op.atomic == ir::Atomic::Add ? PTO_ATOMIC_ADD : PTO_ATOMIC_SET,
+                         abi_atomic(op.atomic),
                          op.signal, site_);
     else
-      st = pto_rt_wait_until(ctx_, s.group_index, off, static_cast<int32_t>(op.cmp), op.signal,
+      st = pto_rt_wait_until(ctx_, s.group_index, off, abi_cmp(op.cmp), op.signal,
                              op.clear ? 1 : 0, slot, site_);
     if (st != PTO_OK)
       return st;

@@ -136,14 +136,6 @@ void check_layout(const llvm::DataLayout &dl, llvm::StructType *t, size_t size,
 
 } // namespace
 
-// The ABI codes both executors pass for the IR's enums are the same numbers.
-static_assert(static_cast<int>(ir::Cmp::EQ) == PTO_CMP_EQ &&
-                  static_cast<int>(ir::Cmp::NE) == PTO_CMP_NE &&
-                  static_cast<int>(ir::Cmp::LT) == PTO_CMP_LT &&
-                  static_cast<int>(ir::Cmp::LE) == PTO_CMP_LE &&
-                  static_cast<int>(ir::Cmp::GT) == PTO_CMP_GT &&
-                  static_cast<int>(ir::Cmp::GE) == PTO_CMP_GE,
-              "ir::Cmp and pto_cmp must agree");
 static_assert(sizeof(pto_dtype) == sizeof(DataType), "pto_dtype carries DataType ordinals");
 
 const char *rt_name(RtFn fn) { return entry(fn).name; }
