@@ -86,11 +86,14 @@ llvm::StructType *block_type(llvm::LLVMContext &c);
 llvm::StructType *xtensor_type(llvm::LLVMContext &c);
 llvm::StructType *xcall_type(llvm::LLVMContext &c);
 
+/// The element index of field `f` in its struct's LLVM type.
+template <class Field> constexpr unsigned field_index(Field f) { return static_cast<unsigned>(f); }
+
 /// Address of field `f` of the struct `type` at `base`.
 template <class Field>
 llvm::Value *field_ptr(llvm::IRBuilderBase &b, llvm::StructType *type, llvm::Value *base,
                        Field f) {
-  return b.CreateStructGEP(type, base, static_cast<unsigned>(f));
+  return b.CreateStructGEP(type, base, field_index(f));
 }
 
 /// Checks that the LLVM types above place every field where the C++ compiler does (offsetof,

@@ -13,6 +13,21 @@
 
 namespace pto::codegen {
 
+namespace {
+/// The highest level whose features the host has: SLEEF's avx512f variants need AVX-512F, its
+/// avx2 ones AVX2 and FMA, its sse4 ones SSE4.1.
+Isa level_of(const llvm::StringMap<bool> &host) {
+  auto has = [&](const char *f) { return host.lookup(f); };
+  if (has("avx512f"))
+    return Isa::Avx512;
+  if (has("avx2") && has("fma"))
+    return Isa::Avx2;
+  if (has("sse4.1") && has("sse4.2"))
+    return Isa::Sse4;
+  return Isa::Sse2;
+}
+} // namespace
+
 HostTarget::HostTarget() = default;
 HostTarget::~HostTarget() = default;
 
@@ -25,15 +40,14 @@ HostTarget &host_target() {
     llvm::InitializeNativeTargetAsmParser();
     t.cpu = llvm::sys::getHostCPUName().str();
     std::string feats;
-    for (auto &f : llvm::sys::getHostCPUFeatures()) {
+    const llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+    for (auto &f : host) {
       if (!feats.empty())
         feats += ",";
       feats += (f.second ? "+" : "-") + f.first().str();
-      if (f.first() == "avx512f" && f.second)
-        t.avx512f = true;
     }
     t.features = feats;
-    t.isa = t.avx512f ? Isa::Avx512 : Isa::Avx2;
+    t.isa = level_of(host);
     std::string triple = llvm::sys::getProcessTriple();
     std::string err;
     const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, err);

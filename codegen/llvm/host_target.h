@@ -24,8 +24,7 @@ struct HostTarget {
   ~HostTarget();
   std::string cpu;      ///< LLVM CPU name ("skylake-avx512")
   std::string features; ///< "+avx2,+fma,..." as LLVM target features
-  Isa isa = Isa::Avx2;  ///< the vector level the lowering's SLEEF calls use
-  bool avx512f = false; ///< isa == Isa::Avx512 (TODO(#9): callers move to `isa`)
+  Isa isa = Isa::Sse2;  ///< the highest level whose features `features` has
   std::unique_ptr<llvm::TargetMachine> tm;
 };
 

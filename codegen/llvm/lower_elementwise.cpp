@@ -1,8 +1,9 @@
 // lower_elementwise.cpp - See lower_elementwise.h. Each op mirrors the scalar semantics of
 // interpreter_compute.cpp operation for operation, so both executors round alike.
 #include "llvm/lower_elementwise.h"
-#include "llvm/vector_math.h"
 
+#include "llvm/dtype_codec.h"
+#include "llvm/vector_math.h"
 #include "pto/error.h"
 
 #include <llvm/IR/Intrinsics.h>
@@ -18,8 +19,6 @@ using LV = llvm::Value;
 
 namespace {
 
-bool is_unsigned_dt(DataType dt) { return dt == DT_UINT8 || dt == DT_BOOL; }
-
 /// The same-width vector type with element `elem`.
 llvm::Type *like(LV *v, llvm::Type *elem) {
   return llvm::VectorType::get(elem, llvm::cast<llvm::VectorType>(v->getType())->getElementCount());
@@ -29,27 +28,27 @@ LV *ci(LV *like_v, int64_t c) {
   return llvm::ConstantInt::get(like_v->getType(), static_cast<uint64_t>(c), true);
 }
 /// i1 vector -> i8 0/1 (the DT_BOOL compute type).
-LV *to_bool(VecMath &vm, LV *i1) { return vm.B.CreateZExt(i1, like(i1, vm.B.getInt8Ty())); }
+LV *to_bool(KernelBuilder &kb, LV *i1) { return kb.builder().CreateZExt(i1, like(i1, kb.builder().getInt8Ty())); }
 
-LV *intrinsic1(VecMath &vm, llvm::Intrinsic::ID id, LV *x) {
-  return vm.B.CreateUnaryIntrinsic(id, x);
+LV *intrinsic1(KernelBuilder &kb, llvm::Intrinsic::ID id, LV *x) {
+  return kb.builder().CreateUnaryIntrinsic(id, x);
 }
 
 constexpr double kLn2 = 0.69314718055994530942;
 
-LV *fma(VecMath &vm, LV *a, LV *b, LV *c) {
-  return vm.B.CreateIntrinsic(llvm::Intrinsic::fma, {a->getType()}, {a, b, c});
+LV *fma(KernelBuilder &kb, LV *a, LV *b, LV *c) {
+  return kb.builder().CreateIntrinsic(llvm::Intrinsic::fma, {a->getType()}, {a, b, c});
 }
 bool is_double(LV *v) { return v->getType()->getScalarType()->isDoubleTy(); }
-LV *is_inf(VecMath &vm, LV *x) {
-  return vm.B.CreateFCmpOEQ(intrinsic1(vm, llvm::Intrinsic::fabs, x), cf(x, INFINITY));
+LV *is_inf(KernelBuilder &kb, LV *x) {
+  return kb.builder().CreateFCmpOEQ(intrinsic1(kb, llvm::Intrinsic::fabs, x), cf(x, INFINITY));
 }
 
 /// `base`, with the lanes where `rare` holds replaced by `fix()`. The fix is emitted behind a
 /// branch taken only when some lane needs it, so the common path pays one or-reduce.
-LV *patch_rare_lanes(VecMath &vm, LV *rare, LV *base, const std::function<LV *()> &fix,
+LV *patch_rare_lanes(KernelBuilder &kb, LV *rare, LV *base, const std::function<LV *()> &fix,
                      const char *name) {
-  auto &B = vm.B;
+  auto &B = kb.builder();
   auto &C = B.getContext();
   llvm::Function *F = B.GetInsertBlock()->getParent();
   auto *pre = B.GetInsertBlock();
@@ -71,13 +70,13 @@ LV *patch_rare_lanes(VecMath &vm, LV *rare, LV *base, const std::function<LV *()
 /// `base`, with the lanes where `rare` holds replaced by `scalar(lane values of args)`, one
 /// lane at a time in a loop behind a branch taken only when some lane needs it. For results
 /// the vector library gets wrong on rare inputs, recomputed by libm (frem, llvm.pow).
-LV *scalar_rare_lanes(VecMath &vm, LV *rare, LV *base, const std::vector<LV *> &args,
+LV *scalar_rare_lanes(KernelBuilder &kb, LV *rare, LV *base, const std::vector<LV *> &args,
                       const std::function<LV *(const std::vector<LV *> &)> &scalar,
                       const char *name) {
-  auto &B = vm.B;
+  auto &B = kb.builder();
   auto &C = B.getContext();
   return patch_rare_lanes(
-      vm, rare, base,
+      kb, rare, base,
       [&] {
         llvm::Function *F = B.GetInsertBlock()->getParent();
         auto *pre = B.GetInsertBlock();
@@ -116,8 +115,8 @@ LV *scalar_rare_lanes(VecMath &vm, LV *rare, LV *base, const std::vector<LV *> &
 /// IEEE 754 maximum / minimum: NaN propagates (a's first, quieted), -0 < +0. On the integer
 /// bits, not llvm.maximum: for fp16 (fpext'ed half) InstCombine narrows llvm.maximum to half,
 /// which LLVM 19 scalarizes on AVX2 and gets wrong for (+0, NaN).
-LV *fp_max_min(VecMath &vm, LV *a, LV *b, bool is_max) {
-  auto &B = vm.B;
+LV *fp_max_min(KernelBuilder &kb, LV *a, LV *b, bool is_max) {
+  auto &B = kb.builder();
   const unsigned bits = a->getType()->getScalarSizeInBits();
   llvm::Type *it = like(a, B.getIntNTy(bits));
   LV *ai = B.CreateBitCast(a, it), *bi = B.CreateBitCast(b, it);
@@ -139,15 +138,15 @@ LV *fp_max_min(VecMath &vm, LV *a, LV *b, bool is_max) {
 
 /// C fmod, exact. Sleef_fmod is exact but NaN where |a / b| overflows the dtype (or b is
 /// subnormal and |a| large); those lanes (finite a, nonzero b, NaN result) go to libm's fmod.
-LV *exact_fmod(VecMath &vm, LV *a, LV *b) {
-  auto &B = vm.B;
-  LV *r = sleef_call(vm, "fmod", "", {a, b});
+LV *exact_fmod(KernelBuilder &kb, LV *a, LV *b) {
+  auto &B = kb.builder();
+  LV *r = sleef_call(kb, "fmod", "", {a, b});
   LV *bad = B.CreateAnd(B.CreateFCmpUNO(r, r),
-                        B.CreateAnd(B.CreateFCmpOLT(intrinsic1(vm, llvm::Intrinsic::fabs, a),
+                        B.CreateAnd(B.CreateFCmpOLT(intrinsic1(kb, llvm::Intrinsic::fabs, a),
                                                     cf(a, INFINITY)),
                                     B.CreateFCmpONE(b, cf(b, 0))));
   return scalar_rare_lanes(
-      vm, bad, r, {a, b}, [&](const std::vector<LV *> &s) { return B.CreateFRem(s[0], s[1]); },
+      kb, bad, r, {a, b}, [&](const std::vector<LV *> &s) { return B.CreateFRem(s[0], s[1]); },
       "fmod");
 }
 
@@ -155,23 +154,23 @@ LV *exact_fmod(VecMath &vm, LV *a, LV *b) {
 /// 709.78271289; there e^x = e^x0 (1 + expm1(t)), t = x - x0 exact for x0 = 709.78125, e^x0
 /// in two doubles, expm1 by its Taylor series to t^5 (t < 0.0015: the t^6 term is below 2^-63).
 /// Past ln DBL_MAX the final add overflows to inf as it should.
-LV *exp_full_range(VecMath &vm, LV *x) {
-  auto &B = vm.B;
-  LV *r = sleef_call(vm, "exp", "u10", {x});
+LV *exp_full_range(KernelBuilder &kb, LV *x) {
+  auto &B = kb.builder();
+  LV *r = sleef_call(kb, "exp", "u10", {x});
   if (!is_double(x))
     return r;
   constexpr double kX0 = 709.78125;
   LV *big = B.CreateFCmpOGT(x, cf(x, kX0));
   return patch_rare_lanes(
-      vm, big, r,
+      kb, big, r,
       [&] {
         LV *t = B.CreateFSub(x, cf(x, kX0));
         LV *p = cf(x, 1.0 / 120);
         for (double c : {1.0 / 24, 1.0 / 6, 0.5, 1.0})
-          p = fma(vm, p, t, cf(x, c));
+          p = fma(kb, p, t, cf(x, c));
         LV *m = B.CreateFMul(p, t);
         LV *hi = cf(x, 0x1.ff40655482d39p+1023), *lo = cf(x, 0x1.c3d018ea0ae29p+968);
-        return B.CreateFAdd(hi, fma(vm, hi, m, lo));
+        return B.CreateFAdd(hi, fma(kb, hi, m, lo));
       },
       "exp");
 }
@@ -179,24 +178,24 @@ LV *exp_full_range(VecMath &vm, LV *x) {
 /// e^|x| / 2, where e^-|x| is negligible (|x| > 88 fp32, > 709 fp64): sinh and cosh there.
 /// fp32 in double (one rounding); fp64 as e^(|x| - L1) (1 - L2), ln 2 = L1 + L2 with L1 a
 /// multiple of 2^-43, so |x| - L1 is exact for |x| < 1024.
-LV *half_exp_abs(VecMath &vm, LV *x) {
-  auto &B = vm.B;
-  LV *ax = intrinsic1(vm, llvm::Intrinsic::fabs, x);
+LV *half_exp_abs(KernelBuilder &kb, LV *x) {
+  auto &B = kb.builder();
+  LV *ax = intrinsic1(kb, llvm::Intrinsic::fabs, x);
   if (!is_double(x)) {
     LV *d = B.CreateFPExt(ax, like(x, B.getDoubleTy()));
-    LV *e = sleef_call(vm, "exp", "u10", {B.CreateFSub(d, cf(d, kLn2))});
+    LV *e = sleef_call(kb, "exp", "u10", {B.CreateFSub(d, cf(d, kLn2))});
     return B.CreateFPTrunc(e, x->getType());
   }
-  LV *e = exp_full_range(vm, B.CreateFSub(ax, cf(x, 0x1.62e42fefa38p-1)));
-  LV *r = fma(vm, e, cf(x, -0x1.ef35793c7673p-45), e);
-  return B.CreateSelect(is_inf(vm, e), e, r); // inf * -L2 + inf would be NaN
+  LV *e = exp_full_range(kb, B.CreateFSub(ax, cf(x, 0x1.62e42fefa38p-1)));
+  LV *r = fma(kb, e, cf(x, -0x1.ef35793c7673p-45), e);
+  return B.CreateSelect(is_inf(kb, e), e, r); // inf * -L2 + inf would be NaN
 }
 
 /// 1 / (1 + e^-x), as e^x / (1 + e^x) for x < 0 so that e^-x never overflows (the result
 /// stays accurate down to the subnormals). Mirrors interpreter_compute.cpp sigmoid_f.
-LV *sigmoid(VecMath &vm, LV *x) {
-  auto &B = vm.B;
-  LV *e = sleef_call(vm, "exp", "u10", {B.CreateFNeg(intrinsic1(vm, llvm::Intrinsic::fabs, x))});
+LV *sigmoid(KernelBuilder &kb, LV *x) {
+  auto &B = kb.builder();
+  LV *e = sleef_call(kb, "exp", "u10", {B.CreateFNeg(intrinsic1(kb, llvm::Intrinsic::fabs, x))});
   LV *num = B.CreateSelect(B.CreateFCmpOLT(x, cf(x, 0)), e, cf(x, 1));
   return B.CreateFDiv(num, B.CreateFAdd(cf(x, 1), e));
 }
@@ -206,42 +205,42 @@ LV *sigmoid(VecMath &vm, LV *x) {
 /// recovered by fma (with the constant's own error), and g approximated as
 /// 2z + 1 / (z + 0.9) (within 7% for z >= 0, enough for a correction of a few ULP). Mirrors
 /// interpreter_compute.cpp gelu_f.
-LV *gelu(VecMath &vm, LV *x) {
-  auto &B = vm.B;
+LV *gelu(KernelBuilder &kb, LV *x) {
+  auto &B = kb.builder();
   const bool dbl = is_double(x);
   LV *c_hi = cf(x, dbl ? -0x1.6a09e667f3bcdp-1 : static_cast<double>(-0x1.6a09e6p-1f));
   LV *c_lo = cf(x, dbl ? 0x1.bdd3413b26456p-55 : static_cast<double>(-0x1.9fcef4p-27f));
   LV *z = B.CreateFMul(x, c_hi);
-  LV *d = fma(vm, x, c_lo, fma(vm, x, c_hi, B.CreateFNeg(z)));
+  LV *d = fma(kb, x, c_lo, fma(kb, x, c_hi, B.CreateFNeg(z)));
   LV *g = B.CreateFAdd(B.CreateFMul(cf(x, 2), z),
                        B.CreateFDiv(cf(x, 1), B.CreateFAdd(z, cf(x, 0.9))));
   // Only where erfc(z) > 0 and g is finite (z < 64; erfc underflows from z = 27).
   LV *tail = B.CreateAnd(B.CreateFCmpOGT(z, cf(x, 0)), B.CreateFCmpOLT(z, cf(x, 64)));
-  LV *corr = B.CreateSelect(tail, fma(vm, B.CreateFNeg(g), d, cf(x, 1)), cf(x, 1));
-  LV *t = sleef_call(vm, "erfc", "u15", {z});
+  LV *corr = B.CreateSelect(tail, fma(kb, B.CreateFNeg(g), d, cf(x, 1)), cf(x, 1));
+  LV *t = sleef_call(kb, "erfc", "u15", {z});
   return B.CreateFMul(B.CreateFMul(B.CreateFMul(cf(x, 0.5), x), t), corr);
 }
 
 /// The integer divisor with masked-off lanes set to 1, after failing on any live zero.
-LV *checked_divisor(VecMath &vm, LV *b, LV *mask) {
-  auto &B = vm.B;
+LV *checked_divisor(KernelBuilder &kb, LV *b, LV *mask) {
+  auto &B = kb.builder();
   LV *one = ci(b, 1);
   LV *bs = mask ? B.CreateSelect(mask, b, one) : b;
   LV *any_zero = B.CreateOrReduce(B.CreateICmpEQ(bs, llvm::Constant::getNullValue(b->getType())));
-  vm.fail_div_zero_unless(B.CreateNot(any_zero));
+  kb.fail_unless(B.CreateNot(any_zero), PTO_FAIL_DIV_ZERO, kb.i64(0), kb.i64(0));
   return bs;
 }
 
 /// PyTorch's div_floor_floating, lane-wise (see interpreter_compute.cpp floor_div_f).
-LV *floor_div_fp(VecMath &vm, LV *a, LV *b) {
-  auto &B = vm.B;
+LV *floor_div_fp(KernelBuilder &kb, LV *a, LV *b) {
+  auto &B = kb.builder();
   LV *zero = cf(a, 0);
-  LV *mod = exact_fmod(vm, a, b);
+  LV *mod = exact_fmod(kb, a, b);
   LV *div = B.CreateFDiv(B.CreateFSub(a, mod), b);
   LV *adj = B.CreateAnd(B.CreateFCmpUNE(mod, zero),
                         B.CreateXor(B.CreateFCmpOLT(b, zero), B.CreateFCmpOLT(mod, zero)));
   div = B.CreateSelect(adj, B.CreateFSub(div, cf(a, 1)), div);
-  LV *fl = intrinsic1(vm, llvm::Intrinsic::floor, div);
+  LV *fl = intrinsic1(kb, llvm::Intrinsic::floor, div);
   fl = B.CreateSelect(B.CreateFCmpOGT(B.CreateFSub(div, fl), cf(a, 0.5)),
                       B.CreateFAdd(fl, cf(a, 1)), fl);
   LV *q = B.CreateFDiv(a, b);
@@ -251,11 +250,11 @@ LV *floor_div_fp(VecMath &vm, LV *a, LV *b) {
 }
 
 /// Integer floor_div / remainder / fmod with the zero-divisor check; INT_MIN / -1 wraps.
-LV *int_division(VecMath &vm, OpKind k, LV *a, LV *b, DataType dt, LV *mask) {
-  auto &B = vm.B;
-  LV *bs = checked_divisor(vm, b, mask);
+LV *int_division(KernelBuilder &kb, OpKind k, LV *a, LV *b, DataType dt, LV *mask) {
+  auto &B = kb.builder();
+  LV *bs = checked_divisor(kb, b, mask);
   LV *zero = llvm::Constant::getNullValue(a->getType());
-  if (is_unsigned_dt(dt))
+  if (is_unsigned(dt))
     return k == OpKind::FloorDiv ? B.CreateUDiv(a, bs) : B.CreateURem(a, bs);
   LV *m1 = B.CreateICmpEQ(bs, llvm::Constant::getAllOnesValue(b->getType()));
   LV *safe = B.CreateSelect(m1, ci(b, 1), bs);
@@ -274,8 +273,8 @@ LV *int_division(VecMath &vm, OpKind k, LV *a, LV *b, DataType dt, LV *mask) {
   }
 }
 
-LV *shift(VecMath &vm, OpKind k, LV *a, LV *b, DataType dt) {
-  auto &B = vm.B;
+LV *shift(KernelBuilder &kb, OpKind k, LV *a, LV *b, DataType dt) {
+  auto &B = kb.builder();
   unsigned bits = a->getType()->getScalarSizeInBits();
   LV *zero = llvm::Constant::getNullValue(a->getType());
   // In range: 0 <= b < bits (unsigned compare covers negative b for signed types too).
@@ -283,7 +282,7 @@ LV *shift(VecMath &vm, OpKind k, LV *a, LV *b, DataType dt) {
   LV *bsafe = B.CreateSelect(in_range, b, zero);
   if (k == OpKind::ShiftLeft)
     return B.CreateSelect(in_range, B.CreateShl(a, bsafe), zero);
-  if (is_unsigned_dt(dt))
+  if (is_unsigned(dt))
     return B.CreateSelect(in_range, B.CreateLShr(a, bsafe), zero);
   return B.CreateSelect(in_range, B.CreateAShr(a, bsafe), B.CreateAShr(a, ci(a, bits - 1)));
 }
@@ -322,10 +321,10 @@ std::vector<LV *> while_any(llvm::IRBuilder<> &B, std::vector<LV *> init,
 
 /// Integer a^b by square-and-multiply over the bits of b (wrapping), looping while any live lane
 /// has exponent bits left; negative exponents give 1 (a = 1), +-1 (a = -1) or 0, as PyTorch.
-LV *int_pow(VecMath &vm, LV *a, LV *b, DataType dt, LV *mask) {
-  auto &B = vm.B;
+LV *int_pow(KernelBuilder &kb, LV *a, LV *b, DataType dt, LV *mask) {
+  auto &B = kb.builder();
   LV *zero = llvm::Constant::getNullValue(b->getType());
-  LV *neg = is_unsigned_dt(dt) ? nullptr : B.CreateICmpSLT(b, zero);
+  LV *neg = is_unsigned(dt) ? nullptr : B.CreateICmpSLT(b, zero);
   LV *e = neg ? B.CreateSelect(neg, zero, b) : b;
   if (mask)
     e = B.CreateSelect(mask, e, zero);
@@ -347,11 +346,11 @@ LV *int_pow(VecMath &vm, LV *a, LV *b, DataType dt, LV *mask) {
 }
 
 /// gcd of the magnitudes (unsigned Euclid, so |INT_MIN| stays exact and wraps on the store).
-LV *int_gcd(VecMath &vm, LV *a, LV *b, DataType dt, LV *mask) {
-  auto &B = vm.B;
+LV *int_gcd(KernelBuilder &kb, LV *a, LV *b, DataType dt, LV *mask) {
+  auto &B = kb.builder();
   LV *zero = llvm::Constant::getNullValue(b->getType());
   auto mag = [&](LV *v) {
-    return is_unsigned_dt(dt) ? v : B.CreateBinaryIntrinsic(llvm::Intrinsic::abs, v, B.getFalse());
+    return is_unsigned(dt) ? v : B.CreateBinaryIntrinsic(llvm::Intrinsic::abs, v, B.getFalse());
   };
   LV *y = mag(b);
   if (mask)
@@ -367,8 +366,8 @@ LV *int_gcd(VecMath &vm, LV *a, LV *b, DataType dt, LV *mask) {
   return state[0];
 }
 
-LV *compare(VecMath &vm, OpKind k, LV *a, LV *b, bool fp, bool uns) {
-  auto &B = vm.B;
+LV *compare(KernelBuilder &kb, OpKind k, LV *a, LV *b, bool fp, bool uns) {
+  auto &B = kb.builder();
   using P = llvm::CmpInst::Predicate;
   P p = P::ICMP_EQ;
   switch (k) {
@@ -393,21 +392,21 @@ LV *compare(VecMath &vm, OpKind k, LV *a, LV *b, bool fp, bool uns) {
   default:
     break;
   }
-  return to_bool(vm, fp ? B.CreateFCmp(p, a, b) : B.CreateICmp(p, a, b));
+  return to_bool(kb, fp ? B.CreateFCmp(p, a, b) : B.CreateICmp(p, a, b));
 }
 
 } // namespace
 
-LV *sleef_call(VecMath &vm, const char *fn, const char *acc, const std::vector<LV *> &args) {
-  auto &B = vm.B;
+LV *sleef_call(KernelBuilder &kb, const char *fn, const char *acc, const std::vector<LV *> &args) {
+  auto &B = kb.builder();
   auto *vt = llvm::cast<llvm::FixedVectorType>(args[0]->getType());
   bool dbl = vt->getElementType()->isDoubleTy();
-  const Isa isa = vm.avx512 ? Isa::Avx512 : Isa::Avx2;
+  const Isa isa = kb.isa();
   unsigned native = sleef_lanes(isa, dbl);
   std::string name = sleef_name(fn, acc, dbl, isa); // the names the JIT binds (vector_math.h)
   auto *nt = llvm::FixedVectorType::get(vt->getElementType(), native);
   std::vector<llvm::Type *> params(args.size(), nt);
-  auto callee = vm.M.getOrInsertFunction(name, llvm::FunctionType::get(nt, params, false));
+  auto callee = kb.module().getOrInsertFunction(name, llvm::FunctionType::get(nt, params, false));
   unsigned n = vt->getNumElements();
   if (n == native)
     return B.CreateCall(callee, args);
@@ -435,17 +434,17 @@ LV *sleef_call(VecMath &vm, const char *fn, const char *acc, const std::vector<L
   return parts[0];
 }
 
-LV *lower_unary_ext(VecMath &vm, const ir::Op &op, LV *x, DataType in_dt) {
-  auto &B = vm.B;
+LV *lower_unary_ext(KernelBuilder &kb, const ir::Op &op, LV *x, DataType in_dt) {
+  auto &B = kb.builder();
   namespace I = llvm::Intrinsic;
-  const bool fp = is_float(in_dt), uns = is_unsigned_dt(in_dt);
-  auto s10 = [&](const char *fn) { return sleef_call(vm, fn, "u10", {x}); };
+  const bool fp = is_float(in_dt), uns = is_unsigned(in_dt);
+  auto s10 = [&](const char *fn) { return sleef_call(kb, fn, "u10", {x}); };
   LV *zero = llvm::Constant::getNullValue(x->getType());
   const double attr = op.scalar ? op.scalar->f : 0.0;
   if (fp) {
     switch (op.kind) {
     case OpKind::Exp:
-      return exp_full_range(vm, x);
+      return exp_full_range(kb, x);
     case OpKind::Exp2:
       return s10("exp2");
     case OpKind::Expm1:
@@ -458,7 +457,7 @@ LV *lower_unary_ext(VecMath &vm, const ir::Op &op, LV *x, DataType in_dt) {
       // Sleef_log1p is inf above 1e38 (fp32) / 1e307 (fp64); above 1e18, log1p(x) = log(x) to
       // far below one ULP (they differ by ~1/x).
       LV *big = B.CreateFCmpOGT(x, cf(x, 1e18));
-      return patch_rare_lanes(vm, big, s10("log1p"), [&] { return s10("log"); }, "log1p");
+      return patch_rare_lanes(kb, big, s10("log1p"), [&] { return s10("log"); }, "log1p");
     }
     case OpKind::Sin:
       return s10("sin");
@@ -477,11 +476,11 @@ LV *lower_unary_ext(VecMath &vm, const ir::Op &op, LV *x, DataType in_dt) {
       // SLEEF's sinh/cosh overflow where e^|x| does (|x| = 88.72 fp32, 709.78 fp64), though the
       // results are finite up to 89.4 / 710.5; past |x| = 88 / 709 they are +-e^|x| / 2.
       const bool sinh = op.kind == OpKind::Sinh;
-      LV *big = B.CreateFCmpOGT(intrinsic1(vm, I::fabs, x), cf(x, is_double(x) ? 709 : 88));
+      LV *big = B.CreateFCmpOGT(intrinsic1(kb, I::fabs, x), cf(x, is_double(x) ? 709 : 88));
       return patch_rare_lanes(
-          vm, big, s10(sinh ? "sinh" : "cosh"),
+          kb, big, s10(sinh ? "sinh" : "cosh"),
           [&] {
-            LV *h = half_exp_abs(vm, x);
+            LV *h = half_exp_abs(kb, x);
             return sinh ? B.CreateBinaryIntrinsic(I::copysign, h, x) : h;
           },
           sinh ? "sinh" : "cosh");
@@ -492,9 +491,9 @@ LV *lower_unary_ext(VecMath &vm, const ir::Op &op, LV *x, DataType in_dt) {
     case OpKind::Acosh: {
       // SLEEF's asinh/acosh overflow to inf above sqrt(FLT_MAX); there asinh |x| = acosh |x| =
       // log|x| + ln 2 (the next term, 1 / 4x^2, is far below one ULP).
-      LV *ax = intrinsic1(vm, I::fabs, x);
+      LV *ax = intrinsic1(kb, I::fabs, x);
       LV *big = B.CreateFCmpOGT(op.kind == OpKind::Asinh ? ax : x, cf(x, 1e10)); // acosh(<1) NaN
-      LV *tail = B.CreateFAdd(sleef_call(vm, "log", "u10", {ax}), cf(x, 0.69314718055994530942));
+      LV *tail = B.CreateFAdd(sleef_call(kb, "log", "u10", {ax}), cf(x, 0.69314718055994530942));
       if (op.kind == OpKind::Asinh)
         tail = B.CreateBinaryIntrinsic(I::copysign, tail, x);
       return B.CreateSelect(big, tail, s10(op.kind == OpKind::Asinh ? "asinh" : "acosh"));
@@ -504,25 +503,25 @@ LV *lower_unary_ext(VecMath &vm, const ir::Op &op, LV *x, DataType in_dt) {
     case OpKind::Erf:
       return s10("erf");
     case OpKind::Erfc:
-      return sleef_call(vm, "erfc", "u15", {x});
+      return sleef_call(kb, "erfc", "u15", {x});
     case OpKind::Cbrt:
       return s10("cbrt");
     case OpKind::Sigmoid:
-      return sigmoid(vm, x);
+      return sigmoid(kb, x);
     case OpKind::Softplus: {
-      LV *sp = sleef_call(vm, "log1p", "u10", {s10("exp")});
+      LV *sp = sleef_call(kb, "log1p", "u10", {s10("exp")});
       return B.CreateSelect(B.CreateFCmpOGT(x, cf(x, 20)), x, sp);
     }
     case OpKind::Softsign:
-      return B.CreateFDiv(x, B.CreateFAdd(cf(x, 1), intrinsic1(vm, I::fabs, x)));
+      return B.CreateFDiv(x, B.CreateFAdd(cf(x, 1), intrinsic1(kb, I::fabs, x)));
     case OpKind::Elu:
       return B.CreateSelect(B.CreateFCmpOGT(x, zero), x, B.CreateFMul(cf(x, attr), s10("expm1")));
     case OpKind::Gelu:
-      return gelu(vm, x);
+      return gelu(kb, x);
     case OpKind::GeluTanh: {
       LV *cube = B.CreateFMul(B.CreateFMul(B.CreateFMul(cf(x, 0.044715), x), x), x);
       LV *u = B.CreateFMul(cf(x, 0.79788456080286535588), B.CreateFAdd(x, cube));
-      return B.CreateFMul(x, sigmoid(vm, B.CreateFMul(cf(x, 2), u)));
+      return B.CreateFMul(x, sigmoid(kb, B.CreateFMul(cf(x, 2), u)));
     }
     case OpKind::Lrelu:
       return B.CreateSelect(B.CreateFCmpOGE(x, zero), x, B.CreateFMul(x, cf(x, attr)));
@@ -536,24 +535,24 @@ LV *lower_unary_ext(VecMath &vm, const ir::Op &op, LV *x, DataType in_dt) {
                             B.CreateSelect(B.CreateFCmpOLT(x, zero), cf(x, -1), x));
     case OpKind::Signbit: {
       LV *bits = B.CreateBitCast(x, like(x, B.getIntNTy(x->getType()->getScalarSizeInBits())));
-      return to_bool(vm, B.CreateICmpSLT(bits, llvm::Constant::getNullValue(bits->getType())));
+      return to_bool(kb, B.CreateICmpSLT(bits, llvm::Constant::getNullValue(bits->getType())));
     }
     case OpKind::Ceil:
-      return intrinsic1(vm, I::ceil, x);
+      return intrinsic1(kb, I::ceil, x);
     case OpKind::Floor:
-      return intrinsic1(vm, I::floor, x);
+      return intrinsic1(kb, I::floor, x);
     case OpKind::Trunc:
-      return intrinsic1(vm, I::trunc, x);
+      return intrinsic1(kb, I::trunc, x);
     case OpKind::Round:
-      return intrinsic1(vm, I::roundeven, x);
+      return intrinsic1(kb, I::roundeven, x);
     case OpKind::IsFinite:
-      return to_bool(vm, B.CreateFCmpOLT(intrinsic1(vm, I::fabs, x), cf(x, INFINITY)));
+      return to_bool(kb, B.CreateFCmpOLT(intrinsic1(kb, I::fabs, x), cf(x, INFINITY)));
     case OpKind::IsNan:
-      return to_bool(vm, B.CreateFCmpUNO(x, x));
+      return to_bool(kb, B.CreateFCmpUNO(x, x));
     case OpKind::IsInf:
-      return to_bool(vm, B.CreateFCmpOEQ(intrinsic1(vm, I::fabs, x), cf(x, INFINITY)));
+      return to_bool(kb, B.CreateFCmpOEQ(intrinsic1(kb, I::fabs, x), cf(x, INFINITY)));
     case OpKind::LogicalNot:
-      return to_bool(vm, B.CreateFCmpOEQ(x, zero));
+      return to_bool(kb, B.CreateFCmpOEQ(x, zero));
     case OpKind::Square:
       return B.CreateFMul(x, x);
     case OpKind::Clone:
@@ -576,7 +575,7 @@ LV *lower_unary_ext(VecMath &vm, const ir::Op &op, LV *x, DataType in_dt) {
       return B.CreateSelect(B.CreateICmpSGT(x, zero), ci(x, 1),
                             B.CreateSelect(B.CreateICmpSLT(x, zero), ci(x, -1), zero));
     case OpKind::Signbit:
-      return uns ? i8_0 : to_bool(vm, B.CreateICmpSLT(x, zero));
+      return uns ? i8_0 : to_bool(kb, B.CreateICmpSLT(x, zero));
     case OpKind::Ceil:
     case OpKind::Floor:
     case OpKind::Trunc:
@@ -589,7 +588,7 @@ LV *lower_unary_ext(VecMath &vm, const ir::Op &op, LV *x, DataType in_dt) {
     case OpKind::IsInf:
       return i8_0;
     case OpKind::LogicalNot:
-      return to_bool(vm, B.CreateICmpEQ(x, zero));
+      return to_bool(kb, B.CreateICmpEQ(x, zero));
     case OpKind::BitwiseNot:
       return in_dt == DT_BOOL ? B.CreateXor(x, ci(x, 1)) : B.CreateNot(x);
     case OpKind::Square:
@@ -602,9 +601,9 @@ LV *lower_unary_ext(VecMath &vm, const ir::Op &op, LV *x, DataType in_dt) {
                       "no vector lowering for dtype " + name(in_dt) + " (a ptojit bug)");
 }
 
-LV *lower_binary_ext(VecMath &vm, const ir::Op &op, LV *a, LV *b, DataType dt, LV *mask) {
-  auto &B = vm.B;
-  const bool fp = is_float(dt), uns = is_unsigned_dt(dt);
+LV *lower_binary_ext(KernelBuilder &kb, const ir::Op &op, LV *a, LV *b, DataType dt, LV *mask) {
+  auto &B = kb.builder();
+  const bool fp = is_float(dt), uns = is_unsigned(dt);
   const OpKind k = op.kind;
   switch (k) {
   case OpKind::Eq:
@@ -613,7 +612,7 @@ LV *lower_binary_ext(VecMath &vm, const ir::Op &op, LV *a, LV *b, DataType dt, L
   case OpKind::Le:
   case OpKind::Gt:
   case OpKind::Ge:
-    return compare(vm, k, a, b, fp, uns);
+    return compare(kb, k, a, b, fp, uns);
   case OpKind::LogicalAnd:
   case OpKind::LogicalOr:
   case OpKind::LogicalXor: {
@@ -623,7 +622,7 @@ LV *lower_binary_ext(VecMath &vm, const ir::Op &op, LV *a, LV *b, DataType dt, L
     LV *r = k == OpKind::LogicalAnd  ? B.CreateAnd(ta, tb)
             : k == OpKind::LogicalOr ? B.CreateOr(ta, tb)
                                      : B.CreateXor(ta, tb);
-    return to_bool(vm, r);
+    return to_bool(kb, r);
   }
   default:
     break;
@@ -632,42 +631,42 @@ LV *lower_binary_ext(VecMath &vm, const ir::Op &op, LV *a, LV *b, DataType dt, L
     switch (k) {
     case OpKind::Maximum:
     case OpKind::Minimum:
-      return fp_max_min(vm, a, b, k == OpKind::Maximum);
+      return fp_max_min(kb, a, b, k == OpKind::Maximum);
     case OpKind::Pow: {
-      LV *r = sleef_call(vm, "pow", "u10", {a, b});
+      LV *r = sleef_call(kb, "pow", "u10", {a, b});
       if (!is_double(a))
         return r;
       // Sleef_powd*_u10 is +-inf where |a^b| lies in (e^709.78271115, DBL_MAX] (its exp's
       // overflow threshold): lanes with an infinite result from finite nonzero operands go to
       // libm's pow (true overflows too, which are as rare).
-      LV *fin_a = B.CreateFCmpOLT(intrinsic1(vm, llvm::Intrinsic::fabs, a), cf(a, INFINITY));
-      LV *fin_b = B.CreateFCmpOLT(intrinsic1(vm, llvm::Intrinsic::fabs, b), cf(b, INFINITY));
-      LV *bad = B.CreateAnd(B.CreateAnd(is_inf(vm, r), B.CreateFCmpONE(a, cf(a, 0))),
+      LV *fin_a = B.CreateFCmpOLT(intrinsic1(kb, llvm::Intrinsic::fabs, a), cf(a, INFINITY));
+      LV *fin_b = B.CreateFCmpOLT(intrinsic1(kb, llvm::Intrinsic::fabs, b), cf(b, INFINITY));
+      LV *bad = B.CreateAnd(B.CreateAnd(is_inf(kb, r), B.CreateFCmpONE(a, cf(a, 0))),
                             B.CreateAnd(fin_a, fin_b));
       return scalar_rare_lanes(
-          vm, bad, r, {a, b},
+          kb, bad, r, {a, b},
           [&](const std::vector<LV *> &s) {
             return B.CreateBinaryIntrinsic(llvm::Intrinsic::pow, s[0], s[1]);
           },
           "pow");
     }
     case OpKind::Hypot:
-      return sleef_call(vm, "hypot", "u05", {a, b});
+      return sleef_call(kb, "hypot", "u05", {a, b});
     case OpKind::Atan2:
-      return sleef_call(vm, "atan2", "u10", {a, b});
+      return sleef_call(kb, "atan2", "u10", {a, b});
     case OpKind::Copysign:
       return B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, a, b);
     case OpKind::Fmod:
-      return exact_fmod(vm, a, b);
+      return exact_fmod(kb, a, b);
     case OpKind::Remainder: {
       LV *zero = cf(a, 0);
-      LV *mod = exact_fmod(vm, a, b);
+      LV *mod = exact_fmod(kb, a, b);
       LV *adj = B.CreateAnd(B.CreateFCmpUNE(mod, zero),
                             B.CreateXor(B.CreateFCmpOLT(b, zero), B.CreateFCmpOLT(mod, zero)));
       return B.CreateSelect(adj, B.CreateFAdd(mod, b), mod);
     }
     case OpKind::FloorDiv:
-      return floor_div_fp(vm, a, b);
+      return floor_div_fp(kb, a, b);
     default:
       break;
     }
@@ -676,7 +675,7 @@ LV *lower_binary_ext(VecMath &vm, const ir::Op &op, LV *a, LV *b, DataType dt, L
     case OpKind::FloorDiv:
     case OpKind::Remainder:
     case OpKind::Fmod:
-      return int_division(vm, k, a, b, dt, mask);
+      return int_division(kb, k, a, b, dt, mask);
     case OpKind::BitwiseAnd:
       return B.CreateAnd(a, b);
     case OpKind::BitwiseOr:
@@ -685,17 +684,75 @@ LV *lower_binary_ext(VecMath &vm, const ir::Op &op, LV *a, LV *b, DataType dt, L
       return B.CreateXor(a, b);
     case OpKind::ShiftLeft:
     case OpKind::ShiftRight:
-      return shift(vm, k, a, b, dt);
+      return shift(kb, k, a, b, dt);
     case OpKind::Pow:
-      return int_pow(vm, a, b, dt, mask);
+      return int_pow(kb, a, b, dt, mask);
     case OpKind::Gcd:
-      return int_gcd(vm, a, b, dt, mask);
+      return int_gcd(kb, a, b, dt, mask);
     default:
       break;
     }
   }
   throw InternalError(op.where, ir::op_info(k).name,
                       "no vector lowering for dtype " + name(dt) + " (a ptojit bug)");
+}
+
+LV *lower_unary(KernelBuilder &kb, const ir::Op &op, LV *x, DataType in_dt, DataType out_dt) {
+  auto &B = kb.builder();
+  bool fp = is_float(in_dt);
+  switch (op.kind) {
+  case OpKind::Neg: return fp ? B.CreateFNeg(x) : B.CreateNeg(x);
+  case OpKind::Abs:
+    return fp ? B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x)
+              : B.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, B.getFalse());
+  case OpKind::Log: return sleef_call(kb, "log", "u10", {x});
+  case OpKind::Sqrt: return B.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+  case OpKind::Rsqrt:
+    return B.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0),
+                        B.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+  case OpKind::Reciprocal: return B.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0), x);
+  case OpKind::Cast: return convert(B, x, in_dt, out_dt);
+  default: break;
+  }
+  return lower_unary_ext(kb, op, x, in_dt); // the catalogue ops
+}
+
+LV *lower_binary(KernelBuilder &kb, const ir::Op &op, LV *a, LV *b, DataType dt, LV *mask) {
+  auto &B = kb.builder();
+  bool fp = is_float(dt);
+  switch (op.kind) {
+  case OpKind::Add: return fp ? B.CreateFAdd(a, b) : B.CreateAdd(a, b);
+  case OpKind::Sub: return fp ? B.CreateFSub(a, b) : B.CreateSub(a, b);
+  case OpKind::Mul: return fp ? B.CreateFMul(a, b) : B.CreateMul(a, b);
+  case OpKind::Div: {
+    if (fp)
+      return B.CreateFDiv(a, b);
+    // Masked-off lanes divide by 1; a zero divisor in a live lane fails the call.
+    LV *one = llvm::ConstantInt::get(b->getType(), 1);
+    LV *bs = mask ? B.CreateSelect(mask, b, one) : b;
+    LV *zero = B.CreateICmpEQ(bs, llvm::Constant::getNullValue(b->getType()));
+    LV *any = B.CreateOrReduce(zero);
+    kb.fail_unless(B.CreateNot(any), PTO_FAIL_DIV_ZERO, kb.i64(0), kb.i64(0));
+    if (is_unsigned(dt))
+      return B.CreateUDiv(a, bs);
+    // INT_MIN / -1 wraps (two's complement) instead of trapping.
+    LV *m1 = B.CreateICmpEQ(bs, llvm::Constant::getAllOnesValue(b->getType()));
+    LV *safe = B.CreateSelect(m1, one, bs);
+    return B.CreateSelect(m1, B.CreateNeg(a), B.CreateSDiv(a, safe));
+  }
+  case OpKind::Maximum:
+    if (fp)
+      break; // lower_binary_ext, which avoids llvm.maximum (see fp_max_min)
+    return B.CreateBinaryIntrinsic(is_unsigned(dt) ? llvm::Intrinsic::umax : llvm::Intrinsic::smax,
+                                   a, b);
+  case OpKind::Minimum:
+    if (fp)
+      break;
+    return B.CreateBinaryIntrinsic(is_unsigned(dt) ? llvm::Intrinsic::umin : llvm::Intrinsic::smin,
+                                   a, b);
+  default: break;
+  }
+  return lower_binary_ext(kb, op, a, b, dt, mask); // the catalogue ops
 }
 
 } // namespace pto::codegen

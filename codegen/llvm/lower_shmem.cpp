@@ -1,0 +1,400 @@
+// lower_shmem.cpp - See lower_shmem.h. Mirrors interp/interpreter_shmem.cpp: the same window
+// checks, at the same points (once per op, or once per tile), with the same failure kinds.
+#include "llvm/lower_shmem.h"
+
+#include "pto/runtime/abi.h"
+
+#include "llvm/abi_decls.h"
+#include "llvm/dtype_codec.h"
+#include "rtlib/abi_codes.h"
+
+#include <algorithm>
+#include <functional>
+#include <type_traits>
+
+namespace pto::codegen {
+
+using ir::Op;
+using ir::OpKind;
+using LV = llvm::Value;
+
+namespace {
+
+using Index = std::vector<LV *>;
+/// The body of a tile loop: the tile's offsets and sizes in the window.
+using TileBody = std::function<void(const Index &, const Index &)>;
+
+class ShmemLowering {
+public:
+  explicit ShmemLowering(KernelBuilder &kb) : kb_(kb), B(kb.builder()), p_(kb.program()) {}
+
+  /// Nested tile loops over a static `shape` with tile `tile` (row-major, tails smaller).
+  void for_tiles(const std::vector<int64_t> &shape, const std::vector<int64_t> &tile,
+                 const TileBody &body);
+  TileBody prepare_put(const Op &op);
+  TileBody prepare_get(const Op &op);
+  TileBody prepare_signal_wait(const Op &op);
+  void clear(const Op &op);
+  void clear_signal(const Op &op);
+
+private:
+  /// A tile clipped to a valid region: its extent per dim, its element offset in the local
+  /// window, and whether any element remains.
+  struct ClippedTile {
+    Index ext;
+    LV *lin = nullptr;
+    LV *nonempty = nullptr;
+  };
+
+  /// What every tile of a put or get needs: the shmem, the local value and its window, the
+  /// local valid extents, the PE (i32) and the heap side's strides.
+  struct Transfer {
+    const ir::ShmemInfo *s = nullptr;
+    const ir::Value *local = nullptr;
+    Addr a;
+    Index valid;
+    LV *pe = nullptr;
+    Index heap_strides;
+  };
+  /// The runtime call of one non-empty tile; returns its status.
+  using TransferCall =
+      std::function<LV *(const Transfer &, const ClippedTile &, const Index &tile_off)>;
+
+  KernelBuilder &kb_;
+  llvm::IRBuilder<> &B;
+  const ir::Program &p_;
+
+  /// Evaluates what `op`'s tiles share (once per op) and checks the whole window.
+  Transfer begin_transfer(const Op &op, ir::ValueId local,
+                          const std::vector<SymbolicScalar> &valid);
+  /// Per tile: the tile clipped to the local valid region, and `call` when it is non-empty.
+  TileBody per_tile(Transfer t, const char *name, TransferCall call);
+
+  const ir::ShmemInfo &shmem_of(const Op &op) const {
+    return p_.shmems[static_cast<size_t>(op.shmem)];
+  }
+  LV *make_block(const Index &ext, const Index &ss, const Index &ds);
+  static std::vector<int64_t> shmem_strides(const ir::ShmemInfo &s);
+  Index constants(const std::vector<int64_t> &v);
+  Index syms(const std::vector<SymbolicScalar> &v);
+  void check_shmem_window(const ir::ShmemInfo &s, const Op &op, const Index &toff,
+                          const Index &ext);
+  void check_whole_window(const ir::ShmemInfo &s, const Op &op);
+  LV *heap_offset(const ir::ShmemInfo &s, const Op &op, const Index &toff);
+  ClippedTile clip(const Index &valid, const Index &strides, const Index &off, const Index &size);
+  void if_nonempty(LV *nonempty, const char *name, const std::function<void()> &then);
+  void check_slots(const ir::ShmemInfo &s, const ir::SlotGeometry &g, LV *row, const Index &O);
+  LV *slot_of(const ir::SlotGeometry &g, const Index &O, const Index &off, LV *row);
+  LV *atomic(const Op &op) {
+    return B.getInt32(abi_atomic(op.atomic));
+  }
+};
+
+void ShmemLowering::for_tiles(const std::vector<int64_t> &shape, const std::vector<int64_t> &tile,
+                              const TileBody &body) {
+  size_t r = shape.size();
+  Index off(r), size(r);
+  std::function<void(size_t)> rec = [&](size_t d) {
+    if (d == r) {
+      body(off, size);
+      return;
+    }
+    int64_t t = tile[d];
+    kb_.for_loop(
+        kb_.i64(0), kb_.i64(shape[d]), kb_.i64(t),
+        [&](LV *o) {
+          off[d] = o;
+          size[d] = kb_.smin(kb_.i64(t), B.CreateSub(kb_.i64(shape[d]), o));
+          rec(d + 1);
+        },
+        "st");
+  };
+  rec(0);
+}
+
+/// Fills a pto_block {extent, src_stride, dst_stride} (leading dims padded with extent 1).
+LV *ShmemLowering::make_block(const Index &ext, const Index &ss, const Index &ds) {
+  llvm::StructType *ty = block_type(kb_.context());
+  LV *blk = kb_.entry_alloca(ty, "block");
+  constexpr size_t kDims = std::extent_v<decltype(pto_block::extent)>;
+  auto store = [&](BlockField f, size_t k, LV *v) {
+    llvm::Type *array = ty->getElementType(field_index(f));
+    B.CreateStore(v, B.CreateConstGEP2_64(array, field_ptr(B, ty, blk, f), 0, k));
+  };
+  const size_t r = ext.size();
+  for (size_t k = 0; k < kDims; ++k) {
+    const bool pad = k < kDims - r;
+    const size_t d = pad ? 0 : k - (kDims - r);
+    store(BlockField::extent, k, pad ? kb_.i64(1) : ext[d]);
+    store(BlockField::src_stride, k, pad ? kb_.i64(0) : ss[d]);
+    store(BlockField::dst_stride, k, pad ? kb_.i64(0) : ds[d]);
+  }
+  return blk;
+}
+
+std::vector<int64_t> ShmemLowering::shmem_strides(const ir::ShmemInfo &s) {
+  std::vector<int64_t> st(s.shape.size(), 1);
+  for (size_t d = s.shape.size(); d-- > 1;)
+    st[d - 1] = st[d] * s.shape[d];
+  return st;
+}
+
+Index ShmemLowering::constants(const std::vector<int64_t> &v) {
+  Index out;
+  for (auto x : v)
+    out.push_back(kb_.i64(x));
+  return out;
+}
+
+Index ShmemLowering::syms(const std::vector<SymbolicScalar> &v) {
+  Index out;
+  for (auto &x : v)
+    out.push_back(kb_.sym(x));
+  return out;
+}
+
+/// Each dim of the window [view_offsets + toff, + ext) must lie inside the shmem data (checked
+/// once per tile, like the interpreter): otherwise the call fails with a DistributedError before
+/// the runtime touches memory.
+void ShmemLowering::check_shmem_window(const ir::ShmemInfo &s, const Op &op, const Index &toff,
+                                       const Index &ext) {
+  for (size_t d = 0; d < s.shape.size(); ++d) {
+    // o <= shape - ext, not o + ext <= shape: a huge offset must not wrap the window's end.
+    LV *o = B.CreateAdd(kb_.sym(op.view_offsets[d]), toff[d]);
+    LV *shape = kb_.i64(s.shape[d]);
+    LV *ok =
+        B.CreateAnd(B.CreateICmpSGE(o, kb_.i64(0)), B.CreateICmpSLE(o, B.CreateSub(shape, ext[d])));
+    LV *last = B.CreateSelect(B.CreateICmpSLE(o, shape),
+                              B.CreateSub(B.CreateAdd(o, ext[d]), kb_.i64(1)), o);
+    LV *bad_index = B.CreateSelect(B.CreateICmpSLT(o, kb_.i64(0)), o, last);
+    kb_.fail_unless(ok, PTO_FAIL_OFFSET, bad_index, kb_.i64(s.shape[d]));
+  }
+}
+
+/// The op's whole window (view_offsets + view_shape) inside the data, checked once per op.
+void ShmemLowering::check_whole_window(const ir::ShmemInfo &s, const Op &op) {
+  Index zero(op.view_shape.size(), kb_.i64(0));
+  check_shmem_window(s, op, zero, constants(op.view_shape));
+}
+
+/// Byte offset in the heap of element (view_offsets + tile_off) of shmem `s`.
+LV *ShmemLowering::heap_offset(const ir::ShmemInfo &s, const Op &op, const Index &toff) {
+  auto st = shmem_strides(s);
+  LV *lin = kb_.i64(0);
+  for (size_t d = 0; d < st.size(); ++d)
+    lin = B.CreateAdd(
+        lin, B.CreateMul(B.CreateAdd(kb_.sym(op.view_offsets[d]), toff[d]), kb_.i64(st[d])));
+  return B.CreateAdd(kb_.i64(s.data_offset_bytes), B.CreateMul(lin, kb_.i64(bytes_of(s.dtype))));
+}
+
+ShmemLowering::ClippedTile ShmemLowering::clip(const Index &valid, const Index &strides,
+                                               const Index &off, const Index &size) {
+  ClippedTile t;
+  t.lin = kb_.i64(0);
+  t.nonempty = B.getTrue();
+  for (size_t d = 0; d < off.size(); ++d) {
+    LV *e = kb_.smin(kb_.smax(B.CreateSub(valid[d], off[d]), kb_.i64(0)), size[d]);
+    t.ext.push_back(e);
+    t.nonempty = B.CreateAnd(t.nonempty, B.CreateICmpSGT(e, kb_.i64(0)));
+    t.lin = B.CreateAdd(t.lin, B.CreateMul(off[d], strides[d]));
+  }
+  return t;
+}
+
+/// if (nonempty) then(), in blocks `name` and `name.skip`.
+void ShmemLowering::if_nonempty(LV *nonempty, const char *name, const std::function<void()> &then) {
+  kb_.if_then(nonempty, then, name, std::string(name) + ".skip");
+}
+
+ShmemLowering::Transfer ShmemLowering::begin_transfer(const Op &op, ir::ValueId local,
+                                                      const std::vector<SymbolicScalar> &valid) {
+  Transfer t;
+  t.s = &shmem_of(op);
+  t.local = &p_.value(local);
+  t.a = kb_.addr(local);
+  t.valid = syms(valid);
+  t.pe = B.CreateTrunc(kb_.sym(op.pe), B.getInt32Ty());
+  t.heap_strides = constants(shmem_strides(*t.s));
+  check_whole_window(*t.s, op);
+  return t;
+}
+
+TileBody ShmemLowering::per_tile(Transfer t, const char *name, TransferCall call) {
+  return [=, this](const Index &off, const Index &size) {
+    ClippedTile c = clip(t.valid, t.a.strides, off, size);
+    if_nonempty(c.nonempty, name, [&] { kb_.ret_if_error(call(t, c, off)); });
+  };
+}
+
+TileBody ShmemLowering::prepare_put(const Op &op) {
+  const ir::Value &src = p_.value(op.inputs[0]);
+  return per_tile(begin_transfer(op, src.id, src.valid), "put",
+                  [this, &op](const Transfer &t, const ClippedTile &c, const Index &off) {
+                    const ir::ShmemInfo &s = *t.s;
+                    LV *blk = make_block(c.ext, t.a.strides, t.heap_strides);
+                    LV *sp = B.CreateGEP(storage_type(B, t.local->dtype), t.a.base, c.lin);
+                    return kb_.call_rt(RtFn::Put, {kb_.ctx_arg(), B.getInt32(s.group_index), t.pe, atomic(op),
+                                        sp, B.getInt32(t.local->dtype), heap_offset(s, op, off),
+                                        kb_.i64(s.data_offset_bytes + s.data_bytes),
+                                        B.getInt32(s.dtype), blk, B.getInt32(kb_.current_site())});
+                  });
+}
+
+TileBody ShmemLowering::prepare_get(const Op &op) {
+  return per_tile(begin_transfer(op, op.outputs[1], op.view_valid), "get",
+                  [this, &op](const Transfer &t, const ClippedTile &c, const Index &off) {
+                    const ir::ShmemInfo &s = *t.s;
+                    // pto_block: "src" is the heap side, "dst" the local side, as pto_rt_get
+                    // documents.
+                    LV *blk = make_block(c.ext, t.heap_strides, t.a.strides);
+                    LV *dp = B.CreateGEP(storage_type(B, t.local->dtype), t.a.base, c.lin);
+                    return kb_.call_rt(RtFn::Get, {kb_.ctx_arg(), B.getInt32(s.group_index), t.pe, heap_offset(s, op, off),
+                         kb_.i64(s.data_offset_bytes + s.data_bytes), B.getInt32(s.dtype), dp,
+                         B.getInt32(t.local->dtype), blk, B.getInt32(kb_.current_site())});
+                  });
+}
+
+/// The slot row must be a PE of the group, and the window (view offsets `O`) tile-aligned
+/// within its view (reference §6.3: otherwise two windows alias the same slots).
+void ShmemLowering::check_slots(const ir::ShmemInfo &s, const ir::SlotGeometry &g, LV *row,
+                                const Index &O) {
+  kb_.fail_unless(
+      B.CreateAnd(B.CreateICmpSGE(row, kb_.i64(0)), B.CreateICmpSLT(row, kb_.i64(s.n_pes))),
+      PTO_FAIL_PE, row, kb_.i64(s.n_pes));
+  for (size_t d = 0; d < g.data_shape.size(); ++d) {
+    LV *within = B.CreateSRem(O[d], kb_.i64(g.view_shape[d]));
+    kb_.fail_unless(B.CreateICmpEQ(B.CreateSRem(within, kb_.i64(g.tile[d])), kb_.i64(0)),
+                    PTO_FAIL_SLOT_ALIGN, within, kb_.i64(g.tile[d]));
+  }
+}
+
+/// The slot of the tile at `off` of the window at view offsets `O`, in slot row `row`
+/// (reference §6.3): tileIndex = Σ tileIdx_d·Π_{e<d} ceil(V_e/T_e) + viewTileNum·Σ
+/// viewIdx_d·Π_{e<d}(R_e/V_e), slot = row·totalTileNum + tileIndex.
+LV *ShmemLowering::slot_of(const ir::SlotGeometry &g, const Index &O, const Index &off, LV *row) {
+  LV *tile_part = kb_.i64(0), *view_part = kb_.i64(0);
+  int64_t tmul = 1, vmul = 1;
+  for (size_t d = 0; d < g.data_shape.size(); ++d) {
+    LV *vi = B.CreateSDiv(O[d], kb_.i64(g.view_shape[d]));
+    LV *ti = B.CreateSDiv(B.CreateAdd(B.CreateSRem(O[d], kb_.i64(g.view_shape[d])), off[d]),
+                          kb_.i64(g.tile[d]));
+    tile_part = B.CreateAdd(tile_part, B.CreateMul(ti, kb_.i64(tmul)));
+    view_part = B.CreateAdd(view_part, B.CreateMul(vi, kb_.i64(vmul)));
+    tmul *= (g.view_shape[d] + g.tile[d] - 1) / g.tile[d];
+    vmul *= g.data_shape[d] / g.view_shape[d];
+  }
+  LV *tile_index = B.CreateAdd(tile_part, B.CreateMul(view_part, kb_.i64(g.view_tile_num)));
+  return B.CreateAdd(B.CreateMul(row, kb_.i64(g.total_tile_num)), tile_index);
+}
+
+TileBody ShmemLowering::prepare_signal_wait(const Op &op) {
+  const auto &s = shmem_of(op);
+  const ir::SlotGeometry &g = *op.slots;
+  LV *row = kb_.sym(op.pe);
+  Index O = syms(g.view_offsets), zero(g.data_shape.size(), kb_.i64(0));
+  if (!s.shape.empty())
+    check_shmem_window(s, op, zero, constants(g.view_shape));
+  check_slots(s, g, row, O);
+  LV *target = op.kind == OpKind::ShmemSignal && !op.target_all
+                   ? B.CreateTrunc(kb_.sym(op.target_pe), B.getInt32Ty())
+                   : B.getInt32(-1);
+  return [=, this, &s, &g, &op](const Index &off, const Index &) {
+    LV *slot = slot_of(g, O, off, row);
+    LV *slot_off = B.CreateAdd(kb_.i64(s.signal_offset_bytes), B.CreateMul(slot, kb_.i64(32)));
+    LV *st;
+    if (op.kind == OpKind::ShmemSignal) {
+      st = kb_.call_rt(RtFn::Signal, {kb_.ctx_arg(), B.getInt32(s.group_index), target, slot_off, atomic(op),
+                        B.getInt32(op.signal), B.getInt32(kb_.current_site())});
+    } else {
+      st = kb_.call_rt(RtFn::WaitUntil, {kb_.ctx_arg(), B.getInt32(s.group_index), slot_off,
+                        B.getInt32(abi_cmp(op.cmp)), B.getInt32(op.signal),
+                        B.getInt32(op.clear ? 1 : 0), slot, B.getInt32(kb_.current_site())});
+    }
+    kb_.ret_if_error(st);
+  };
+}
+
+void ShmemLowering::clear_signal(const Op &op) {
+  const auto &s = shmem_of(op);
+  LV *blk = make_block({kb_.i64(s.signal_bytes / 4)}, {kb_.i64(1)}, {kb_.i64(1)});
+  LV *status =
+      kb_.call_rt(RtFn::Clear, {kb_.ctx_arg(), B.getInt32(s.group_index), kb_.i64(s.signal_offset_bytes),
+                   kb_.i64(s.signal_offset_bytes + s.signal_bytes), B.getInt32(DT_INT32), blk,
+                   B.getInt32(kb_.current_site())});
+  kb_.ret_if_error(status);
+}
+
+void ShmemLowering::clear(const Op &op) {
+  const auto &s = shmem_of(op);
+  // Per dim, as the interpreter: a window that leaves a dim can still lie inside the heap
+  // block, where the runtime's byte-limit check would let it zero the neighbouring rows.
+  check_whole_window(s, op);
+  Index ds = constants(shmem_strides(s));
+  for_tiles(op.view_shape, op.tile.vec, [&](const Index &off, const Index &size) {
+    LV *blk = make_block(size, ds, ds);
+    LV *status = kb_.call_rt(RtFn::Clear, {kb_.ctx_arg(), B.getInt32(s.group_index), heap_offset(s, op, off),
+                              kb_.i64(s.data_offset_bytes + s.data_bytes), B.getInt32(s.dtype), blk,
+                              B.getInt32(kb_.current_site())});
+    kb_.ret_if_error(status);
+  });
+}
+
+} // namespace
+
+void lower_put(KernelBuilder &kb, const Op &op) {
+  ShmemLowering sl(kb);
+  sl.for_tiles(op.view_shape, op.tile.vec, sl.prepare_put(op));
+}
+
+void lower_get(KernelBuilder &kb, const Op &op) {
+  ShmemLowering sl(kb);
+  sl.for_tiles(op.view_shape, op.tile.vec, sl.prepare_get(op));
+}
+
+void lower_signal_wait(KernelBuilder &kb, const Op &op) {
+  ShmemLowering sl(kb);
+  sl.for_tiles(op.slots->view_shape, op.slots->tile, sl.prepare_signal_wait(op));
+}
+
+void lower_clear(KernelBuilder &kb, const Op &op) { ShmemLowering(kb).clear(op); }
+
+void lower_clear_signal(KernelBuilder &kb, const Op &op) { ShmemLowering(kb).clear_signal(op); }
+
+bool shmem_pipelines(const Op &first, const Op &second) {
+  bool pair = (first.kind == OpKind::ShmemPut && second.kind == OpKind::ShmemSignal) ||
+              (first.kind == OpKind::ShmemWaitUntil && second.kind == OpKind::ShmemGet);
+  if (!pair || first.shmem != second.shmem || second.preds.size() != 1 ||
+      second.preds[0] != first.outputs[0] || first.view_shape != second.view_shape ||
+      first.view_offsets.size() != second.view_offsets.size())
+    return false;
+  for (size_t d = 0; d < first.view_offsets.size(); ++d)
+    if (!first.view_offsets[d].same_as(second.view_offsets[d]))
+      return false;
+  const Op &sw = first.kind == OpKind::ShmemPut ? second : first;
+  const Op &data = first.kind == OpKind::ShmemPut ? first : second;
+  size_t r = data.view_shape.size();
+  return sw.slots &&
+         std::equal(sw.slots->tile.begin(), sw.slots->tile.end(), data.tile.vec.begin()) &&
+         sw.slots->tile.size() == r;
+}
+
+void lower_shmem_pipelined(KernelBuilder &kb, const Op &first, const Op &second) {
+  ShmemLowering sl(kb);
+  auto body = [&](const Op &op) {
+    kb.set_current_site(kb.site_of(op));
+    return op.kind == OpKind::ShmemPut   ? sl.prepare_put(op)
+           : op.kind == OpKind::ShmemGet ? sl.prepare_get(op)
+                                         : sl.prepare_signal_wait(op);
+  };
+  TileBody a = body(first), b = body(second);
+  int sa = kb.site_of(first), sb = kb.site_of(second);
+  sl.for_tiles(first.view_shape, first.kind == OpKind::ShmemPut ? first.tile.vec : second.tile.vec,
+               [&](const Index &off, const Index &size) {
+                 kb.set_current_site(sa);
+                 a(off, size);
+                 kb.set_current_site(sb);
+                 b(off, size);
+               });
+}
+
+} // namespace pto::codegen

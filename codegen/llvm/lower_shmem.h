@@ -1,0 +1,32 @@
+// lower_shmem.h - LLVM IR for the shmem ops (pto/distributed.h): each becomes runtime calls
+// (pto/runtime/abi.h) per tile of its window, with the window checked once against the shmem
+// data (PTO_FAIL_OFFSET) before the runtime touches memory, and signal slots indexed as reference
+// §6.3 lays them out. A put followed by its signal (or a wait followed by its get) over the same
+// tiles is pipelined: one tile loop does both per tile.
+#pragma once
+
+#include "llvm/kernel_builder.h"
+
+namespace pto::codegen {
+
+/// OpKind::ShmemPut: pto_rt_put per non-empty tile of the source's valid region.
+void lower_put(KernelBuilder &kb, const ir::Op &op);
+/// OpKind::ShmemGet: pto_rt_get per non-empty tile of the view's valid region.
+void lower_get(KernelBuilder &kb, const ir::Op &op);
+/// OpKind::ShmemSignal and ShmemWaitUntil: pto_rt_signal / pto_rt_wait_until per slot tile.
+void lower_signal_wait(KernelBuilder &kb, const ir::Op &op);
+/// OpKind::ShmemClearData: pto_rt_clear per tile of the window.
+void lower_clear(KernelBuilder &kb, const ir::Op &op);
+/// OpKind::ShmemClearSignal: one pto_rt_clear of the whole signal block.
+void lower_clear_signal(KernelBuilder &kb, const ir::Op &op);
+
+/// True when `second` runs per tile right after `first` (reference §6.4 tile-level pipelining):
+/// a signal whose only pred is the put just before it, over the same window and tiles, fires per
+/// tile right after that tile's put (the receiver can start on tile 0 while tile 1 is in
+/// flight); likewise a get right after its wait reads each tile as soon as that tile's slot is
+/// satisfied.
+bool shmem_pipelines(const ir::Op &first, const ir::Op &second);
+/// Emits `first` and `second` (shmem_pipelines holds) in one tile loop, each at its own site.
+void lower_shmem_pipelined(KernelBuilder &kb, const ir::Op &first, const ir::Op &second);
+
+} // namespace pto::codegen
