@@ -1,9 +1,7 @@
 // kernel.cpp - pto::jit's host side: signature keys, tracing, compile-once, argument checks
 // and the call into an Executable on the calling PE.
-#include "passes/compile.h"
-#include "pto/ir/printer.h"
-#include "pto/ir/recorder.h"
-#include "pto/ir/verifier.h"
+#include "driver/trace.h"
+#include "passes/pipeline.h"
 #include "pto/jit.h"
 #include "pto/runtime/context.h"
 
@@ -182,60 +180,48 @@ std::shared_ptr<Entry> KernelCore::Impl::trace_and_compile(
   // options override, so that a typo is never silently ignored).
   const RunMode mode = opts.run_mode.value_or(run_mode_from_env(cl, name));
   const auto copts = codegen::CompileOptions::from_env(cl, name);
-  auto e = std::make_shared<Entry>();
-  ir::Recorder rec(name);
-  rec.world_n_pes = world_pes;
-  rec.known_groups = groups;
-  auto &prog = rec.program();
-  std::vector<Tensor> params;
+  TraceInput in;
+  in.name = name;
+  in.constants = constants;
+  in.world_pes = world_pes;
+  in.groups = groups;
   for (size_t p = 0; p < tensors.size(); ++p) {
-    const HostTensor &t = *tensors[p];
-    ir::Value v;
-    v.kind = ir::ValueKind::Param;
-    v.dtype = t.dtype();
-    v.param_index = static_cast<int>(p);
-    v.name = "arg" + std::to_string(p);
-    for (size_t i = 0; i < t.shape().size(); ++i) {
+    in.dtypes.push_back(tensors[p]->dtype());
+    in.dims.push_back(tensors[p]->shape());
+    for (size_t i = 0; i < decl[p].size(); ++i)
       if (decl[p][i] == DYNAMIC)
-        v.shape.push_back(SymbolicScalar::symbol(SymKind::InputDim, static_cast<int64_t>(p),
-                                                 static_cast<int64_t>(i),
-                                                 fmt::format("arg{}.shape[{}]", p, i)));
-      else
-        v.shape.emplace_back(t.shape()[i]);
-    }
-    v.valid = v.shape;
-    ir::ValueId id = rec.add_value(std::move(v));
-    prog.params.push_back(id);
-    params.push_back(rec.tensor(id));
+        in.dims[p][i] = DYNAMIC;
   }
-  for (auto &c : constants)
-    prog.constants.push_back(ir::ConstParam{c});
+  Traced traced;
   {
     TracingScope tracing(this, name);
-    trace(params);
-    rec.flush_deferred(); // deferred collectives (allreduce fusion) end with the trace
+    traced = trace_program(in, trace);
   }
-  ir::layout_shmem(prog);
-  ir::verify(prog);
-  for (auto *t : tensors)
-    e->dtypes.push_back(t->dtype());
-  e->groups = rec.groups_looked_up;
+  auto e = std::make_shared<Entry>();
+  e->dtypes = in.dtypes;
+  e->groups = std::move(traced.groups_looked_up);
   bool compiled = false;
+  const codegen::Backend backend = [&](std::shared_ptr<const codegen::PlannedProgram> pp,
+                                       const codegen::StageDump &dump) {
+    return mode == RunMode::Interpret ? codegen::make_interpreter(std::move(pp))
+                                      : codegen::compile_jit(*pp, copts, dump, &compiled);
+  };
+  codegen::Compiled c;
   try {
-    e->exe = mode == RunMode::Interpret ? codegen::make_interpreter(prog)
-                                        : codegen::compile_jit(prog, copts, &compiled);
+    c = codegen::compile_program(std::move(traced.program), copts, backend);
   } catch (const CompileError &err) {
     // LLVM knows no user line: the kernel call is where its failure surfaces.
     if (err.where() != "<codegen>")
       throw;
     throw CompileError(cl, name, err.op() + ": " + err.detail());
   }
+  e->exe = std::move(c.exe);
   auto t1 = std::chrono::steady_clock::now();
   stats.traces++;
   if (compiled)
     stats.compiles++;
   stats.compile_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
-  last_ir = ir::print(prog);
+  last_ir = c.planned->printed;
   return e;
 }
 

@@ -23,6 +23,7 @@
 #include "rtlib/xops.h"
 
 #include "passes/compile.h"
+#include "passes/pipeline.h"
 #include "passes/tile_expand.h"
 #include "pto/error.h"
 #include "pto/ir/printer.h"
@@ -47,7 +48,7 @@ using ir::Value;
 using ir::ValueId;
 using ir::ValueKind;
 
-Run::Run(const ir::Program &p, const SiteMap &sites, pto_ctx *ctx, void *const *args,
+Run::Run(const ir::Program &p, const SiteTable &sites, pto_ctx *ctx, void *const *args,
          const int64_t *dims)
     : p_(p), sites_(sites), ctx_(ctx), args_(args), dims_(dims) {
   int64_t base = 0;
@@ -229,7 +230,7 @@ int32_t Run::check_window(const Ref &r, const std::vector<int64_t> &ext) {
 
 int32_t Run::exec(const std::vector<Op> &ops) {
   for (const auto &op : ops) {
-    site_ = sites_.at(&op);
+    site_ = sites_.of(op);
     // Compute ops get a timeline event (the runtime traces shmem calls itself).
     const auto family = ir::op_info(op.kind).family;
     const bool traced = family != ir::OpFamily::Shmem && family != ir::OpFamily::Control &&
@@ -448,13 +449,13 @@ int32_t Run::check(const Op &op) {
   if (int32_t st = eval(op.holds, holds, &overflow))
     return st;
   if (overflow)
-    return pto_rt_fail_msg(ctx_, PTO_ERROR_SHAPE, site_, check_overflow(op.holds).c_str());
+    return pto_rt_fail_msg(ctx_, check_error_class(op), site_, check_overflow(op.holds).c_str());
   if (holds != 0)
     return PTO_OK;
   std::vector<int64_t> args;
   if (int32_t st = eval_all(op.args, args))
     return st;
-  return pto_rt_check_fail(ctx_, site_, op.message.c_str(), args.data(),
+  return pto_rt_check_fail(ctx_, site_, check_error_class(op), op.message.c_str(), args.data(),
                            static_cast<int64_t>(args.size()));
 }
 
@@ -479,10 +480,9 @@ namespace {
 
 class Interpreter final : public Executable {
 public:
-  explicit Interpreter(const ir::Program &p) : p_(p) {
-    sites_ = site_table(p_);
-    int32_t n = 0;
-    number(p_.body, n);
+  explicit Interpreter(std::shared_ptr<const PlannedProgram> pp)
+      : pp_(std::move(pp)), p_(pp_->program) {
+    sites_ = pp_->sites.names();
   }
 
   int32_t run(pto_ctx *ctx, void *const *args, const int64_t *dims) const override {
@@ -507,7 +507,7 @@ public:
       if (st != PTO_OK)
         return st;
     }
-    interp::Run r(p_, site_, ctx, args, dims);
+    interp::Run r(p_, pp_->sites, ctx, args, dims);
     int32_t st = PTO_OK;
     try {
       st = r.exec(p_.body);
@@ -521,25 +521,14 @@ public:
   }
 
 private:
-  /// Site numbers in site_table order: pre-order, loop bodies right after their loop op, path
-  /// bodies right after their paths op.
-  void number(const std::vector<ir::Op> &ops, int32_t &n) {
-    for (const auto &op : ops) {
-      site_[&op] = n++;
-      number(op.body, n);
-      for (const auto &path : op.paths)
-        number(path.body, n);
-    }
-  }
-
-  ir::Program p_;
-  interp::SiteMap site_;
+  std::shared_ptr<const PlannedProgram> pp_;
+  const ir::Program &p_;
 };
 
 } // namespace
 
-std::shared_ptr<const Executable> make_interpreter(const ir::Program &p) {
-  return std::make_shared<Interpreter>(p);
+std::shared_ptr<const Executable> make_interpreter(std::shared_ptr<const PlannedProgram> pp) {
+  return std::make_shared<Interpreter>(std::move(pp));
 }
 
 } // namespace pto::codegen

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "passes/compile.h"
+#include "passes/sites.h"
 #include "pto/element.h"
 #include "pto/ir/program.h"
 #include "pto/runtime/abi.h"
@@ -53,15 +54,13 @@ using element::round_scalar;
 using element::store_f;
 using element::store_i;
 
-/// Site number of every op of a program (site_table order).
-using SiteMap = std::unordered_map<const ir::Op *, int32_t>;
-
 /// The state of one call on one PE. Everything mutable lives here, so many PEs may run one
 /// interpreter at the same time. Every member returns a pto_status; a fault is recorded in the
 /// context through the ABI first.
 class Run {
 public:
-  Run(const ir::Program &p, const SiteMap &sites, pto_ctx *ctx, void *const *args,
+  /// A call of `p`, whose ops `sites` numbers (PlannedProgram::sites).
+  Run(const ir::Program &p, const SiteTable &sites, pto_ctx *ctx, void *const *args,
       const int64_t *dims);
   /// Runs `ops` in program order; stops at the first failing op.
   int32_t exec(const std::vector<ir::Op> &ops);
@@ -115,7 +114,7 @@ private:
   int32_t library(const ir::Op &op);
 
   const ir::Program &p_;
-  const SiteMap &sites_;
+  const SiteTable &sites_;
   pto_ctx *ctx_;
   void *const *args_;
   const int64_t *dims_;

@@ -18,9 +18,9 @@ using ir::ValueId;
 using ir::ValueKind;
 using LV = llvm::Value;
 
-KernelBuilder::KernelBuilder(const ir::Program &p, const CompileOptions &opts, llvm::LLVMContext &c,
-                             llvm::Module &m)
-    : p_(p), opts_(opts), C(c), M(m), B(c), W(opts.vector_lanes) {}
+KernelBuilder::KernelBuilder(const ir::Program &p, const SiteTable &sites,
+                             const CompileOptions &opts, llvm::LLVMContext &c, llvm::Module &m)
+    : p_(p), sites_(sites), opts_(opts), C(c), M(m), B(c), W(opts.vector_lanes) {}
 
 llvm::Function *KernelBuilder::begin_function(const char *name) {
   F = llvm::Function::Create(kernel_type(C), llvm::Function::ExternalLinkage, name, M);
@@ -40,23 +40,6 @@ llvm::Function *KernelBuilder::begin_function(const char *name) {
 }
 
 Isa KernelBuilder::isa() const { return host_target().isa; }
-
-// ---- sites -------------------------------------------------------------------------------------
-void KernelBuilder::number_sites(const std::vector<ir::Op> &ops) {
-  for (auto &op : ops) {
-    site_[&op] = static_cast<int>(site_.size());
-    for (ValueId id : op.outputs)
-      def_site_.try_emplace(id, site_[&op]);
-    number_sites(op.body);
-    for (auto &path : op.paths)
-      number_sites(path.body);
-  }
-}
-
-int KernelBuilder::def_site(ValueId id) const {
-  auto it = def_site_.find(id);
-  return it == def_site_.end() ? -1 : it->second;
-}
 
 // ---- values in memory --------------------------------------------------------------------------
 /// The buffer of a root value: a kernel argument, or a materialized local.

@@ -11,6 +11,7 @@
 #include "pto/ir/program.h"
 
 #include "passes/compile.h"
+#include "passes/sites.h"
 
 #include "llvm/abi_decls.h"
 #include "llvm/host_target.h"
@@ -34,8 +35,9 @@ struct Addr {
 
 class KernelBuilder {
 public:
-  KernelBuilder(const ir::Program &p, const CompileOptions &opts, llvm::LLVMContext &c,
-                llvm::Module &m);
+  /// Builds the kernel of `p`, whose ops `sites` numbers (PlannedProgram::sites).
+  KernelBuilder(const ir::Program &p, const SiteTable &sites, const CompileOptions &opts,
+                llvm::LLVMContext &c, llvm::Module &m);
 
   /// Creates `i32 name(ptr ctx, ptr args, ptr dims)` for the host CPU, with an entry block that
   /// holds only allocas, and leaves the builder at the start of the body.
@@ -58,11 +60,12 @@ public:
   Isa isa() const;
 
   // ---- sites: the index into the site table of the op a run-time failure is reported at -----
-  /// Numbers every op of `ops` and their bodies in program order (the site table's order).
-  void number_sites(const std::vector<ir::Op> &ops);
-  int site_of(const ir::Op &op) const { return site_.at(&op); }
+  // An op's site is its id (passes/sites.h), numbered once by the pipeline.
+  int site_of(const ir::Op &op) const { return sites_.of(op); }
+  /// The op with id `id` (the fusion plan names ops by id).
+  const ir::Op &op(OpId id) const { return sites_.op(id); }
   /// The site of the first op that outputs `id`, or -1.
-  int def_site(ir::ValueId id) const;
+  int def_site(ir::ValueId id) const { return sites_.def_site(id); }
   int current_site() const { return cur_site_; }
   void set_current_site(int site) { cur_site_ = site; }
 
@@ -155,6 +158,7 @@ private:
   llvm::Value *base_of(const ir::Value &root);
 
   const ir::Program &p_;
+  const SiteTable &sites_;
   const CompileOptions &opts_;
   llvm::LLVMContext &C;
   llvm::Module &M;
@@ -163,8 +167,6 @@ private:
   llvm::Function *F = nullptr;
   llvm::Value *ctx_ = nullptr, *args_ = nullptr, *dims_ = nullptr;
   llvm::Instruction *alloca_point_ = nullptr;
-  std::map<const ir::Op *, int> site_;
-  std::map<ir::ValueId, int> def_site_; // the site of the first op that outputs each value
   int cur_site_ = 0;
   std::map<int64_t, llvm::Value *> loop_index_;
   std::map<int64_t, LoopBounds> loop_bounds_;

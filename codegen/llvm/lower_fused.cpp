@@ -29,7 +29,10 @@ class GroupLowering {
 public:
   GroupLowering(KernelBuilder &kb, const FusionPlan &plan, int gi, const FusedScratch &scratch)
       : kb_(kb), B(kb.builder()), p_(kb.program()), g_(plan.groups[static_cast<size_t>(gi)]),
-        gi_(gi), scratch_(scratch) {}
+        gi_(gi), scratch_(scratch) {
+    for (OpId id : g_.ops)
+      members_.push_back(&kb.op(id));
+  }
 
   void run();
 
@@ -49,6 +52,7 @@ private:
   llvm::IRBuilder<> &B;
   const ir::Program &p_;
   const FusedGroup &g_;
+  std::vector<const Op *> members_; ///< g_.ops, resolved
   const int gi_;
   const FusedScratch &scratch_;
   std::vector<LV *> rvalid_; ///< valid extent of each row dim
@@ -75,7 +79,7 @@ private:
 };
 
 void GroupLowering::run() {
-  kb_.set_current_site(kb_.site_of(*g_.ops.front()));
+  kb_.set_current_site(g_.ops.front());
   for (auto &s : g_.row_valid)
     rvalid_.push_back(kb_.sym(s));
   cols_valid_ = kb_.smin(kb_.sym(g_.cols_valid), kb_.sym(g_.cols));
@@ -144,7 +148,7 @@ void GroupLowering::row_passes(const std::vector<LV *> &row, LV *c_begin, LV *c_
 
 /// Row pointers and uniform leaves first, so every later block is dominated by them.
 void GroupLowering::prepare_leaves(RowCtx &rc) {
-  for (const Op *op : g_.ops) {
+  for (const Op *op : members_) {
     for (ValueId in : op->inputs)
       if (!g_.values.count(in)) {
         LV *base = row_ptr(in, rc, false);
@@ -159,7 +163,7 @@ void GroupLowering::prepare_leaves(RowCtx &rc) {
 /// The uniform values available from pass `upto` not computed yet: reductions finished
 /// horizontally, other ops evaluated once per row; stored when used outside the group.
 void GroupLowering::compute_uniforms(RowCtx &rc, int upto) {
-  for (const Op *op : g_.ops) {
+  for (const Op *op : members_) {
     if (op->kind == OpKind::Assemble)
       continue;
     ValueId out = op->outputs[0];
@@ -190,7 +194,7 @@ void GroupLowering::compute_uniforms(RowCtx &rc, int upto) {
 /// The accumulators of the reductions fed in `pass`, set to their identity.
 std::vector<const Op *> GroupLowering::start_reductions(RowCtx &rc, int pass) {
   std::vector<const Op *> reds;
-  for (const Op *op : g_.ops)
+  for (const Op *op : members_)
     if (ir::op_info(op->kind).family == OpFamily::Reduce && g_.values.at(op->outputs[0]).uniform &&
         level_of(op->inputs[0]) == pass) {
       DataType in_dt = p_.value(op->inputs[0]).dtype;
@@ -215,7 +219,7 @@ void GroupLowering::pass_body(RowCtx &rc, const std::vector<const Op *> &reds, i
     LV *acc = B.CreateLoad(v->getType(), rc.acc_slot.at(op));
     B.CreateStore(reduce_step(kb_, op->kind, acc, v, in_dt), rc.acc_slot.at(op));
   }
-  for (const Op *op : g_.ops) {
+  for (const Op *op : members_) {
     if (op->kind == OpKind::Assemble) {
       ValueId x = op->inputs[0];
       if (level_of(x) != pass)
@@ -309,7 +313,7 @@ LV *GroupLowering::value_at(ValueId id, RowCtx &rc, LV *c, LV *mask, int pass,
                                     llvm::Align(4));
       continue;
     }
-    const Op *op = g_.producers.at(v);
+    const Op *op = &kb_.op(g_.producers.at(v));
     bool ready = true;
     for (size_t i = op->inputs.size(); i-- > 0;) // inputs in order: in(0) is emitted first
       if (!known(op->inputs[i])) {
@@ -452,7 +456,7 @@ FusedScratch alloc_fused_scratch(KernelBuilder &kb, const FusionPlan &plan) {
       // dim, but 8 bytes per element can still pass the limit.
       LV *bytes = kb.checked_bytes({grp.cols + kb.lanes()}, 8, result_size_overflow(kb.value(id)),
                                    kb.def_site(id));
-      LV *buf = kb.call_rt(RtFn::Alloc, {kb.ctx_arg(), bytes, B.getInt32(kb.site_of(*grp.ops.front()))});
+      LV *buf = kb.call_rt(RtFn::Alloc, {kb.ctx_arg(), bytes, B.getInt32(grp.ops.front())});
       kb.ret_if_error(B.CreateZExt(B.CreateIsNull(buf), B.getInt32Ty()));
       scratch[{static_cast<int>(g), id}] = buf;
     }

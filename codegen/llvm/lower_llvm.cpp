@@ -18,6 +18,7 @@
 #include "llvm/lower_shmem.h"
 #include "llvm/lower_standalone.h"
 #include "passes/fuse.h"
+#include "passes/pipeline.h"
 #include "passes/run_checks.h"
 #include "passes/tile_expand.h"
 
@@ -39,12 +40,12 @@ using LV = llvm::Value;
 
 class Lowering {
 public:
-  Lowering(const ir::Program &p, const CompileOptions &opts, llvm::LLVMContext &c, llvm::Module &m)
-      : p_(p), kb_(p, opts, c, m), B(kb_.builder()) {}
+  Lowering(const PlannedProgram &pp, const CompileOptions &opts, llvm::LLVMContext &c,
+           llvm::Module &m)
+      : pp_(pp), p_(pp.program), plan_(pp.plan), kb_(pp.program, pp.sites, opts, c, m),
+        B(kb_.builder()) {}
 
   llvm::Function *run() {
-    plan_ = plan_fusion(p_);
-    kb_.number_sites(p_.body);
     llvm::Function *F = kb_.begin_function("pto_kernel");
     emit_entry();
     emit_region(p_.body);
@@ -58,10 +59,11 @@ public:
   }
 
 private:
+  const PlannedProgram &pp_;
   const ir::Program &p_;
+  const FusionPlan &plan_;
   KernelBuilder kb_;
   llvm::IRBuilder<> &B;
-  FusionPlan plan_;
   FusedScratch scratch_;
 
   // ---- entry ---------------------------------------------------------------------------------
@@ -125,21 +127,22 @@ private:
 
   // ---- regions -------------------------------------------------------------------------------
   void emit_region(const std::vector<Op> &ops) {
-    const auto &items = plan_.regions.at(&ops);
+    const auto &items = pp_.items(ops);
     for (size_t k = 0; k < items.size(); ++k) {
       const auto &item = items[k];
       if (item.group >= 0) {
         const FusedGroup &g = plan_.groups[static_cast<size_t>(item.group)];
         LV *t0 = kb_.call_rt(RtFn::TraceNow, {kb_.ctx_arg()});
         lower_fused_group(kb_, plan_, item.group, scratch_);
-        kb_.call_rt(RtFn::TraceOp, {kb_.ctx_arg(), B.getInt32(kb_.site_of(*g.ops.front())),
+        kb_.call_rt(RtFn::TraceOp, {kb_.ctx_arg(), B.getInt32(g.ops.front()),
                      B.getInt32(static_cast<int>(g.ops.size())), t0});
         continue;
       }
-      const Op &op = *item.op;
-      kb_.set_current_site(kb_.site_of(op));
-      if (k + 1 < items.size() && items[k + 1].op && shmem_pipelines(op, *items[k + 1].op)) {
-        lower_shmem_pipelined(kb_, op, *items[k + 1].op);
+      const Op &op = kb_.op(item.op);
+      kb_.set_current_site(item.op);
+      if (k + 1 < items.size() && items[k + 1].op != kNoOp &&
+          shmem_pipelines(op, kb_.op(items[k + 1].op))) {
+        lower_shmem_pipelined(kb_, op, kb_.op(items[k + 1].op));
         ++k;
         continue;
       }
@@ -262,7 +265,7 @@ private:
     LV *over = nullptr;
     LV *holds = B.CreateICmpNE(kb_.sym_checked(op.holds, over), kb_.i64(0));
     if (!op.holds.is_concrete())
-      kb_.fail_msg_if(over, PTO_ERROR_SHAPE, kb_.current_site(), check_overflow(op.holds));
+      kb_.fail_msg_if(over, check_error_class(op), kb_.current_site(), check_overflow(op.holds));
     B.CreateCondBr(holds, cont, bad, kb_.likely());
     B.SetInsertPoint(bad);
     const uint64_t n = op.args.size();
@@ -270,8 +273,10 @@ private:
     LV *arr = kb_.entry_alloca(arr_ty, "check_args");
     for (uint64_t k = 0; k < n; ++k)
       B.CreateStore(kb_.sym(op.args[k]), B.CreateConstGEP2_64(arr_ty, arr, 0, k));
-    LV *st = kb_.call_rt(RtFn::CheckFail, {kb_.ctx_arg(), B.getInt32(kb_.current_site()), B.CreateGlobalStringPtr(op.message),
-         B.CreateConstGEP2_64(arr_ty, arr, 0, 0), kb_.i64(static_cast<int64_t>(n))});
+    LV *st = kb_.call_rt(RtFn::CheckFail,
+                         {kb_.ctx_arg(), B.getInt32(kb_.current_site()),
+                          B.getInt32(check_error_class(op)), B.CreateGlobalStringPtr(op.message),
+                          B.CreateConstGEP2_64(arr_ty, arr, 0, 0), kb_.i64(static_cast<int64_t>(n))});
     B.CreateRet(st);
     B.SetInsertPoint(cont);
   }
@@ -296,19 +301,21 @@ private:
 
 } // namespace
 
-std::shared_ptr<const Executable>
-build_llvm_executable(const ir::Program &p, const CompileOptions &opts, const StageDump &dump) {
+std::shared_ptr<const Executable> build_llvm_executable(const PlannedProgram &pp,
+                                                        const CompileOptions &opts,
+                                                        const StageDump &dump) {
+  const ir::Program &p = pp.program;
   auto t0 = std::chrono::steady_clock::now();
   auto ctx = std::make_unique<llvm::LLVMContext>();
   auto mod = std::make_unique<llvm::Module>(p.name, *ctx);
   try {
-    Lowering(p, opts, *ctx, *mod).run();
+    Lowering(pp, opts, *ctx, *mod).run();
   } catch (...) {
     mod.reset(); // the module must die before its context
     throw;
   }
   auto jm = jit_compile(std::move(ctx), std::move(mod), dump);
-  auto exe = std::make_shared<LlvmExecutable>(std::move(jm), site_table(p));
+  auto exe = std::make_shared<LlvmExecutable>(std::move(jm), pp.sites.names());
   exe->compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return exe;

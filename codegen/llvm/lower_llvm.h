@@ -10,8 +10,9 @@
 
 namespace pto::codegen {
 
-/// Lowers, optimizes and JIT-compiles `p`. Throws CompileError/InternalError.
-std::shared_ptr<const Executable> build_llvm_executable(const ir::Program &p,
+/// Lowers `pp` by its fusion plan and site table, optimizes and JIT-compiles it. Throws
+/// CompileError/InternalError.
+std::shared_ptr<const Executable> build_llvm_executable(const PlannedProgram &pp,
                                                         const CompileOptions &opts,
                                                         const StageDump &dump);
 

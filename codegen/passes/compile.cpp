@@ -1,9 +1,7 @@
-// compile.cpp - Compile options from the environment and the call-site table.
+// compile.cpp - Compile options from the environment.
 #include "passes/compile.h"
 
 #include "pto/error.h"
-#include "pto/ir/printer.h"
-
 
 #include <algorithm>
 #include <charconv>
@@ -15,7 +13,7 @@
 namespace pto::codegen {
 
 const std::vector<std::string> &CompileOptions::dump_stages() {
-  static const std::vector<std::string> stages{"ir", "llvm", "asm"};
+  static const std::vector<std::string> stages{"ir", "tiles", "plan", "llvm", "asm"};
   return stages;
 }
 
@@ -28,12 +26,15 @@ CompileOptions CompileOptions::from_env(const std::source_location &loc,
     std::string item;
     while (std::getline(ss, item, ','))
       if (!item.empty()) {
-        if (std::find(stages.begin(), stages.end(), item) == stages.end())
+        if (item == "all")
+          o.dump.insert(stages.begin(), stages.end());
+        else if (std::find(stages.begin(), stages.end(), item) == stages.end())
           throw ArgumentError(loc, "PTO_DUMP",
                               fmt::format("unknown stage '{}' (tracing kernel '{}'); expected a "
-                                          "comma-separated list of: {}",
+                                          "comma-separated list of: {}, or all",
                                           item, kernel, fmt::join(stages, ", ")));
-        o.dump.insert(item);
+        else
+          o.dump.insert(item);
       }
   }
   if (const char *dir = std::getenv("PTO_DUMP_DIR"); dir && *dir)
@@ -50,23 +51,6 @@ CompileOptions CompileOptions::from_env(const std::source_location &loc,
     o.cache_limit_bytes = v << 20;
   }
   return o;
-}
-
-namespace {
-void collect_sites(const std::vector<ir::Op> &ops, std::vector<std::string> &out) {
-  for (auto &op : ops) {
-    out.push_back(format_location(op.where) + ": " + ir::site_name(op));
-    collect_sites(op.body, out);
-    for (auto &path : op.paths)
-      collect_sites(path.body, out);
-  }
-}
-} // namespace
-
-std::vector<std::string> site_table(const ir::Program &p) {
-  std::vector<std::string> s;
-  collect_sites(p.body, s);
-  return s;
 }
 
 } // namespace pto::codegen

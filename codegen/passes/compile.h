@@ -1,5 +1,6 @@
-// compile.h - The codegen driver: a verified ir::Program in, an Executable out, either
-// JIT-compiled through LLVM (lower_llvm.h, jit_engine.h) or the reference interpreter.
+// compile.h - What the pipeline (pipeline.h) is configured by and ends in: compile options, and
+// the two executors of a planned program, JIT-compiled through LLVM (llvm/) or the reference
+// interpreter (interp/), behind one Executable interface.
 #pragma once
 
 #include "pto/ir/program.h"
@@ -18,10 +19,14 @@ namespace pto::codegen {
 struct CompileOptions {
   int vector_lanes = 16;       ///< fp32 lanes per vector op (<16 x float>)
   std::string dump_dir = ".";  ///< PTO_DUMP_DIR
-  std::set<std::string> dump;  ///< stages to write: "ir", "llvm", "asm" (PTO_DUMP)
+  std::set<std::string> dump;  ///< stages to write, of dump_stages() (PTO_DUMP)
   /// The compile cache's bound from PTO_JIT_CACHE_MB, in bytes; nullopt when unset.
   std::optional<int64_t> cache_limit_bytes;
-  /// The stages PTO_DUMP may name.
+  /// The stages PTO_DUMP may name, in pipeline order: "ir" (the verified program, NAME.HASH.ir),
+  /// "tiles" (the tile plan, .tiles), "plan" (the fusion plan, .plan), "llvm" (the optimized
+  /// module, .ll; the unoptimized one too, .unopt.ll, when LLVM rejects it), "asm" (.s). The
+  /// first three are written for both executors, the last two by the JIT. PTO_DUMP=all names
+  /// every one.
   static const std::vector<std::string> &dump_stages();
   /// Reads PTO_DUMP, PTO_DUMP_DIR and PTO_JIT_CACHE_MB (unset or empty: the defaults). Throws
   /// ArgumentError at `loc` naming the variable and the kernel `kernel` for a PTO_DUMP stage
@@ -48,19 +53,21 @@ protected:
   std::vector<std::string> sites_;
 };
 
-/// Compiles `p` to machine code for the host CPU (LLVM ORC LLJIT, O3). Results are cached in
-/// memory by the structural form of `p` plus options, in a process-wide cache bounded by an LRU
-/// on bytes (kernel_cache.h); `*compiled` (when given) says whether this call compiled or the
-/// cache answered. Stage dumps (opts.dump) always compile, so that the files are written.
-/// Throws CompileError (with the dump path) when LLVM fails, InternalError on a codegen bug.
-std::shared_ptr<const Executable> compile_jit(const ir::Program &p, const CompileOptions &opts,
-                                              bool *compiled = nullptr);
-/// The reference interpreter over `p`: scalar C++ semantics, the same runtime calls.
-std::shared_ptr<const Executable> make_interpreter(const ir::Program &p);
+struct PlannedProgram; // pipeline.h
+class StageDump;       // stage_dump.h
 
-/// The site table of `p`: one entry per op in pre-order (loop bodies after their loop op, the
-/// bodies of a paths op after it, path by path), "file:line: op" with the op as the user called
-/// it (ir::Op::user_op for the inner ops of a composite).
-std::vector<std::string> site_table(const ir::Program &p);
+/// The JIT backend: lowers the planned program `pp` to LLVM IR (its fusion plan and site table
+/// as given), optimizes it at O3 and compiles it for the host CPU (LLVM ORC LLJIT). Results are
+/// cached in memory by the printed program, its site table and the options, in a process-wide
+/// cache bounded by an LRU on bytes (kernel_cache.h); `*compiled` (when given) says whether this
+/// call compiled or the cache answered. The "llvm" and "asm" dumps always compile, so that their
+/// files are written (through `dump`). Throws CompileError (with the dump path) when LLVM
+/// fails, InternalError on a codegen bug. Defined in llvm/ (pto_llvm), or by pto_nojit, which
+/// throws CompileError.
+std::shared_ptr<const Executable> compile_jit(const PlannedProgram &pp, const CompileOptions &opts,
+                                              const StageDump &dump, bool *compiled = nullptr);
+/// The interpreter backend: the reference interpreter over `pp` (scalar C++ semantics, the
+/// same runtime calls, the same site table), which it keeps alive. Defined in interp/.
+std::shared_ptr<const Executable> make_interpreter(std::shared_ptr<const PlannedProgram> pp);
 
 } // namespace pto::codegen

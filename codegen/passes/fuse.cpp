@@ -1,7 +1,10 @@
 // fuse.cpp - See fuse.h.
 #include "passes/fuse.h"
 
+#include "pto/error.h"
+
 #include <algorithm>
+#include <fmt/format.h>
 #include <functional>
 
 namespace pto::codegen {
@@ -102,7 +105,8 @@ bool groupable(const ir::Program &p, const Op &op) {
   case OpFamily::Binary:
   case OpFamily::Select: // three inputs; fits() and the levels consider every input
   case OpFamily::Create:
-  case OpFamily::Move: return true;
+  case OpFamily::Move:
+    return true;
   case OpFamily::Reduce: {
     // Last-axis reductions fuse as per-row values; without keepdim only at rank 1 (a rank R-1
     // result would broadcast along columns, numpy-style, not along rows).
@@ -120,20 +124,10 @@ bool groupable(const ir::Program &p, const Op &op) {
   case OpFamily::Matmul:
   case OpFamily::Standalone: // standalone and library: inputs and outputs get storage
   case OpFamily::Library:
-  case OpFamily::Check: return false;
+  case OpFamily::Check:
+    return false;
   }
   return false;
-}
-
-/// The [rows..., L] space an op walks, and its valid extents.
-struct Space {
-  std::vector<SymbolicScalar> shape, valid;
-};
-Space space_of(const ir::Program &p, const Op &op) {
-  const ir::Value &v = (op.kind == OpKind::Assemble || ir::op_info(op.kind).family == OpFamily::Reduce)
-                           ? p.value(op.inputs[0])
-                           : p.value(op.outputs[0]);
-  return {v.shape, v.valid};
 }
 
 /// The window of storage value `id` covers: its view offsets (zeros for a whole value) and
@@ -162,6 +156,15 @@ bool disjoint(const Window &a, const Window &b) {
   }
   return false;
 }
+
+/// What planning reads: the program, its op ids and its tile plan (the [rows..., L] space each
+/// compute op walks, its valid extents and its tile).
+struct Ctx {
+  const ir::Program &p;
+  const SiteTable &sites;
+  const TilePlan &tiles;
+  const TiledOp &tiled(const Op &op) const { return tiles.at(sites.of(op)); }
+};
 
 /// What storage_hazard and fits need to know about the members of the open group, kept up to
 /// date as members join (so planning a chain of n ops takes O(n log n), not O(n^2)).
@@ -237,19 +240,20 @@ bool storage_hazard(const ir::Program &p, const GroupState &g, const Op &op) {
 
 /// Can `op` join `g` (whose space is set)? Its space must be g's, or a uniform (last dim 1)
 /// variant of it; tiles must agree; leaves must broadcast into the space.
-bool fits(const ir::Program &p, const FusedGroup &g, const GroupState &gs, const Op &op) {
-  Space s = space_of(p, op);
-  if (s.shape.size() != g.rank)
+bool fits(const Ctx &c, const FusedGroup &g, const GroupState &gs, const Op &op) {
+  const ir::Program &p = c.p;
+  const TiledOp &s = c.tiled(op);
+  if (s.space.size() != g.rank)
     return false;
   size_t r = g.rank;
-  std::vector<SymbolicScalar> rows(s.shape.begin(), s.shape.end() - 1);
+  std::vector<SymbolicScalar> rows(s.space.begin(), s.space.end() - 1);
   std::vector<SymbolicScalar> rvalid(s.valid.begin(), s.valid.end() - 1);
   if (!same_dims(rows, g.row_shape) || !same_dims(rvalid, g.row_valid))
     return false;
-  bool full = s.shape[r - 1].same_as(g.cols);
+  bool full = s.space[r - 1].same_as(g.cols);
   if (full && !s.valid[r - 1].same_as(g.cols_valid))
     return false;
-  if (!full && !is_one(s.shape[r - 1]))
+  if (!full && !is_one(s.space[r - 1]))
     return false;
   if (!full && op.kind == OpKind::Assemble)
     return false;
@@ -257,7 +261,7 @@ bool fits(const ir::Program &p, const FusedGroup &g, const GroupState &gs, const
   // accumulate the row value once per column.
   if (!full && ir::op_info(op.kind).family == OpFamily::Reduce)
     return false;
-  if (!std::equal(g.tile.begin(), g.tile.end(), op.tile.vec.begin()))
+  if (g.tile != s.tile)
     return false;
   if (storage_hazard(p, gs, op))
     return false;
@@ -279,31 +283,32 @@ bool fits(const ir::Program &p, const FusedGroup &g, const GroupState &gs, const
   return true;
 }
 
-FusedGroup start_group(const ir::Program &p, const Op &op) {
+FusedGroup start_group(const Ctx &c, const Op &op) {
   FusedGroup g;
-  Space s = space_of(p, op);
-  g.rank = s.shape.size();
-  g.row_shape.assign(s.shape.begin(), s.shape.end() - 1);
+  const TiledOp &s = c.tiled(op);
+  g.rank = s.space.size();
+  g.row_shape.assign(s.space.begin(), s.space.end() - 1);
   g.row_valid.assign(s.valid.begin(), s.valid.end() - 1);
-  g.cols = s.shape.back();
+  g.cols = s.space.back();
   g.cols_valid = s.valid.back();
-  g.tile.assign(op.tile.vec.begin(), op.tile.vec.begin() + static_cast<long>(g.rank));
+  g.tile = s.tile;
   return g;
 }
 
 /// Levels, uniformity and scratch needs once the membership is fixed. Values in `element_reads`
 /// are stored (run-time scalars read them).
-void finish_group(const ir::Program &p, FusedGroup &g,
-                  const std::map<ValueId, std::vector<const Op *>> &users,
+void finish_group(const Ctx &c, FusedGroup &g, const std::map<ValueId, std::vector<OpId>> &users,
                   const std::set<ValueId> &element_reads) {
+  const ir::Program &p = c.p;
   bool single_col = is_one(g.cols);
-  std::set<const Op *> members(g.ops.begin(), g.ops.end());
+  std::set<OpId> members(g.ops.begin(), g.ops.end());
   auto level_of = [&](ValueId v) { // leaves are level 0
     auto it = g.values.find(v);
     return it == g.values.end() ? 0 : it->second.level;
   };
   int max_pass = 0;
-  for (const Op *op : g.ops) {
+  for (OpId id : g.ops) {
+    const Op *op = &c.sites.op(id);
     if (op->kind == OpKind::Assemble) {
       max_pass = std::max(max_pass, level_of(op->inputs[0]));
       continue;
@@ -332,17 +337,18 @@ void finish_group(const ir::Program &p, FusedGroup &g,
     ValueId out = op->outputs[0];
     auto it = users.find(out);
     if (it != users.end())
-      for (const Op *u : it->second)
+      for (OpId u : it->second)
         if (!members.count(u))
           fv.store = true;
     if (element_reads.count(out))
       fv.store = true;
     g.values[out] = fv;
-    g.producers[out] = op;
+    g.producers[out] = id;
   }
   g.passes = max_pass + 1;
   // A full value read by a full consumer computed in a later pass is kept in a row scratch.
-  for (const Op *op : g.ops) {
+  for (OpId id : g.ops) {
+    const Op *op = &c.sites.op(id);
     if (op->kind == OpKind::Assemble || ir::op_info(op->kind).family == OpFamily::Reduce)
       continue;
     auto &cv = g.values[op->outputs[0]];
@@ -358,68 +364,71 @@ void finish_group(const ir::Program &p, FusedGroup &g,
 
 /// Who reads each value. An op that reads or writes through a view uses the viewed value too
 /// (so a value read only through views is still stored).
-void collect_users(const ir::Program &p, const std::vector<Op> &ops,
-                   std::map<ValueId, std::vector<const Op *>> &users) {
+void collect_users(const Ctx &c, const std::vector<Op> &ops,
+                   std::map<ValueId, std::vector<OpId>> &users) {
+  const ir::Program &p = c.p;
   for (const Op &op : ops) {
+    const OpId id = c.sites.of(op);
     auto note = [&](ValueId v) {
-      users[v].push_back(&op);
+      users[v].push_back(id);
       if (p.value(v).kind == ir::ValueKind::View)
-        users[p.value(v).base].push_back(&op);
+        users[p.value(v).base].push_back(id);
     };
     for (ValueId v : op.inputs)
       note(v);
     for (ValueId v : op.outputs)
       if (p.value(v).kind == ir::ValueKind::View) // assemble writes into a view's base
-        users[p.value(v).base].push_back(&op);
-    collect_users(p, op.body, users);
+        users[p.value(v).base].push_back(id);
+    collect_users(c, op.body, users);
     for (auto &path : op.paths)
-      collect_users(p, path.body, users);
+      collect_users(c, path.body, users);
   }
 }
 
-void plan_region(const ir::Program &p, const std::vector<Op> &ops, FusionPlan &plan,
-                 const std::map<ValueId, std::vector<const Op *>> &users) {
-  auto &items = plan.regions[&ops];
+void plan_region(const Ctx &c, const std::vector<Op> &ops, FusionPlan &plan) {
+  const ir::Program &p = c.p;
+  auto &items = plan.regions[c.sites.region_of(ops)];
   int open = -1;
   GroupState state; // of the open group
   for (const Op &op : ops) {
     if (op.kind == OpKind::Loop)
-      plan_region(p, op.body, plan, users);
+      plan_region(c, op.body, plan);
     for (auto &path : op.paths)
-      plan_region(p, path.body, plan, users);
+      plan_region(c, path.body, plan);
     if (reads_elements(p, op))
       open = -1;
     if (!groupable(p, op)) {
       open = -1;
-      items.push_back(RegionItem{&op, -1});
+      items.push_back(RegionItem{c.sites.of(op), -1});
       continue;
     }
     if (open >= 0 && plan.groups[static_cast<size_t>(open)].ops.size() < kMaxGroupOps &&
-        fits(p, plan.groups[static_cast<size_t>(open)], state, op)) {
-      plan.groups[static_cast<size_t>(open)].ops.push_back(&op);
+        fits(c, plan.groups[static_cast<size_t>(open)], state, op)) {
+      plan.groups[static_cast<size_t>(open)].ops.push_back(c.sites.of(op));
       state.add(p, op);
       continue;
     }
-    plan.groups.push_back(start_group(p, op));
+    plan.groups.push_back(start_group(c, op));
     open = static_cast<int>(plan.groups.size() - 1);
-    plan.groups.back().ops.push_back(&op);
+    plan.groups.back().ops.push_back(c.sites.of(op));
     state = GroupState{};
     state.add(p, op);
-    items.push_back(RegionItem{nullptr, open});
+    items.push_back(RegionItem{kNoOp, open});
   }
 }
 
 } // namespace
 
-FusionPlan plan_fusion(const ir::Program &p) {
+FusionPlan plan_fusion(const ir::Program &p, const SiteTable &sites, const TilePlan &tiles) {
+  const Ctx c{p, sites, tiles};
   FusionPlan plan;
-  std::map<ValueId, std::vector<const Op *>> users;
-  collect_users(p, p.body, users);
+  std::map<ValueId, std::vector<OpId>> users;
+  collect_users(c, p.body, users);
   std::set<ValueId> element_reads;
   collect_element_reads(p, p.body, element_reads);
-  plan_region(p, p.body, plan, users);
+  plan_region(c, p.body, plan);
   for (auto &g : plan.groups) {
-    finish_group(p, g, users, element_reads);
+    finish_group(c, g, users, element_reads);
     for (auto &[id, fv] : g.values)
       if (fv.store)
         plan.materialized.insert(id);
@@ -427,8 +436,8 @@ FusionPlan plan_fusion(const ir::Program &p) {
   // Outputs of standalone ops (non-last-axis reductions, gets) always have storage.
   for (auto &[region, items] : plan.regions)
     for (auto &it : items)
-      if (it.op)
-        for (ValueId v : it.op->outputs)
+      if (it.op != kNoOp)
+        for (ValueId v : sites.op(it.op).outputs)
           if (p.value(v).kind == ir::ValueKind::Local)
             plan.materialized.insert(v);
   // Locals whose elements run-time scalars read (Tensor::at) are stored.
@@ -436,6 +445,28 @@ FusionPlan plan_fusion(const ir::Program &p) {
     if (p.value(v).kind == ir::ValueKind::Local)
       plan.materialized.insert(v);
   return plan;
+}
+
+const std::vector<RegionItem> &FusionPlan::items(RegionId r) const {
+  auto it = regions.find(r);
+  if (it == regions.end())
+    throw InternalError(
+        "<codegen>", "fusion plan",
+        fmt::format("no region {{op {}, path {}}} (a ptojit bug)", r.owner, r.path));
+  return it->second;
+}
+
+int member_pass(const FusedGroup &g, const Op &op) {
+  auto level_of = [&](ValueId v) {
+    auto it = g.values.find(v);
+    return it == g.values.end() ? 0 : it->second.level;
+  };
+  if (op.kind == OpKind::Assemble)
+    return level_of(op.inputs[0]);
+  const FusedValue &fv = g.values.at(op.outputs[0]);
+  if (ir::op_info(op.kind).family == OpFamily::Reduce && fv.uniform)
+    return level_of(op.inputs[0]);
+  return fv.level;
 }
 
 } // namespace pto::codegen

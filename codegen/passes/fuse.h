@@ -6,12 +6,19 @@
 // axis accumulates in the pass of its input and yields a per-row ("uniform") value usable from
 // the next pass on; a full-width value computed in pass k and needed in a later pass is kept in
 // a row scratch buffer. Softmax is 3 passes: amax | exp(x - m), sum | e / s and store.
+//
+// The plan is data keyed by op ids and region ids (sites.h), so it is equal for copies of a
+// program and can be printed (print_plan, the PTO_DUMP=plan stage) and compared in tests.
 #pragma once
 
 #include "pto/ir/program.h"
 
+#include "passes/sites.h"
+#include "passes/tile_expand.h"
+
 #include <map>
 #include <set>
+#include <string>
 #include <vector>
 
 namespace pto::codegen {
@@ -24,32 +31,49 @@ struct FusedValue {
 };
 
 struct FusedGroup {
-  std::vector<const ir::Op *> ops;
-  size_t rank = 0;                          ///< R (rank of the iteration space)
-  std::vector<SymbolicScalar> row_shape;    ///< R-1 dims
+  std::vector<OpId> ops;                 ///< members, in program order
+  size_t rank = 0;                       ///< R (rank of the iteration space)
+  std::vector<SymbolicScalar> row_shape; ///< R-1 dims
   std::vector<SymbolicScalar> row_valid;
-  SymbolicScalar cols, cols_valid;          ///< L and its valid extent
-  std::vector<int64_t> tile;                ///< R entries
+  SymbolicScalar cols, cols_valid; ///< L and its valid extent
+  std::vector<int64_t> tile;       ///< R entries
   bool has_reduce = false;
   int passes = 1;
   std::map<ir::ValueId, FusedValue> values; ///< values produced inside the group
-  std::map<ir::ValueId, const ir::Op *> producers; ///< the member computing each of `values`
+  std::map<ir::ValueId, OpId> producers;    ///< the member computing each of `values`
 };
 
 /// One item of a lowered region: a fused group, or a single op lowered on its own (shmem ops,
-/// loops, reductions over a non-last axis).
+/// loops, reductions over a non-last axis, matmul, standalone and library ops).
 struct RegionItem {
-  const ir::Op *op = nullptr; ///< set for a standalone op
-  int group = -1;             ///< index into FusionPlan::groups otherwise
+  OpId op = kNoOp; ///< set for an op lowered on its own
+  int group = -1;  ///< index into FusionPlan::groups otherwise
+  bool operator==(const RegionItem &) const = default;
 };
 
 struct FusionPlan {
   std::vector<FusedGroup> groups;
-  std::map<const std::vector<ir::Op> *, std::vector<RegionItem>> regions;
-  std::set<ir::ValueId> materialized; ///< Local values that need their own storage
+  std::map<RegionId, std::vector<RegionItem>> regions; ///< every region, items in program order
+  std::set<ir::ValueId> materialized;                  ///< Local values that need their own storage
+
+  /// The items of region `r` (InternalError for a region the plan does not have).
+  const std::vector<RegionItem> &items(RegionId r) const;
 };
 
-/// Plans fusion for the whole program (all loop bodies). Pure.
-FusionPlan plan_fusion(const ir::Program &p);
+/// Plans fusion for the whole program (all loop bodies), from its op ids and its tile plan (the
+/// space and tile of every compute op). Pure.
+FusionPlan plan_fusion(const ir::Program &p, const SiteTable &sites, const TilePlan &tiles);
+
+/// The row pass in which member `op` of `g` runs: a full-width value's level; a reduction's
+/// input's level (it accumulates there; its per-row value is ready from the next pass); a
+/// per-row (uniform) value's level (computed once per row before that pass's columns); an
+/// assemble's input's level.
+int member_pass(const FusedGroup &g, const ir::Op &op);
+
+/// The plan as text (the PTO_DUMP=plan stage): each region's items in order, then each group
+/// with its space, tile and row passes, its members one per line (the op, its pass, and what
+/// becomes of its value: row value, scratch, store), and the values with their own storage.
+/// Deterministic; golden tests compare it (tests/passes/golden).
+std::string print_plan(const ir::Program &p, const SiteTable &sites, const FusionPlan &plan);
 
 } // namespace pto::codegen

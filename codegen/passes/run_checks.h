@@ -6,6 +6,7 @@
 
 #include "pto/dtype.h"
 #include "pto/ir/program.h"
+#include "pto/runtime/abi.h"
 #include "pto/size_math.h"
 
 #include <string>
@@ -32,6 +33,12 @@ inline std::string result_size_overflow(const ir::Value &v) {
 inline std::string check_overflow(const SymbolicScalar &holds) {
   return "the run-time check `" + holds.str() +
          "` overflows int64 (an offset, extent or valid size past 2^63)";
+}
+
+/// The pto_error_class a failing Check op raises, for its message and for check_overflow
+/// (ir::Op::check_error: ShapeError, or DistributedError for shmem windows and PEs).
+inline int32_t check_error_class(const ir::Op &check) {
+  return check.check_error == ir::CheckError::Distributed ? PTO_ERROR_DISTRIBUTED : PTO_ERROR_SHAPE;
 }
 
 } // namespace pto::codegen

@@ -1,6 +1,7 @@
 // stage_dump.h - Writes compilation stages to PTO_DUMP_DIR when PTO_DUMP names them
-// (`PTO_DUMP=ir,llvm,asm` writes NAME.HASH.ir, NAME.HASH.ll, NAME.HASH.s: NAME is the kernel
-// name escaped for a file name, HASH tells one specialization of the kernel from another).
+// (`PTO_DUMP=ir,tiles,plan,llvm,asm` writes NAME.HASH.ir, .tiles, .plan, .ll, .s: NAME is the
+// kernel name escaped for a file name, HASH tells one specialization of the kernel from
+// another). The pipeline (pipeline.h) writes ir, tiles and plan; the JIT llvm and asm.
 #pragma once
 
 #include "passes/compile.h"

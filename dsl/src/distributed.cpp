@@ -79,27 +79,51 @@ std::vector<SymbolicScalar> pred_token_shape(Recorder &r, const std::vector<Valu
   return {SymbolicScalar(1), SymbolicScalar(1)};
 }
 
-void check_pe(const SymbolicScalar &pe, int n_pes, const char *what, const ir::ShmemInfo &s,
-              const char *op, const SrcLoc &loc) {
-  if (pe.is_concrete() && (pe.concrete() < 0 || pe.concrete() >= n_pes))
-    throw DistributedError(loc, op,
-                           fmt::format("{} {} is out of range [0, {}) for group '{}'", what,
-                                       pe.concrete(), n_pes, s.group));
+/// PE number `pe` (`what`: dst_pe, src_pe, target_pe) must lie in [0, n_pes): DistributedError
+/// now when known, else by the call (a Check op, the same text in both executors).
+void check_pe(Recorder &r, const SymbolicScalar &pe, int n_pes, const char *what,
+              const ir::ShmemInfo &s, const char *op, const SrcLoc &loc) {
+  trace::require_index(r, pe, n_pes,
+                       fmt::format("{} {{}} is out of range [0, {}) for group '{}'", what, n_pes,
+                                   ir::escape_check(s.group)),
+                       {pe}, op, loc, ir::CheckError::Distributed);
 }
 
-/// Checks that a window `shape` at `offsets` fits in `data_shape` (concrete parts only).
-void check_window(const std::vector<int64_t> &shape, const std::vector<SymbolicScalar> &offsets,
-                  const std::vector<int64_t> &data_shape, const char *op, const SrcLoc &loc) {
-  for (size_t d = 0; d < shape.size(); ++d) {
-    const auto &o = offsets[d];
-    if (!o.is_concrete())
-      continue;
-    if (!window_fits(o.concrete(), shape[d], data_shape[d]))
-      throw DistributedError(loc, op,
-                             fmt::format("offsets out of bounds: window of {} at offset {} of dim "
-                                         "{} exceeds the shmem data size {}",
-                                         shape[d], o.concrete(), d, data_shape[d]));
-  }
+std::vector<SymbolicScalar> sym_dims(const std::vector<int64_t> &d) { return {d.begin(), d.end()}; }
+
+/// How messages name the window `t` of shmem tensor `s`: its whole data or a view of it.
+std::string window_phrase(const ir::ShmemInfo &s, const ShmemTensor &t) {
+  bool whole = t.view_shape == s.shape;
+  for (const auto &o : t.view_offsets)
+    whole = whole && o.is_concrete() && o.concrete() == 0;
+  return (whole ? "the shmem data " : "the shmem view ") + dims_str(t.view_shape);
+}
+
+/// The window rule (shape_rules.h) with DistributedError: the whole `shape` at `offsets` must
+/// lie in a shmem window of `parent_shape`, named `parent`.
+void check_shmem_window(Recorder &r, const std::vector<int64_t> &shape,
+                        const std::vector<SymbolicScalar> &offsets,
+                        const std::vector<int64_t> &parent_shape, std::string parent,
+                        const char *op, const SrcLoc &loc) {
+  const auto ext = sym_dims(shape), size = sym_dims(parent_shape);
+  trace::check_window(r,
+                      {.offsets = offsets,
+                       .extent = ext,
+                       .bound = ext,
+                       .parent_extent = size,
+                       .parent_shape = size,
+                       .parent = std::move(parent),
+                       .error = ir::CheckError::Distributed},
+                      op, loc);
+}
+
+/// Every op that takes a view requires it to lie in the data: shmem_view checked it already
+/// (the same check is then proven or merged), unless the view's fields were edited by hand.
+void check_view(Recorder &r, const ir::ShmemInfo &s, const ShmemTensor &t, const char *op,
+                const SrcLoc &loc) {
+  if (!s.shape.empty())
+    check_shmem_window(r, t.view_shape, t.view_offsets, s.shape,
+                       "the shmem data " + dims_str(s.shape), op, loc);
 }
 
 /// Checks that the shmem tensors of group `g` traced so far fit its symmetric heap
@@ -283,7 +307,9 @@ ShmemTensor shmem_view(const ShmemTensor &src, const std::vector<int64_t> &shape
       throw ShapeError(loc, op, fmt::format("view dim {} must be > 0, got {}", d, shape[d]));
     t.view_offsets.push_back(src.view_offsets[d] + offsets[d]);
   }
-  check_window(shape, t.view_offsets, s.shape, op, loc);
+  // The whole window (a valid_shape does not narrow it: gets, clears and signals use all of it)
+  // must lie in the window it views.
+  check_shmem_window(r, shape, offsets, src.view_shape, window_phrase(s, src), op, loc);
   if (opts.valid_shape) {
     trace::check_valid_shape(r, *opts.valid_shape, {shape.begin(), shape.end()}, op, loc);
     t.view_valid = *opts.valid_shape;
@@ -351,23 +377,17 @@ Tensor shmem_put(const Tensor &src, const std::vector<SymbolicScalar> &offsets,
                              fmt::format("src shape {} does not fit the shmem view {}",
                                          str(vs.shape), dims_str(dst.view_shape)));
   }
-  check_pe(dst_pe, s.n_pes, "dst_pe", s, op, loc);
+  check_pe(r, dst_pe, s.n_pes, "dst_pe", s, op, loc);
+  check_view(r, s, dst, op, loc);
+  // src's whole shape at `offsets` must lie in dst's window.
+  check_shmem_window(r, shape, offsets, dst.view_shape, window_phrase(s, dst), op, loc);
   ir::Op o;
   o.kind = OpKind::ShmemPut;
   o.where = loc;
   o.shmem = dst.index;
   o.view_shape = shape;
-  for (size_t d = 0; d < shape.size(); ++d) {
+  for (size_t d = 0; d < shape.size(); ++d)
     o.view_offsets.push_back(dst.view_offsets[d] + offsets[d]);
-    if (offsets[d].is_concrete() &&
-        (offsets[d].concrete() < 0 || offsets[d].concrete() + shape[d] > dst.view_shape[d]))
-      throw DistributedError(loc, op,
-                             fmt::format("offsets out of bounds: window [{}, {}) of dim {} "
-                                         "exceeds the shmem view size {}",
-                                         offsets[d].concrete(), offsets[d].concrete() + shape[d],
-                                         d, dst.view_shape[d]));
-  }
-  check_window(shape, o.view_offsets, s.shape, op, loc);
   o.pe = dst_pe;
   o.atomic = opts.put_op == AtomicType::ADD ? ir::Atomic::Add : ir::Atomic::Set;
   std::vector<SymbolicScalar> token_shape = vs.shape;
@@ -387,7 +407,8 @@ std::pair<Tensor, Tensor> shmem_get_with_token(const ShmemTensor &src, const Sym
   const auto &s = shmem_of(r, src, op, loc);
   if (s.shape.empty())
     throw DistributedError(loc, op, "cannot get from a signal-only object (create_shmem_signal)");
-  check_pe(src_pe, s.n_pes, "src_pe", s, op, loc);
+  check_pe(r, src_pe, s.n_pes, "src_pe", s, op, loc);
+  check_view(r, s, src, op, loc);
   DataType out_dt = opts.dtype == DT_BOTTOM ? s.dtype : opts.dtype;
   if (!is_supported(out_dt) || out_dt == DT_BOOL)
     throw DTypeError(loc, op, "cannot convert shmem data to " + name(out_dt));
@@ -434,9 +455,10 @@ Tensor signal_impl(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t
                    SrcLoc loc) {
   auto &r = Recorder::current(op, loc);
   const auto &s = shmem_of(r, src, op, loc);
-  check_pe(src_pe, s.n_pes, "src_pe", s, op, loc);
+  check_pe(r, src_pe, s.n_pes, "src_pe", s, op, loc);
   if (target_pe)
-    check_pe(*target_pe, s.n_pes, "target_pe", s, op, loc);
+    check_pe(r, *target_pe, s.n_pes, "target_pe", s, op, loc);
+  check_view(r, s, src, op, loc);
   ir::Op o;
   o.kind = OpKind::ShmemSignal;
   o.where = loc;
@@ -476,7 +498,8 @@ Tensor wait_impl(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t c
                  ir::Cmp cmp, WaitOptions opts, const char *op, SrcLoc loc) {
   auto &r = Recorder::current(op, loc);
   const auto &s = shmem_of(r, src, op, loc);
-  check_pe(src_pe, s.n_pes, "src_pe", s, op, loc);
+  check_pe(r, src_pe, s.n_pes, "src_pe", s, op, loc);
+  check_view(r, s, src, op, loc);
   ir::Op o;
   o.kind = OpKind::ShmemWaitUntil;
   o.where = loc;
@@ -528,6 +551,7 @@ Tensor shmem_clear_data(const ShmemTensor &src, ClearOptions opts, SrcLoc loc) {
   const auto &s = shmem_of(r, src, op, loc);
   if (s.shape.empty())
     throw DistributedError(loc, op, "a signal-only object has no data to clear");
+  check_view(r, s, src, op, loc);
   ir::Op o;
   o.kind = OpKind::ShmemClearData;
   o.where = loc;

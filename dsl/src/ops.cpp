@@ -622,7 +622,7 @@ Tensor view(const Tensor &x, const std::vector<int64_t> &shape,
              .bound = shape_s,
              .parent_extent = opts.valid_shape ? window_extent(v) : v.shape,
              .parent_shape = v.shape,
-             .parent = v.name,
+             .parent = trace::value_phrase(r.program(), v),
              .hint = !opts.valid_shape};
   check_window(r, win, "view", loc);
   Value w;
@@ -671,7 +671,7 @@ void assemble(const Tensor &x, const std::vector<SymbolicScalar> &offsets, const
                       .bound = vx.shape,
                       .parent_extent = window_extent(vo),
                       .parent_shape = vo.shape,
-                      .parent = vo.name},
+                      .parent = trace::value_phrase(r.program(), vo)},
                "assemble", loc);
   Value w;
   w.kind = ValueKind::View;

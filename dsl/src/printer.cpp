@@ -23,14 +23,15 @@ std::string scalar_str(const Scalar &s) {
   return s.is_int ? std::to_string(s.i) : fmt::format("{}", s.f);
 }
 
+std::string names(const Program &p, const std::vector<ValueId> &ids) {
+  std::vector<std::string> n;
+  for (auto id : ids)
+    n.push_back("%" + p.value(id).name);
+  return fmt::format("{}", fmt::join(n, ", "));
+}
+
 void print_op(const Program &p, const Op &op, int depth, std::string &out) {
   std::string ind(static_cast<size_t>(depth) * 2, ' ');
-  auto names = [&](const std::vector<ValueId> &ids) {
-    std::vector<std::string> n;
-    for (auto id : ids)
-      n.push_back("%" + p.value(id).name);
-    return fmt::format("{}", fmt::join(n, ", "));
-  };
   if (op.kind == OpKind::Loop) {
     out += fmt::format("{}loop i{} = {} to {} step {} {{\n", ind, op.loop_id, op.start.str(),
                        op.stop.str(), op.step.str());
@@ -55,19 +56,12 @@ void print_op(const Program &p, const Op &op, int depth, std::string &out) {
     std::vector<std::string> args;
     for (auto &a : op.args)
       args.push_back(a.str());
-    out += fmt::format("{}check {} {} \"{}\" [{}]\n", ind, op.label, op.holds.str(), op.message,
-                       fmt::join(args, ", "));
+    out += fmt::format("{}check{} {} {} \"{}\" [{}]\n", ind,
+                       op.check_error == CheckError::Distributed ? " distributed" : "", op.label,
+                       op.holds.str(), op.message, fmt::join(args, ", "));
     return;
   }
-  std::string line = ind;
-  if (!op.outputs.empty())
-    line += names(op.outputs) + " = ";
-  line += op_info(op.kind).name;
-  line += "(" + names(op.inputs);
-  if (op.scalar)
-    line += (op.inputs.empty() ? "" : ", ") + std::string("scalar ") + scalar_str(*op.scalar) +
-            (op.scalar_first ? " first" : "");
-  line += ")";
+  std::string line = ind + print_op_head(p, op);
   std::vector<std::string> attrs;
   switch (op.kind) {
   case OpKind::Sum:
@@ -139,7 +133,7 @@ void print_op(const Program &p, const Op &op, int depth, std::string &out) {
   if (!op.tile.vec.empty())
     attrs.push_back("tile=" + ints(op.tile.vec));
   if (!op.preds.empty())
-    attrs.push_back("pred=" + names(op.preds));
+    attrs.push_back("pred=" + names(p, op.preds));
   if (!attrs.empty())
     line += " {" + fmt::format("{}", fmt::join(attrs, ", ")) + "}";
   out += line + "\n";
@@ -181,13 +175,27 @@ std::string print_impl(const Program &p, bool with_locations) {
 
 } // namespace
 
+std::string print_op_head(const Program &p, const Op &op) {
+  std::string line;
+  if (!op.outputs.empty())
+    line += names(p, op.outputs) + " = ";
+  line += op_info(op.kind).name;
+  line += "(" + names(p, op.inputs);
+  if (op.scalar)
+    line += (op.inputs.empty() ? "" : ", ") + std::string("scalar ") + scalar_str(*op.scalar) +
+            (op.scalar_first ? " first" : "");
+  return line + ")";
+}
+
 std::string print(const Program &p) { return print_impl(p, false); }
 
-uint64_t structural_hash(const Program &p) {
+uint64_t structural_hash(const Program &p) { return text_hash(print_impl(p, false)); }
+
+uint64_t text_hash(const std::string &printed) {
   // FNV-1a over the printed form: locations are not printed, so equal programs traced from
   // different lines share compiled code.
   uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : print_impl(p, false)) {
+  for (unsigned char c : printed) {
     h ^= c;
     h *= 1099511628211ull;
   }

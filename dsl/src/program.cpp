@@ -8,6 +8,7 @@
 #include "pto/element.h"
 
 #include <array>
+#include <charconv>
 #include <stdexcept>
 #include <string>
 
@@ -160,16 +161,42 @@ const char *site_name(const Op &op) {
   return op.user_op ? op.user_op : op_info(op.kind).name;
 }
 
+namespace {
+/// `a + b` exactly when both are decimal int64s, else the two joined by " + ".
+std::string exact_sum(const std::string &a, const std::string &b) {
+  int64_t x = 0, y = 0;
+  auto whole = [](const std::string &s, int64_t &v) {
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return ec == std::errc() && end == s.data() + s.size();
+  };
+  if (!whole(a, x) || !whole(b, y))
+    return a + " + " + b;
+  const __int128 sum = static_cast<__int128>(x) + y;
+  const bool neg = sum < 0;
+  auto u = static_cast<unsigned __int128>(neg ? -sum : sum); // |sum| <= 2^64: no overflow
+  std::string digits;
+  do {
+    digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(u % 10)));
+    u /= 10;
+  } while (u > 0);
+  return neg ? "-" + digits : digits;
+}
+} // namespace
+
 std::string format_check(const std::string &message, const std::vector<std::string> &args) {
   std::string out;
   size_t next = 0;
+  auto arg = [&]() -> std::string { return next < args.size() ? args[next++] : "?"; };
   for (size_t i = 0; i < message.size(); ++i) {
     const char c = message[i];
     const char n = i + 1 < message.size() ? message[i + 1] : '\0';
     if (c == '{' && n == '}') {
-      out += next < args.size() ? args[next] : "?";
-      ++next;
+      out += arg();
       ++i;
+    } else if (c == '{' && n == '+' && i + 2 < message.size() && message[i + 2] == '}') {
+      const std::string a = arg(), b = arg();
+      out += exact_sum(a, b);
+      i += 2;
     } else if ((c == '{' && n == '{') || (c == '}' && n == '}')) {
       out += c;
       ++i;

@@ -48,8 +48,14 @@ Range range_of(const Recorder &r, const SymExpr &e);
 Range symbol_range(const Recorder &r, const SymExpr &e) {
   switch (e.sym) {
   case SymKind::InputDim:
-  case SymKind::MyPe:
     return {0, std::nullopt};
+  case SymKind::MyPe: { // a PE of group `a`: [0, its size)
+    const auto &groups = r.program().groups;
+    if (e.a >= 0 && static_cast<size_t>(e.a) < groups.size() &&
+        groups[static_cast<size_t>(e.a)].n_pes > 0)
+      return {0, groups[static_cast<size_t>(e.a)].n_pes - 1};
+    return {0, std::nullopt};
+  }
   case SymKind::LoopBegin:
   case SymKind::LoopEnd:
     return {0, 1};
@@ -119,8 +125,13 @@ Range range_of(const Recorder &r, const SymExpr &e) {
   case SymOp::Or:
   case SymOp::Not:
     return {0, 1};
+  case SymOp::Mod: { // C's %: a non-negative dividend and a positive constant divisor
+    Range a = arg(0), b = arg(1);
+    if (a.lo && *a.lo >= 0 && b.lo && b.hi && *b.lo == *b.hi && *b.lo > 0)
+      return {0, tighter_hi(a.hi, *b.lo - 1)};
+    return {};
+  }
   case SymOp::Div:
-  case SymOp::Mod:
   case SymOp::Neg:
     return {};
   }
@@ -158,17 +169,21 @@ SymbolicScalar either(const SymbolicScalar &a, const SymbolicScalar &b) {
   return a | b;
 }
 
-/// Requires `holds` of every kernel call: nothing when it is known to hold, ShapeError now when
-/// it is known not to, else a Check op with the same message.
+/// Requires `holds` of every kernel call: nothing when it is known to hold, the error `err`
+/// names now when it is known not to, else a Check op with the same message.
 void require(Recorder &r, const SymbolicScalar &holds, const std::string &message,
-             const std::vector<SymbolicScalar> &args, const char *op, const SrcLoc &loc) {
+             const std::vector<SymbolicScalar> &args, const char *op, const SrcLoc &loc,
+             ir::CheckError err = ir::CheckError::Shape) {
   if (holds.is_concrete()) {
     if (holds.concrete() != 0)
       return;
     std::vector<std::string> shown;
     for (const auto &a : args)
       shown.push_back(a.str());
-    throw ShapeError(loc, op, ir::format_check(message, shown));
+    const std::string detail = ir::format_check(message, shown);
+    if (err == ir::CheckError::Distributed)
+      throw DistributedError(loc, op, detail);
+    throw ShapeError(loc, op, detail);
   }
   ir::Op o;
   o.kind = ir::OpKind::Check;
@@ -177,6 +192,7 @@ void require(Recorder &r, const SymbolicScalar &holds, const std::string &messag
   o.holds = holds;
   o.message = message;
   o.args = args;
+  o.check_error = err;
   r.emit_check(std::move(o));
 }
 
@@ -204,7 +220,8 @@ void check_window(Recorder &r, const Window &w, const char *op, const SrcLoc &lo
   for (size_t d = 0; d < w.offsets.size(); ++d) {
     const SymbolicScalar &off = w.offsets[d], &ext = w.extent[d], &size = w.parent_extent[d];
     if (!provably_le(r, 0, off))
-      require(r, off >= 0, fmt::format("offset {{}} of dim {} is negative", d), {off}, op, loc);
+      require(r, off >= 0, fmt::format("offset {{}} of dim {} is negative", d), {off}, op, loc,
+              w.error);
     // size - off cannot overflow: off >= 0 was required first, and sizes are >= 0. An empty
     // extent touches nothing, so it may lie anywhere (a tile past a valid region).
     SymbolicScalar room = size - off;
@@ -212,19 +229,44 @@ void check_window(Recorder &r, const Window &w, const char *op, const SrcLoc &lo
         (ext.is_concrete() && ext.concrete() == 0))
       continue;
     const bool valid_size = !size.same_as(w.parent_shape[d]);
+    // The end prints as {+} (off + ext, exact): evaluated as int64 it could wrap.
     require(r, either(ext == 0, room >= ext),
-            fmt::format("window [{{}}, {{}}) of dim {} exceeds the {} {{}} of '{}'{}", d,
+            fmt::format("window [{{}}, {{+}}) of dim {} exceeds the {} {{}} of {}{}", d,
                         valid_size ? "valid size" : "size", ir::escape_check(w.parent),
                         w.hint ? "; pass a valid_shape to view a tail that runs past the end" : ""),
-            {off, off + ext, size}, op, loc);
+            {off, off, ext, size}, op, loc, w.error);
   }
 }
 
 void require_le(Recorder &r, const SymbolicScalar &a, const SymbolicScalar &b,
                 const std::string &message, const std::vector<SymbolicScalar> &args, const char *op,
-                const SrcLoc &loc) {
+                const SrcLoc &loc, ir::CheckError err) {
   if (!provably_le(r, a, b))
-    require(r, a <= b, message, args, op, loc);
+    require(r, a <= b, message, args, op, loc, err);
+}
+
+void require_index(Recorder &r, const SymbolicScalar &i, const SymbolicScalar &n,
+                   const std::string &message, const std::vector<SymbolicScalar> &args,
+                   const char *op, const SrcLoc &loc, ir::CheckError err) {
+  const Range ri = range_of(r, i.expr()), rn = range_of(r, n.expr());
+  SymbolicScalar lo_ok = provably_le(r, 0, i) ? SymbolicScalar(1) : i >= 0;
+  SymbolicScalar hi_ok = ri.hi && rn.lo && *ri.hi < *rn.lo ? SymbolicScalar(1) : i < n;
+  require(r, both(lo_ok, hi_ok), message, args, op, loc, err);
+}
+
+std::string value_phrase(const ir::Program &p, const ir::Value &v) {
+  switch (v.kind) {
+  case ir::ValueKind::Param:
+    return "'" + v.name + "'";
+  case ir::ValueKind::View:
+    return "the view " + str(v.shape) + " of " + value_phrase(p, p.value(v.base));
+  case ir::ValueKind::ShmemData:
+    return "the shmem data " + str(v.shape);
+  case ir::ValueKind::Local:
+  case ir::ValueKind::Token:
+    break;
+  }
+  return "the local tensor " + str(v.shape);
 }
 
 const std::vector<SymbolicScalar> &window_extent(const ir::Value &v) {

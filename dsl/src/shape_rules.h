@@ -16,6 +16,15 @@
 //   PyPTO's rule for tails (a static tile may run past the end when its valid_shape does not,
 //   reference §3.3); unlike PyPTO, a window without a valid_shape that leaves its parent is an
 //   error rather than silently clipped by the inferred valid shape.
+// - Shmem windows (distributed.h) follow the same window rule with DistributedError: a
+//   shmem_view's whole shape must fit in the window it views (the data, or the view it was made
+//   from), a put's src shape in the view it writes, and every op that takes a view checks that
+//   the view lies in the data (views are plain structs: a hand-edited one is caught there).
+//   PE numbers (dst_pe, src_pe, target_pe) must lie in [0, n_pes) of the group, by require_index.
+//
+// Messages name the dim that fails and print exact values (a window's end is never wrapped,
+// ir::format_check's `{+}`); a parent is named as the user knows it (value_phrase), not by an
+// internal value name.
 #pragma once
 
 #include "pto/ir/recorder.h"
@@ -33,24 +42,36 @@ using SrcLoc = std::source_location;
 void check_valid_shape(ir::Recorder &r, const std::vector<SymbolicScalar> &valid,
                        const std::vector<SymbolicScalar> &shape, const char *op, const SrcLoc &loc);
 
-/// A window to check: `offsets` into a parent named `parent` (of shape `parent_shape`) that it
-/// must fit in `parent_extent` of, touching `extent` per dim (at most `bound`, the window's
-/// shape). `hint` adds how to give a tail window (views without a valid_shape).
+/// A window to check: `offsets` into a parent (of shape `parent_shape`) that it must fit in
+/// `parent_extent` of, touching `extent` per dim (at most `bound`, the window's shape).
+/// `parent` names the parent in messages (value_phrase). `hint` adds how to give a tail window
+/// (views without a valid_shape). `error`: the class of the error (ShapeError for tensors,
+/// DistributedError for shmem windows).
 struct Window {
   std::vector<SymbolicScalar> offsets, extent, bound, parent_extent, parent_shape;
   std::string parent;
   bool hint = false;
+  ir::CheckError error = ir::CheckError::Shape;
 };
-/// The window rule: ShapeError now for a dim that is known to break it; a Check op for the dims
+/// The window rule: the error now for a dim that is known to break it; a Check op for the dims
 /// known only at run time. Ranks must already agree.
 void check_window(ir::Recorder &r, const Window &w, const char *op, const SrcLoc &loc);
 
 /// Requires a <= b of every kernel call, as the rules above do: nothing when it is provable
-/// now, ShapeError(`loc`, `op`, message) now when both are concrete and it fails, else a Check
+/// now, the error `err` names (`loc`, `op`, message) now when it is known to fail, else a Check
 /// op. `message` is an ir::format_check message, its `{}` filled with `args`.
 void require_le(ir::Recorder &r, const SymbolicScalar &a, const SymbolicScalar &b,
                 const std::string &message, const std::vector<SymbolicScalar> &args, const char *op,
-                const SrcLoc &loc);
+                const SrcLoc &loc, ir::CheckError err = ir::CheckError::Shape);
+
+/// Requires 0 <= i < n of every kernel call (an index, a PE number), as require_le.
+void require_index(ir::Recorder &r, const SymbolicScalar &i, const SymbolicScalar &n,
+                   const std::string &message, const std::vector<SymbolicScalar> &args,
+                   const char *op, const SrcLoc &loc, ir::CheckError err);
+
+/// How messages name `v`: a kernel parameter by its name in quotes ('arg1'), else by what it is
+/// ("the view [8, 8] of 'arg1'", "the local tensor [4, 8]", "the shmem data [4, 8]").
+std::string value_phrase(const ir::Program &p, const ir::Value &v);
 
 /// The extent a window into `v` that declares a valid extent must fit in: a view's
 /// Value::extent, else its shape.

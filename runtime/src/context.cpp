@@ -220,6 +220,8 @@ int32_t pto_rt_fail_msg(pto_ctx *ctx, int32_t error_class, int32_t site, const c
       return fail<pto::ShapeError>(ctx, site, "", detail);
     case PTO_ERROR_ARGUMENT:
       return fail<pto::ArgumentError>(ctx, site, "", detail);
+    case PTO_ERROR_DISTRIBUTED:
+      return fail<pto::DistributedError>(ctx, site, "", detail);
     default:
       return fail<pto::InternalError>(ctx, site, "", detail);
     }

@@ -119,7 +119,7 @@ TEST_CASE("abi_decls: LLVM function types are the C declarations' (abi.h)") {
   CHECK(str(rt_type(c, RtFn::WaitUntil)) == "i32 (ptr, i32, i64, i32, i32, i32, i64, i32)");
   CHECK(str(rt_type(c, RtFn::KernelEnter)) == "i32 (ptr, ptr, i32, ptr, ptr, ptr, ptr, ptr)");
   CHECK(str(rt_type(c, RtFn::Fail)) == "i32 (ptr, i32, i32, i64, i64)");
-  CHECK(str(rt_type(c, RtFn::CheckFail)) == "i32 (ptr, i32, ptr, ptr, i64)");
+  CHECK(str(rt_type(c, RtFn::CheckFail)) == "i32 (ptr, i32, i32, ptr, ptr, i64)");
   CHECK(str(rt_type(c, RtFn::Alloc)) == "ptr (ptr, i64, i32)");
   CHECK(str(rt_type(c, RtFn::TraceNow)) == "i64 (ptr)");
   CHECK(str(rt_type(c, RtFn::TraceOp)) == "void (ptr, i32, i32, i64)");

@@ -279,7 +279,8 @@ TEST_CASE("shmem_put: dst_pe out of range and offsets out of bounds are Distribu
     pto::set_vec_tile_shapes(2, 8);
     dist::shmem_put(x, {3, 0}, s, 0);
   };
-  CHECK_THROWS_WITH_AS(run1(offs, t(kF32, {2, 8})), Contains("offsets out of bounds"),
+  CHECK_THROWS_WITH_AS(run1(offs, t(kF32, {2, 8})),
+                       Contains("window [3, 5) of dim 0 exceeds the size 4 of the shmem data"),
                        pto::DistributedError);
 }
 

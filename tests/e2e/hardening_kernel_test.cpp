@@ -534,14 +534,15 @@ TEST_CASE("hardening kernel: an unknown PTO_RUN_MODE is an ArgumentError listing
 TEST_CASE("hardening kernel: an unknown PTO_DUMP stage is an ArgumentError listing the stages") {
   for (auto mode : support::run_modes()) {
     CAPTURE(std::string(support::mode_name(mode)));
-    EnvVar dump("PTO_DUMP", "ir,tiles");
+    EnvVar dump("PTO_DUMP", "ir,tile");
     auto k = add_kernel("dump_env", support::opts(mode));
     auto x = ramp({4, 8});
     pto::HostTensor y(pto::DT_FP32, {4, 8});
     const int line = __LINE__ + 1;
     std::string msg = thrown<pto::ArgumentError>([&] { k(x, y, 1.0); });
-    CHECK(msg == at(line) + ": PTO_DUMP: unknown stage 'tiles' (tracing kernel 'dump_env'); "
-                            "expected a comma-separated list of: ir, llvm, asm");
+    CHECK(msg == at(line) + ": PTO_DUMP: unknown stage 'tile' (tracing kernel 'dump_env'); "
+                            "expected a comma-separated list of: ir, tiles, plan, llvm, asm, "
+                            "or all");
   }
 }
 
@@ -581,6 +582,54 @@ TEST_CASE("hardening kernel: dump files stay in PTO_DUMP_DIR, one set per specia
   CHECK(by_spec.size() == 2);
   for (const auto &[stem, exts] : by_spec)
     CHECK(exts == std::set<std::string>{"ir", "ll"});
+}
+
+TEST_CASE("hardening kernel: PTO_DUMP=all writes every stage; both executors dump one plan") {
+  TempDir tmp;
+  std::map<pto::RunMode, std::map<std::string, std::string>> files; // mode -> ext -> text
+  for (auto mode : support::run_modes()) {
+    CAPTURE(std::string(support::mode_name(mode)));
+    const fs::path dir = tmp.path() / support::mode_name(mode);
+    EnvVar dump("PTO_DUMP", "all");
+    EnvVar dump_dir("PTO_DUMP_DIR", dir.c_str());
+    auto k = add_kernel("dump_all", support::opts(mode));
+    auto x = ramp({4, 8});
+    pto::HostTensor y(pto::DT_FP32, {4, 8});
+    k(x, y, 1.0);
+    CHECK(is_x_plus(x, y, 1.0));
+    for (const auto &f : fs::directory_iterator(dir)) {
+      const std::string file = f.path().filename().string();
+      const std::string stem = "dump_all.";
+      REQUIRE(file.rfind(stem, 0) == 0);
+      std::ifstream in(f.path());
+      std::stringstream text;
+      text << in.rdbuf();
+      files[mode][file.substr(stem.size() + 9)] = text.str(); // after "<8 hex digits>."
+    }
+    std::set<std::string> exts;
+    for (const auto &[ext, text] : files[mode])
+      exts.insert(ext);
+    // The pipeline writes ir, tiles and plan for both executors; only the JIT has LLVM stages.
+    if (mode == pto::RunMode::Jit)
+      CHECK(exts == std::set<std::string>{"ir", "tiles", "plan", "ll", "s"});
+    else
+      CHECK(exts == std::set<std::string>{"ir", "tiles", "plan"});
+    CHECK(files[mode]["ir"].rfind("kernel dump_all\n", 0) == 0);
+    CHECK(files[mode]["tiles"].rfind("tiles of kernel dump_all\n", 0) == 0);
+    CHECK(files[mode]["plan"] == "fusion plan of kernel dump_all\n"
+                                 "region kernel:\n"
+                                 "  group 0 (ops 0-1)\n"
+                                 "group 0: space [4, 8] tile [4, 8], 2 ops in 1 row pass\n"
+                                 "  pass 0:\n"
+                                 "    op 0 %t2 = add(%arg0, scalar 1)\n"
+                                 "    op 1 assemble(%t2) -> %t3 (%arg1 @[0, 0])\n"
+                                 "  scratch: none\n"
+                                 "  stores: none\n"
+                                 "storage: none\n");
+  }
+  if (files.size() == 2)
+    for (const char *ext : {"ir", "tiles", "plan"})
+      CHECK(files[pto::RunMode::Jit][ext] == files[pto::RunMode::Interpret][ext]);
 }
 
 TEST_CASE("hardening kernel: an unwritable PTO_DUMP_DIR warns once and the kernels run") {

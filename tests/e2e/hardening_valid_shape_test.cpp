@@ -410,7 +410,7 @@ TEST_CASE("view windows: outside the tensor is the same ShapeError whether the o
        {4, 8},
        7,
        5,
-       "window [2, 6) of dim 0 exceeds the valid size 5 of 't3'",
+       "window [2, 6) of dim 0 exceeds the valid size 5 of the view [8, 8] of 'arg1'",
        want_rows_from(2)},
   };
   for (const auto &c : cases)

@@ -664,7 +664,8 @@ TEST_CASE("shmem_store: the put rules (dtypes, sources, PEs, windows)") {
       pto::set_vec_tile_shapes(2, 8);
       dist::shmem_store(x, {3, 0}, dist::create_shmem_tensor("world", 1, pto::DT_FP32, {4, 8}), 0);
     };
-    CHECK_THROWS_WITH_AS(run1(mode, outside, f32), Contains("offsets out of bounds"),
+    CHECK_THROWS_WITH_AS(run1(mode, outside, f32),
+                         Contains("shmem_put: window [3, 5) of dim 0 exceeds the size 4"),
                          pto::DistributedError);
     auto too_big = [](pto::Tensor x) {
       pto::set_vec_tile_shapes(2, 8);
@@ -729,7 +730,8 @@ TEST_CASE("run-time values out of range fail the call with a DistributedError in
         },
         support::opts(mode));
     CHECK_THROWS_WITH_AS(world.run([&](int pe) { get(xs[size_t(pe)]); }),
-                         Contains("out of bounds"), pto::DistributedError);
+                         Contains("shmem_view: window [8, 12) of dim 1 exceeds the size 8"),
+                         pto::DistributedError);
     // shmem_signal_all over a window that is not tile-aligned at run time (row 1, tile 2).
     auto sig = pto::jit(
         "signal_align",
@@ -762,6 +764,7 @@ TEST_CASE("shmem_clear_data of a window that leaves its dim at run time is a Dis
         },
         support::opts(mode));
     CHECK_THROWS_WITH_AS(world.run([&](int pe) { clear(xs[size_t(pe)]); }),
-                         Contains("out of bounds"), pto::DistributedError);
+                         Contains("shmem_view: window [6, 10) of dim 1 exceeds the size 8"),
+                         pto::DistributedError);
   }
 }

@@ -153,6 +153,7 @@ struct Check {
   bool rt = false;     ///< decided only at run time
   bool either = false; ///< not ok, but the rules leave it open: an error or the values
   std::string type, op, reason;
+  bool alloc = false; ///< either: a huge but legal size an executor may fail to allocate
 };
 
 class Gen : support::Rng {
@@ -243,6 +244,11 @@ private:
              const std::string &reason, bool either = false) {
     checks_.push_back(Check{ok, rt, either && !ok, type, op, reason});
   }
+  /// A size the rules allow that may still be too large to allocate (`ok`: it is not).
+  void check_size(bool ok, const std::string &reason) {
+    check(ok, false, "", "", reason, /*either=*/true);
+    checks_.back().alloc = true;
+  }
   void check_tile(const Shape &t, bool applies = true) {
     bool ok = true;
     for (int64_t e : t)
@@ -309,6 +315,13 @@ void Gen::resolve(bool any_rt) {
           c_.error_types.end())
         c_.error_types.push_back(k->type);
     c_.error_op = rt.size() == 1 ? rt[0]->op : "";
+    // A huge size the rules leave open may be refused before the run-time checks run.
+    for (const Check &k : checks_)
+      if (k.either && k.alloc) {
+        c_.open_alloc = true;
+        c_.error_types.clear();
+        c_.error_op.clear();
+      }
     return;
   }
   for (const Check &k : checks_)
@@ -529,42 +542,54 @@ void Gen::window() {
        (valid ? ", valid " + list_str(*valid) : "") + ")" + (bad_at ? " with idx.at({8})" : ""));
   line(std::string("r = ") + (op == 0 ? "clone(v)" : op == 1 ? "v + 1" : "v * 2"));
   line("assemble(r, " + list_str({a0, a1}) + ", y)");
-  // The rules, in trace order.
+  // The rules, in trace order: ops.h (the common rules, view, assemble) and the window rule of
+  // dsl/src/shape_rules.h. A rule is decided at trace time when every value it reads is concrete
+  // (DYNAMIC dims, run-time offsets and valid sizes are not), else by the call. An offset
+  // x.shape(d) - 0 is x.shape(d) itself, so the room x.shape(d) - offset is 0, a constant.
+  auto room_rt = [&](const Scal &o) { return o.dim >= 0 && o.minus == 0 ? false : o.rt() || dyn; };
   check_tile(tl);
   check(!bad_at, false, "ShapeError", "", "at-index-outside");
   check(h > 0 && w > 0, false, "ShapeError", "view", "view-size");
-  const bool view_rt = o0.rt() || o1.rt() || dyn;
-  // A negative offset is known at trace time whatever the dims; the upper end needs them.
-  check(o0.v >= 0, o0.rt(), "ShapeError", "view", "view-outside");
-  check(o1.v >= 0, o1.rt(), "ShapeError", "view", "view-outside");
-  check(o0.v < 0 || fits(o0.v, h, R), o0.rt() || dyn, "ShapeError", "view", "view-outside");
-  check(o1.v < 0 || fits(o1.v, w, C), o1.rt() || dyn, "ShapeError", "view", "view-outside");
-  int64_t vh = h, vw = w;
-  if (valid) {
-    const Scal &v0 = (*valid)[0], &v1 = (*valid)[1];
-    check(fits(0, v0.v, h), v0.rt(), "ShapeError", "view", "valid-bad");
-    check(fits(0, v1.v, w), v1.rt(), "ShapeError", "view", "valid-bad");
-    vh = v0.v;
-    vw = v1.v;
+  const Shape vshape = {h, w}, xshape = {R, C}, yshape = {R2, C2};
+  const Scal os[2] = {o0, o1}, as[2] = {a0, a1};
+  if (valid)
+    for (size_t d = 0; d < 2; ++d) // each entry in [0, shape[d]]
+      check(fits(0, (*valid)[d].v, vshape[d]), (*valid)[d].rt(), "ShapeError", "view", "valid-bad");
+  // The view declares its valid_shape when given, else its whole shape; it must lie in x.
+  i128 ext[2] = {h, w};
+  for (size_t d = 0; d < 2; ++d) {
+    const Scal &o = os[d];
+    const bool ext_rt = valid && (*valid)[d].rt();
+    if (valid)
+      ext[d] = (*valid)[d].v;
+    check(o.v >= 0, o.rt(), "ShapeError", "view", "view-outside");
+    // Past a negative offset only the lower rule fails (it is checked first).
+    check(o.v < 0 || ext[d] == 0 || i128{o.v} + ext[d] <= xshape[d], room_rt(o) || ext_rt,
+          "ShapeError", "view", "view-outside");
   }
-  const bool asm_rt = a0.rt() || a1.rt() || (valid && ((*valid)[0].rt() || (*valid)[1].rt()));
-  const bool full_fits = fits(a0.v, h, R2) && fits(a1.v, w, C2);
-  const bool valid_fits = fits(a0.v, vh, R2) && fits(a1.v, vw, C2);
+  // The op on v: a result of [h, w] must need at most 2^62 bytes (ops.h, sizes).
+  const char *op_name = op == 0 ? "clone" : op == 1 ? "add" : "mul";
+  check(bytes_of(vshape, dt) <= pto::kMaxExtent, false, "ShapeError", op_name, "result-huge");
+  check_size(bytes_of(vshape, dt) <= kBigBytes, "result-large");
   check(!bad_dt, false, "DTypeError", "assemble", "dtype-mismatch");
-  if (full_fits)
-    check(true, asm_rt, "", "", "");
-  else if (valid_fits)
-    check(false, asm_rt, "ShapeError", "assemble", "assemble-valid-fits", /*either=*/true);
-  else // decided at trace time when a concrete offset alone puts the window outside
-    check(false,
-          !((!a0.rt() && !fits(a0.v, h, R2)) || (!a1.rt() && !fits(a1.v, w, C2))) &&
-              (a0.rt() || a1.rt() || asm_rt),
-          "ShapeError", "assemble", "assemble-outside");
-  resolve(view_rt || asm_rt);
-  if (c_.expect != Expect::Throw && vh >= 0 && vw >= 0) {
+  // assemble writes r's valid region: the view's valid_shape, else the view's inferred valid
+  // shape min(max(x.shape - offset, 0), shape) (run-time when x is DYNAMIC or the offset is).
+  bool any_rt = false;
+  for (size_t d = 0; d < 2; ++d) {
+    const Scal &a = as[d], &o = os[d];
+    bool ext_rt = valid ? (*valid)[d].rt() : room_rt(o);
+    if (!valid)
+      ext[d] = std::min<i128>(std::max<i128>(i128{xshape[d]} - o.v, 0), vshape[d]);
+    check(a.v >= 0, a.rt(), "ShapeError", "assemble", "assemble-outside");
+    check(a.v < 0 || ext[d] == 0 || i128{a.v} + ext[d] <= yshape[d], a.rt() || ext_rt, "ShapeError",
+          "assemble", "assemble-outside");
+    any_rt = any_rt || a.rt() || o.rt() || ext_rt;
+  }
+  resolve(any_rt || dyn);
+  if (c_.expect != Expect::Throw) {
     Val &y = c_.want[0][1];
-    for (int64_t i = 0; i < vh; ++i)
-      for (int64_t j = 0; j < vw; ++j) {
+    for (int64_t i = 0; i < ext[0]; ++i)
+      for (int64_t j = 0; j < ext[1]; ++j) {
         int64_t v = vget(x, (o0.v + i) * C + o1.v + j);
         vset(y, (a0.v + i) * C2 + a1.v + j, op == 0 ? v : op == 1 ? v + 1 : v * 2);
       }
@@ -654,7 +679,7 @@ void Gen::valid() {
   const i128 b = bytes_of(s, dt);
   check(s[0] > 0 && s[1] > 0, false, "ShapeError", op, "shape-nonpositive");
   check(b <= kMax, false, "ShapeError", op, "shape-overflow");
-  check(b <= kBigBytes, false, "", "", "shape-huge", /*either=*/true);
+  check_size(b <= kBigBytes, "shape-huge");
   resolve(false);
   c_.body = [=](const std::vector<pto::Tensor> &t) {
     pto::set_vec_tile_shapes(tl);
@@ -711,7 +736,7 @@ void Gen::shape_ops() {
   check(b >= 0 && b <= kMax, false, "ShapeError", op, "shape-overflow");
   line("assemble(view(t, " + shape_str({R, C}) + ", {0, 0}), {0, 0}, y)");
   check(out[0] >= R && out[1] >= C, false, "ShapeError", "view", "view-outside");
-  check(b <= kBigBytes, false, "", "", "shape-huge", /*either=*/true);
+  check_size(b <= kBigBytes, "shape-huge");
   resolve(false);
   if (c_.expect != Expect::Throw)
     for (int64_t i = 0; i < R; ++i)
@@ -894,28 +919,53 @@ void Gen::shmem() {
        (bad_pe ? dst_bad.str() : "(me + 1) % n") + ")");
   line(std::string("signal(buf, dst, 1, dst); wait_until(buf, me, ") + (deadlock ? "2" : "1") +
        ", clear); assemble(shmem_get(win, me), {0, 0}, y)");
+  // The rules, in trace order (distributed.h; the window rule of dsl/src/shape_rules.h with
+  // DistributedError; run-time values are checked by the op that takes them).
   check_tile(tl);
   check(group == "world", false, "DistributedError", "create_shmem_tensor", "group-bad");
   check(nn == n, false, "DistributedError", "create_shmem_tensor", "n-pes-bad");
   check(!bad_dt, false, "DTypeError", "create_shmem_tensor", "dtype-bad");
+  // Dims > 0, at most 2^62 bytes, and with its signals within the 2^40-byte symmetric heap
+  // (kMaxSymmetricHeapBytes; data and signal arrays each rounded up to 512 bytes, the signals
+  // n PEs x the most tiles a signal or wait on it uses x 32 bytes: pto/ir/program.h).
   const i128 bytes = bytes_of(bs, dt);
-  check(bs[0] > 0 && bs[1] > 0 && bytes <= kMax, false, "ShapeError", "create_shmem_tensor",
+  auto heap_fits = [&](i128 tiles) {
+    auto up = [](i128 b) { return (b + 511) / 512 * 512; };
+    return up(bytes) + up(i128{n} * 32 * tiles) <= i128{pto::kMaxSymmetricHeapBytes};
+  };
+  check(bs[0] > 0 && bs[1] > 0 && heap_fits(1), false, "ShapeError", "create_shmem_tensor",
         "shape-bad");
-  check(bytes * n <= kBigBytes, false, "", "", "shape-huge", /*either=*/true);
+  check_size(bytes * n <= kBigBytes, "shape-huge");
+  const Scal os[2] = {o0, o1}, ps[2] = {p0, p1};
+  const Shape wshape = {h, w}, xshape = {R, C};
   if (use_view) {
     check(h > 0 && w > 0, false, "ShapeError", "shmem_view", "view-size");
-    check(fits(o0.v, h, bs[0]), o0.rt(), "ShapeError", "shmem_view", "view-outside");
-    check(fits(o1.v, w, bs[1]), o1.rt(), "ShapeError", "shmem_view", "view-outside");
+    // The whole view (a valid_shape does not narrow it) must lie in the data.
+    for (size_t d = 0; d < 2; ++d) {
+      const Scal &o = os[d];
+      check(o.v >= 0, o.rt(), "DistributedError", "shmem_view", "view-outside");
+      check(o.v < 0 || i128{o.v} + wshape[d] <= bs[d], o.rt(), "DistributedError", "shmem_view",
+            "view-outside");
+    }
     if (valid) {
       check(fits(0, vh, h), (*valid)[0].rt(), "ShapeError", "shmem_view", "valid-bad");
       check(fits(0, vw, w), (*valid)[1].rt(), "ShapeError", "shmem_view", "valid-bad");
     }
   }
   check(!bad_put_dt, false, "DTypeError", "shmem_put", "dtype-mismatch");
-  check(fits(p0.v, R, h), p0.rt(), "DistributedError", "shmem_put", "put-outside");
-  check(fits(p1.v, C, w), p1.rt(), "DistributedError", "shmem_put", "put-outside");
+  // dst_pe, then x's whole shape at the put's offsets in the window (the view, or the data).
   if (bad_pe)
     check(false, dst_bad.rt(), "DistributedError", "shmem_put", "dst-pe-bad");
+  for (size_t d = 0; d < 2; ++d) {
+    const Scal &q = ps[d];
+    check(q.v >= 0, q.rt(), "DistributedError", "shmem_put", "put-outside");
+    check(q.v < 0 || i128{q.v} + xshape[d] <= wshape[d], q.rt(), "DistributedError", "shmem_put",
+          "put-outside");
+  }
+  // The signal on the whole buffer: one slot per vec tile of it, within the heap too.
+  if (bs[0] > 0 && bs[1] > 0 && tl[0] > 0 && tl[1] > 0)
+    check(heap_fits(((i128{bs[0]} + tl[0] - 1) / tl[0]) * ((i128{bs[1]} + tl[1] - 1) / tl[1])),
+          false, "ShapeError", "shmem_signal", "signal-heap");
   check(y_ok, false, "", "", "window-large", /*either=*/true);
   // The wait that cannot complete: a DeadlockError, unless an earlier rule already fails.
   bool all_ok = true;
@@ -928,14 +978,6 @@ void Gen::shmem() {
   resolve(any_rt);
   if (std::max(tl[0], tl[1]) > (int64_t{1} << 31)) // signal slots are counted per vec tile
     c_.feature += "-hugetile";
-  // Accept both classes for windows: the header says DistributedError for puts, ShapeError for
-  // views; a run-time window check may use either.
-  if (c_.expect == Expect::Throw &&
-      (c_.feature.rfind("view-outside", 0) == 0 || c_.feature.rfind("put-outside", 0) == 0 ||
-       c_.feature.rfind("valid-bad", 0) == 0 || c_.feature.rfind("shape-bad", 0) == 0))
-    for (const char *t : {"ShapeError", "DistributedError"})
-      if (std::find(c_.error_types.begin(), c_.error_types.end(), t) == c_.error_types.end())
-        c_.error_types.push_back(t);
   if (c_.expect != Expect::Throw && y_ok)
     for (int p = 0; p < n; ++p) {
       const Val &src = xs[static_cast<size_t>((p + n - 1) % n)];
@@ -1181,7 +1223,7 @@ void Gen::host() {
     check(b <= kMax, false, "ShapeError", "HostTensor", "shape-overflow");
     // Allocations past 2^40 bytes are refused by the host (and must be, as an error).
     check(b < (i128{1} << 40), false, "Error", "HostTensor", "huge");
-    check(b <= kBigBytes, false, "", "", "large", /*either=*/true);
+    check_size(b <= kBigBytes, "large");
     resolve(false);
     if (c_.expect != Expect::Throw) { // never allocate a large tensor for real
       c_.expect = Expect::ValuesOrThrow;

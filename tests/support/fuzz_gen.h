@@ -52,6 +52,10 @@ struct Case {
   std::vector<std::vector<prop::Val>> want; ///< [pe][param]: final contents (Values cases)
   std::vector<std::string> error_types;     ///< Throw: accepted classes ("ShapeError"); {}: any
   std::string error_op;                     ///< Throw: the op that must report it; "": any
+  /// Throw: the case also holds a huge but legal size (an open rule) that an executor may try
+  /// to allocate, and refuse, before the run-time check that fails (the JIT allocates locals at
+  /// kernel entry): any typed error is accepted, and so is the refused allocation.
+  bool open_alloc = false;
 
   /// The failure-class key prefix of this case: "kind/feature".
   std::string klass() const { return kind + "/" + feature; }

@@ -4,6 +4,16 @@
 //
 // Runtime terms are OpenSHMEM's: a PE is one processing element; a group's shmem tensors live in
 // its symmetric heap, at the same offset on every PE.
+//
+// Checks (as the common rules of ops.h): windows follow ops.h's window rule per dim
+// (0 <= offset, offset + extent <= the size of the window they lie in) and PE numbers must lie in
+// [0, n_pes) of the group. What is concrete is checked at trace time; what is known only at run
+// time (loop indices, PE numbers, tensor elements) by the kernel call, at the op that takes the
+// value and before it touches memory (a check reading a tensor element where it was traced, the
+// others before any op of their loop body or kernel). Either way it is the same
+// DistributedError at the user's line naming that op, in the JIT and the interpreter, e.g.
+// `shmem_put: window [3, 5) of dim 1 exceeds the size 4 of the shmem view [2, 4]` or
+// `shmem_put: dst_pe 2 is out of range [0, 2) for group 'world'`.
 #pragma once
 
 #include "pto/tensor.h"
@@ -53,11 +63,15 @@ ShmemTensor create_shmem_signal(const std::string &group, int n_pes,
 struct ShmemViewOptions {
   std::optional<std::vector<SymbolicScalar>> valid_shape = {};
 };
-/// A sub-window of the data (signals are viewed alike), as PyPTO `shmem_view`. Rank must match
-/// (ShapeError); the window must fit in the data (DistributedError at trace time when concrete;
-/// the shmem ops check it per call). A valid_shape follows the valid-shape rule of ops.h: one
-/// entry per dim, each in [0, shape[d]] (ShapeError, by the call when symbolic), so a get never
-/// copies past its window. A signal-only object cannot be viewed.
+/// A sub-window of the data (signals are viewed alike), as PyPTO `shmem_view`; `offsets` are
+/// relative to `src`'s window. Rank must match and dims be > 0 (ShapeError). The whole window
+/// `shape` at `offsets` must lie in `src`'s window: the data, or the view `src` is
+/// (DistributedError by the checks above, reported by shmem_view; a valid_shape does not narrow
+/// it, since clears and signals use the whole view). A valid_shape follows the valid-shape rule
+/// of ops.h: one entry per dim, each in [0, shape[d]] (ShapeError, by the call when symbolic), so
+/// a get never copies past its window. A signal-only object cannot be viewed. Every op below
+/// that takes a view also requires it to lie in the data (a view whose public fields were edited
+/// by hand is reported there).
 ShmemTensor shmem_view(const ShmemTensor &src, const std::vector<int64_t> &shape,
                        const std::vector<SymbolicScalar> &offsets, ShmemViewOptions opts = {},
                        SrcLoc loc = SrcLoc::current());
@@ -72,10 +86,10 @@ struct PutOptions {
 };
 /// Copies the valid region of local `src` into `dst`'s data on PE `dst_pe`, at `offsets` within
 /// `dst`'s window, as PyPTO `shmem_put`. SET overwrites; ADD accumulates atomically and loses no
-/// update (fp16/bf16 src may ADD into fp32 data). src rank 2-4; dst dtype must equal src's
-/// except that ADD allows fp16/bf16 -> fp32 (DTypeError). A concrete dst_pe outside
-/// [0, n_pes) or a window outside dst is a DistributedError at trace time; run-time values are
-/// checked per tile by the call. Returns a token of src's shape.
+/// update (fp16/bf16 src may ADD into fp32 data). src rank 2-4 with static dims; dst dtype must
+/// equal src's except that ADD allows fp16/bf16 -> fp32 (DTypeError). DistributedError (the
+/// checks above) when dst_pe is outside [0, n_pes), or src's whole shape at `offsets` leaves
+/// dst's window (the view, not just the data). Returns a token of src's shape.
 Tensor shmem_put(const Tensor &src, const std::vector<SymbolicScalar> &offsets,
                  const ShmemTensor &dst, const SymbolicScalar &dst_pe, PutOptions opts = {},
                  SrcLoc loc = SrcLoc::current());
@@ -85,7 +99,8 @@ struct GetOptions {
   DataType dtype = DT_BOTTOM; ///< convert to this dtype (DT_BOTTOM: keep the data's)
 };
 /// Copies `src`'s window on PE `src_pe` into a new local tensor of the window's shape (valid
-/// shape carried over), as PyPTO `shmem_get`. The vec tile rank must equal the data rank. The
+/// shape carried over), as PyPTO `shmem_get`. src_pe outside [0, n_pes) is a DistributedError
+/// (the checks above). The vec tile rank must equal the data rank. The
 /// valid shape follows the valid-shape rule of ops.h here too, and every shmem op takes a
 /// ShapeError for view fields edited by hand into another rank or a dim < 1.
 Tensor shmem_get(const ShmemTensor &src, const SymbolicScalar &src_pe, GetOptions opts = {},
@@ -103,8 +118,9 @@ struct SignalOptions {
 /// (row `src_pe`, tile) in the signal memory of PE `target_pe`, as PyPTO `shmem_signal` and the
 /// slot model of reference §6.3. `src_pe` names a slot row, not the sender: by convention the
 /// sender passes the receiver's PE as both src_pe and target_pe, and the receiver waits with
-/// src_pe = my_symbolic_pe (see docs/distributed.md). The matching wait must use the same window and tile. Release
-/// ordering: puts issued earlier by this PE are visible before the signal is.
+/// src_pe = my_symbolic_pe (see docs/distributed.md). The matching wait must use the same window
+/// and tile. Release ordering: puts issued earlier by this PE are visible before the signal is.
+/// src_pe and target_pe outside [0, n_pes) are DistributedErrors (the checks above).
 Tensor shmem_signal(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t signal,
                     const SymbolicScalar &target_pe, SignalOptions opts = {},
                     SrcLoc loc = SrcLoc::current());

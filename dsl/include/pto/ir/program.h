@@ -178,10 +178,11 @@ enum class OpKind : uint8_t {
   BesselI0e,    ///< exp(-|x|) I0(x), elementwise; inputs (x); outputs (y); no attributes
   BesselI1e,    ///< exp(-|x|) I1(x), elementwise; inputs (x); outputs (y); no attributes
   // Run-time requirements.
-  Check, ///< fails the call with ShapeError `message` (its `{}` replaced by `args`, evaluated)
-         ///< unless `holds` is non-zero; traced by the shape rules (shape_rules.h) for the parts
-         ///< of a valid shape or a window known only at run time. Named `label` (the user's op)
-         ///< in messages. No inputs or outputs.
+  Check, ///< fails the call with the error `check_error` names (ShapeError by default) and
+         ///< `message` (its `{}` replaced by `args`, evaluated; format_check) unless `holds` is
+         ///< non-zero; traced by the shape rules (shape_rules.h) for the parts of a valid shape,
+         ///< a window or a PE number known only at run time. Named `label` (the user's op) in
+         ///< messages. No inputs or outputs.
   // Structured control flow.
   Paths, ///< PyPTO path enumeration (pto::cond): a loop body's only op; the guards (disjoint
          ///< conjunctions of cond outcomes) are evaluated at body entry, before any path runs,
@@ -202,6 +203,10 @@ struct OpInfo {
 };
 /// The per-kind facts table.
 const OpInfo &op_info(OpKind k);
+
+/// The pto::Error subclass a failing Check op raises: ShapeError for the valid-shape and
+/// window rules of tensors, DistributedError for shmem windows and PE numbers (distributed.h).
+enum class CheckError : uint8_t { Shape, Distributed };
 
 /// The tile shape captured from set_vec_tile_shapes when the op was created.
 struct TileShape {
@@ -267,6 +272,7 @@ struct Op {
   SymbolicScalar holds;         ///< the requirement: non-zero when it is met
   std::string message;          ///< the error detail; format_check fills its `{}` with `args`
   std::vector<SymbolicScalar> args;
+  CheckError check_error = CheckError::Shape; ///< the error class of a failing check
   // Loop.
   int loop_id = -1;            ///< SymKind::LoopIndex id of the index symbol
   SymbolicScalar start, stop, step;
@@ -349,8 +355,10 @@ std::optional<int64_t> group_heap_bytes(const Program &p, int group);
 /// kind's name (op_info).
 const char *site_name(const Op &op);
 
-/// A Check op's message with each `{}` replaced by the next of `args` (`{{` and `}}` stand for
-/// `{` and `}`; missing args print as `?`). The trace-time error and the run-time one of a
+/// A Check op's message with each `{}` replaced by the next of `args` and each `{+}` by the sum
+/// of the next two, computed exactly (in 128 bits, so the end of a window near INT64_MAX never
+/// prints wrapped; `a + b` when either is not a decimal integer). `{{` and `}}` stand for `{`
+/// and `}`; missing args print as `?`. The trace-time error and the run-time one of a
 /// requirement are both made by this function, so they read the same.
 std::string format_check(const std::string &message, const std::vector<std::string> &args);
 /// `text` with `{` and `}` doubled, for user-given names inside a Check message.

@@ -49,6 +49,7 @@ public:
   static Recorder *current_or_null();
 
   Program &program() { return prog_; }
+  const Program &program() const { return prog_; }
   /// Adds a value (its id and region are set here) and returns its id.
   ValueId add_value(Value v);
   Tensor tensor(ValueId id) const { return Tensor(&prog_, id); }

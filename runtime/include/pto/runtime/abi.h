@@ -143,10 +143,11 @@ int32_t pto_rt_fail(pto_ctx *ctx, int32_t kind, int32_t site, int64_t a, int64_t
 
 /// Error classes of pto_rt_fail_msg.
 enum pto_error_class {
-  PTO_ERROR_RUNTIME = 0,  ///< pto::RuntimeError
-  PTO_ERROR_SHAPE = 1,    ///< pto::ShapeError
-  PTO_ERROR_ARGUMENT = 2, ///< pto::ArgumentError
-  PTO_ERROR_INTERNAL = 3, ///< pto::InternalError
+  PTO_ERROR_RUNTIME = 0,     ///< pto::RuntimeError
+  PTO_ERROR_SHAPE = 1,       ///< pto::ShapeError
+  PTO_ERROR_ARGUMENT = 2,    ///< pto::ArgumentError
+  PTO_ERROR_INTERNAL = 3,    ///< pto::InternalError
+  PTO_ERROR_DISTRIBUTED = 4, ///< pto::DistributedError
 };
 /// Records a run-time error with a free-form detail message (library ops, xops.h), prefixed
 /// with the site's "file:line: op". Always returns PTO_ERR.
