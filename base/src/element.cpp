@@ -49,10 +49,14 @@ int64_t load_i(const uint8_t *p, DataType dt) {
 
 double round_scalar(double v, DataType dt) {
   switch (dt) {
-  case DT_FP16: return to_double(from_double<F16>(v));
-  case DT_BF16: return to_double(from_double<BF16>(v));
-  case DT_FP32: return static_cast<float>(v);
-  default: return v;
+  case DT_FP16:
+    return to_double(from_double<F16>(v));
+  case DT_BF16:
+    return to_double(from_double<BF16>(v));
+  case DT_FP32:
+    return static_cast<float>(v);
+  default:
+    return v;
   }
 }
 

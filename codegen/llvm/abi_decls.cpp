@@ -3,20 +3,19 @@
 // against the C++ structs at compile time.
 #include "llvm/abi_decls.h"
 
-#include "rtlib/run_check.h"
-#include "rtlib/xops.h"
-
 #include "pto/error.h"
 #include "pto/runtime/abi.h"
+
+#include "rtlib/run_check.h"
+#include "rtlib/xops.h"
 
 #include <llvm/IR/DataLayout.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/raw_ostream.h>
 
-#include <fmt/format.h>
-
 #include <array>
 #include <cstddef>
+#include <fmt/format.h>
 #include <type_traits>
 
 namespace pto::codegen {
@@ -43,8 +42,7 @@ template <class T> llvm::Type *llvm_type(llvm::LLVMContext &c) {
 }
 
 /// The LLVM function type of a C function.
-template <class R, class... A>
-llvm::FunctionType *fn_type(llvm::LLVMContext &c, R (*)(A...)) {
+template <class R, class... A> llvm::FunctionType *fn_type(llvm::LLVMContext &c, R (*)(A...)) {
   return llvm::FunctionType::get(llvm_type<R>(c), {llvm_type<A>(c)...}, false);
 }
 
@@ -55,7 +53,8 @@ struct Entry {
 };
 
 #define PTO_RT_ROW(e, sym)                                                                         \
-  Entry{#sym, reinterpret_cast<void *>(&sym), [](llvm::LLVMContext &c) { return fn_type(c, &sym); }},
+  Entry{#sym, reinterpret_cast<void *>(&sym),                                                      \
+        [](llvm::LLVMContext &c) { return fn_type(c, &sym); }},
 const Entry kEntries[] = {PTO_RT_ENTRY_POINTS(PTO_RT_ROW)};
 #undef PTO_RT_ROW
 
@@ -130,8 +129,8 @@ void check_layout(const llvm::DataLayout &dl, llvm::StructType *t, size_t size,
                           fields[i].name, sl->getElementOffset(static_cast<unsigned>(i)),
                           fields[i].offset));
   if (sl->getSizeInBytes() != size)
-    abi_bug(fmt::format("{} is {} bytes in the LLVM type but {} in C++", name,
-                        sl->getSizeInBytes(), size));
+    abi_bug(fmt::format("{} is {} bytes in the LLVM type but {} in C++", name, sl->getSizeInBytes(),
+                        size));
 }
 
 } // namespace
@@ -170,8 +169,8 @@ llvm::CallInst *call_rt(llvm::IRBuilderBase &b, RtFn fn, llvm::ArrayRef<llvm::Va
                         t->getNumParams(), args.size()));
   for (unsigned i = 0; i < args.size(); ++i)
     if (args[i]->getType() != t->getParamType(i))
-      abi_bug(fmt::format("argument {} of {} is {}, but its C declaration takes {}", i,
-                          rt_name(fn), str(args[i]->getType()), str(t->getParamType(i))));
+      abi_bug(fmt::format("argument {} of {} is {}, but its C declaration takes {}", i, rt_name(fn),
+                          str(args[i]->getType()), str(t->getParamType(i))));
   return b.CreateCall(f, args);
 }
 

@@ -65,11 +65,13 @@ llvm::FunctionType *kernel_type(llvm::LLVMContext &c);
 // Field indices of the structs generated code fills, in the C++ declaration order and named as
 // the C++ fields (so a GEP reads `XCallField::site`). The lists are checked at compile time to
 // cover each struct exactly (abi_decls.cpp).
+// clang-format off
 #define PTO_BLOCK_FIELDS(X) X(extent) X(src_stride) X(dst_stride)
 #define PTO_XTENSOR_FIELDS(X) X(base) X(dtype) X(rank) X(shape) X(valid) X(strides)
 #define PTO_XCALL_FIELDS(X)                                                                        \
   X(ctx) X(site) X(kind) X(n_inputs) X(n_tensors) X(tensors) X(axis) X(keepdim) X(n_ints) X(ints)  \
   X(n_reals) X(reals) X(has_scalar) X(scalar_i)
+// clang-format on
 
 #define PTO_FIELD_ENUMERATOR(f) f,
 /// pto_block (abi.h).
@@ -91,8 +93,7 @@ template <class Field> constexpr unsigned field_index(Field f) { return static_c
 
 /// Address of field `f` of the struct `type` at `base`.
 template <class Field>
-llvm::Value *field_ptr(llvm::IRBuilderBase &b, llvm::StructType *type, llvm::Value *base,
-                       Field f) {
+llvm::Value *field_ptr(llvm::IRBuilderBase &b, llvm::StructType *type, llvm::Value *base, Field f) {
   return b.CreateStructGEP(type, base, field_index(f));
 }
 

@@ -3,9 +3,8 @@
 
 #include "pto/error.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
+#include <fmt/format.h>
 
 // The table: every SLEEF function the lowering may call, as (name, accuracy suffix). A macro,
 // because each row must also name SLEEF's symbols at every level by token pasting: that is what
@@ -39,10 +38,14 @@ namespace {
 /// SLEEF's suffix for the level (its "extension" names).
 const char *sleef_variant(Isa isa) {
   switch (isa) {
-  case Isa::Sse2: return "sse2";
-  case Isa::Sse4: return "sse4";
-  case Isa::Avx2: return "avx2";
-  case Isa::Avx512: return "avx512f";
+  case Isa::Sse2:
+    return "sse2";
+  case Isa::Sse4:
+    return "sse4";
+  case Isa::Avx2:
+    return "avx2";
+  case Isa::Avx512:
+    return "avx512f";
   }
   throw InternalError("<codegen>", "vector_math", "not an Isa (a ptojit bug)");
 }

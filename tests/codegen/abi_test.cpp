@@ -4,15 +4,14 @@
 // and a call that does not match its declaration is refused. Expected signatures are spelled out
 // by hand from pto/runtime/abi.h; symbol addresses come from the dynamic linker (dlsym) or the
 // C++ declarations, not from the tables under test.
+#include "pto/error.h"
+#include "pto/runtime/abi.h"
+
 #include "llvm/abi_decls.h"
 #include "llvm/host_target.h"
 #include "llvm/jit_engine.h"
 #include "llvm/vector_math.h"
-
 #include "rtlib/xops.h"
-
-#include "pto/error.h"
-#include "pto/runtime/abi.h"
 
 #include <doctest/doctest.h>
 #include <llvm/IR/DataLayout.h>
@@ -21,7 +20,6 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <dlfcn.h>
-
 #include <set>
 #include <string>
 
@@ -38,10 +36,14 @@ std::string str(const llvm::Type *t) {
 
 const char *isa_name(Isa isa) {
   switch (isa) {
-  case Isa::Sse2: return "sse2";
-  case Isa::Sse4: return "sse4";
-  case Isa::Avx2: return "avx2";
-  case Isa::Avx512: return "avx512";
+  case Isa::Sse2:
+    return "sse2";
+  case Isa::Sse4:
+    return "sse4";
+  case Isa::Avx2:
+    return "avx2";
+  case Isa::Avx512:
+    return "avx512";
   }
   return "?";
 }
@@ -68,11 +70,12 @@ TEST_CASE("vector_math: SLEEF names follow SLEEF's scheme at each level") {
   CHECK(sleef_lanes(Isa::Avx2, false) == 8);
   CHECK(sleef_lanes(Isa::Avx512, true) == 8);
   // A function or accuracy outside the table is a ptojit bug, not a name to emit.
-  CHECK(internal_error([] { sleef_name("exp", "u35", false, Isa::Avx2); })
-            .find("SLEEF function 'exp' at accuracy 'u35' is not in sleef_functions()") !=
+  CHECK(internal_error([] {
+          sleef_name("exp", "u35", false, Isa::Avx2);
+        }).find("SLEEF function 'exp' at accuracy 'u35' is not in sleef_functions()") !=
         std::string::npos);
-  CHECK(internal_error([] { sleef_name("gamma", "u10", false, Isa::Avx2); })
-            .find("'gamma'") != std::string::npos);
+  CHECK(internal_error([] { sleef_name("gamma", "u10", false, Isa::Avx2); }).find("'gamma'") !=
+        std::string::npos);
 }
 
 TEST_CASE("vector_math: every SLEEF name the lowering can emit resolves in the JIT, every level") {
@@ -114,7 +117,8 @@ TEST_CASE("abi_decls: every runtime entry point resolves in the JIT to its C fun
 
 TEST_CASE("abi_decls: LLVM function types are the C declarations' (abi.h)") {
   llvm::LLVMContext c;
-  CHECK(str(rt_type(c, RtFn::Put)) == "i32 (ptr, i32, i32, i32, ptr, i32, i64, i64, i32, ptr, i32)");
+  CHECK(str(rt_type(c, RtFn::Put)) ==
+        "i32 (ptr, i32, i32, i32, ptr, i32, i64, i64, i32, ptr, i32)");
   CHECK(str(rt_type(c, RtFn::Get)) == "i32 (ptr, i32, i32, i64, i64, i32, ptr, i32, ptr, i32)");
   CHECK(str(rt_type(c, RtFn::WaitUntil)) == "i32 (ptr, i32, i64, i32, i32, i32, i64, i32)");
   CHECK(str(rt_type(c, RtFn::KernelEnter)) == "i32 (ptr, ptr, i32, ptr, ptr, ptr, ptr, ptr)");
@@ -135,9 +139,9 @@ TEST_CASE("abi_decls: call_rt refuses arguments that differ from the C declarati
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(c, "entry", f));
   llvm::Value *ctx = f->getArg(0);
   // A matching call is emitted against the one declaration.
-  llvm::CallInst *ok = call_rt(b, RtFn::Fail,
-                               {ctx, b.getInt32(PTO_FAIL_INDEX), b.getInt32(0), b.getInt64(7),
-                                b.getInt64(4)});
+  llvm::CallInst *ok =
+      call_rt(b, RtFn::Fail,
+              {ctx, b.getInt32(PTO_FAIL_INDEX), b.getInt32(0), b.getInt64(7), b.getInt64(4)});
   CHECK(ok->getCalledFunction() == m.getFunction("pto_rt_fail"));
   CHECK(str(ok->getFunctionType()) == "i32 (ptr, i32, i32, i64, i64)");
   // An i32 where the runtime reads an i64 would read garbage: refused, naming the argument.
@@ -145,8 +149,9 @@ TEST_CASE("abi_decls: call_rt refuses arguments that differ from the C declarati
           call_rt(b, RtFn::Fail, {ctx, b.getInt32(2), b.getInt32(0), b.getInt32(7), b.getInt64(4)});
         }).find("argument 3 of pto_rt_fail is i32, but its C declaration takes i64") !=
         std::string::npos);
-  CHECK(internal_error([&] { call_rt(b, RtFn::Fail, {ctx, b.getInt32(2)}); })
-            .find("pto_rt_fail takes 5 arguments, but the call passes 2") != std::string::npos);
+  CHECK(internal_error([&] {
+          call_rt(b, RtFn::Fail, {ctx, b.getInt32(2)});
+        }).find("pto_rt_fail takes 5 arguments, but the call passes 2") != std::string::npos);
   // A module that declared the symbol with another type cannot get a second declaration.
   llvm::Module other("other", c);
   llvm::Function::Create(llvm::FunctionType::get(b.getInt32Ty(), {b.getPtrTy()}, false),
@@ -172,7 +177,8 @@ TEST_CASE("abi_decls: struct types place every field where C++ does") {
   CHECK(xc->getElementOffset(static_cast<unsigned>(XCallField::reals)) == offsetof(XCall, reals));
   CHECK(xc->getSizeInBytes() == sizeof(XCall));
   // Under a layout with 4-byte pointers XTensor's fields move: the check names the first one.
-  CHECK(internal_error([] { check_abi_layouts(llvm::DataLayout("e-p:32:32")); })
-            .find("XTensor::dtype is at byte 4 in the LLVM type but at byte 8 in C++") !=
+  CHECK(internal_error([] {
+          check_abi_layouts(llvm::DataLayout("e-p:32:32"));
+        }).find("XTensor::dtype is at byte 4 in the LLVM type but at byte 8 in C++") !=
         std::string::npos);
 }

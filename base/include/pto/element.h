@@ -117,17 +117,38 @@ template <class S, class D> inline D convert(S s) {
 /// double, Bool8). Returns false, without calling `f`, when `dt` is not is_supported().
 template <class F> inline bool with_element_type(DataType dt, F &&f) {
   switch (dt) {
-  case DT_INT8: f(int8_t{}); return true;
-  case DT_INT16: f(int16_t{}); return true;
-  case DT_INT32: f(int32_t{}); return true;
-  case DT_INT64: f(int64_t{}); return true;
-  case DT_FP16: f(F16{}); return true;
-  case DT_FP32: f(float{}); return true;
-  case DT_BF16: f(BF16{}); return true;
-  case DT_UINT8: f(uint8_t{}); return true;
-  case DT_BOOL: f(Bool8{}); return true;
-  case DT_DOUBLE: f(double{}); return true;
-  default: return false; // the unsupported formats (int4, fp8, ...) and out-of-enum ordinals
+  case DT_INT8:
+    f(int8_t{});
+    return true;
+  case DT_INT16:
+    f(int16_t{});
+    return true;
+  case DT_INT32:
+    f(int32_t{});
+    return true;
+  case DT_INT64:
+    f(int64_t{});
+    return true;
+  case DT_FP16:
+    f(F16{});
+    return true;
+  case DT_FP32:
+    f(float{});
+    return true;
+  case DT_BF16:
+    f(BF16{});
+    return true;
+  case DT_UINT8:
+    f(uint8_t{});
+    return true;
+  case DT_BOOL:
+    f(Bool8{});
+    return true;
+  case DT_DOUBLE:
+    f(double{});
+    return true;
+  default:
+    return false; // the unsupported formats (int4, fp8, ...) and out-of-enum ordinals
   }
 }
 
