@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# test.sh - The README's second command (and CI's): install what is missing, build with
-# warnings as errors, run every CTest test (label quick, then slow), the runtime tests under
-# ThreadSanitizer, the suites built with ASan + UBSan, the error and bounds tests with guard
-# pages and under valgrind memcheck, then every sample's --check. Prints each stage's wall time
-# as it ends and, at exit (also when a stage fails), a table of every stage and the total: the
-# whole run must stay under 60 minutes on 2 cores.
+# test.sh - The README's second command (and CI's): install what is missing, check the format
+# (clang-format 19) and the tree's habits (scripts/check_tree.sh), build with warnings as
+# errors, run every CTest test (label quick, then slow), the runtime tests under ThreadSanitizer,
+# the suites built with ASan + UBSan, the error and bounds tests with guard pages and under
+# valgrind memcheck, then every sample's --check. Prints each stage's wall time as it ends and,
+# at exit (also when a stage fails), a table of every stage and the total: the whole run must
+# stay under 60 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -56,6 +57,8 @@ samples() {
 }
 
 stage bootstrap scripts/bootstrap.sh
+stage format scripts/format.sh --check
+stage tree scripts/check_tree.sh
 stage build scripts/build.sh -DPTO_WERROR=ON
 # The two labels partition the tests (tests/CMakeLists.txt): every case runs exactly once.
 stage ctest-quick ctest --test-dir build --output-on-failure -LE slow

@@ -37,6 +37,7 @@ constexpr std::string_view kShmemTypes = "int8-int64, fp16, bf16, fp32, fp64";
 
 // Test files.
 constexpr std::string_view kElemT = "tests/codegen/elementwise_test.cpp";
+constexpr std::string_view kSignT = "tests/codegen/sign_edges_test.cpp";
 constexpr std::string_view kOpsT = "tests/codegen/ops_test.cpp";
 constexpr std::string_view kUlpT = "tests/codegen/ulp_sweep_test.cpp";
 constexpr std::string_view kReduceT = "tests/codegen/reduce_ops_test.cpp";
@@ -225,7 +226,9 @@ std::vector<OpRow> make_rows() {
       {"pto::atan2", kOpsH, K::Elementwise, "atan2", "Atan2", kFloats, tested_in(kElemT, kUlpT),
        kNone, ""},
       {"pto::copysign", kOpsH, K::Elementwise, "copysign", "ops.copysign", kFloats,
-       tested_in(kElemT, kUlpT), kNone, "|a| with b's sign bit, NaN too"},
+       tested_in(kElemT, kSignT, kUlpT), kNone, "|a| with b's sign bit, NaN too"},
+      {"pto::heaviside", kOpsH, K::Elementwise, "", "ops.heaviside", kNumeric, tested_in(kSignT),
+       kNone, "NumPy's: a NaN a gives NaN (PyTorch: 0); exact"},
       {"pto::fmod", kOpsH, K::Elementwise, "fmod", "Mod, ops.fmod", kNumeric,
        tested_in(kElemT, kUlpT), kNone,
        "ints too (PyPTO: floats only); an int zero divisor fails the call. Floats: exact (SLEEF's "

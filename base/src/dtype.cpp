@@ -44,6 +44,32 @@ const DTypeFacts *facts(DataType dt) {
   return (i >= 0 && i < static_cast<int32_t>(kFacts.size())) ? &kFacts[static_cast<size_t>(i)]
                                                               : nullptr;
 }
+
+/// True for the dtypes PTO_CASE_UNSUPPORTED_DTYPES lists.
+constexpr bool listed_unsupported(DataType dt) {
+  switch (dt) {
+  case DT_INT8:
+  case DT_INT16:
+  case DT_INT32:
+  case DT_INT64:
+  case DT_UINT8:
+  case DT_BOOL:
+  case DT_FP16:
+  case DT_BF16:
+  case DT_FP32:
+  case DT_DOUBLE: return false;
+  PTO_CASE_UNSUPPORTED_DTYPES: return true;
+  }
+  return true;
+}
+constexpr bool unsupported_list_matches() {
+  for (size_t i = 0; i < kFacts.size(); ++i)
+    if (listed_unsupported(static_cast<DataType>(i)) == kFacts[i].supported)
+      return false;
+  return true;
+}
+static_assert(unsupported_list_matches(),
+              "PTO_CASE_UNSUPPORTED_DTYPES (dtype.h) must list exactly the unsupported dtypes");
 } // namespace
 
 std::string name(DataType dt) {

@@ -55,9 +55,17 @@ double round_scalar(double v, DataType dt) {
     return to_double(from_double<BF16>(v));
   case DT_FP32:
     return static_cast<float>(v);
-  default:
+  case DT_DOUBLE:
+  case DT_INT8:
+  case DT_INT16:
+  case DT_INT32:
+  case DT_INT64:
+  case DT_UINT8:
+  case DT_BOOL:
+  PTO_CASE_UNSUPPORTED_DTYPES:
     return v;
   }
+  return v;
 }
 
 double round_int(int64_t v, DataType dt) {

@@ -244,114 +244,44 @@ int32_t Run::exec(const std::vector<Op> &ops) {
   return PTO_OK;
 }
 
+// Families of one kind are routed by family alone; a second kind there must be dispatched here.
+static_assert(ir::kinds_in(ir::OpFamily::Select) == 1 && ir::kinds_in(ir::OpFamily::Create) == 1 &&
+                  ir::kinds_in(ir::OpFamily::Move) == 1 && ir::kinds_in(ir::OpFamily::Matmul) == 1 &&
+                  ir::kinds_in(ir::OpFamily::Check) == 1,
+              "exec_op routes a family of one kind by its family");
+
 int32_t Run::exec_op(const Op &op) {
   switch (ir::op_info(op.kind).family) {
+  case ir::OpFamily::Unary: return unary(op);
+  case ir::OpFamily::Binary: return binary(op);
+  case ir::OpFamily::Select: return select(op);
+  case ir::OpFamily::Reduce: return reduce(op);
+  case ir::OpFamily::Create: return full(op);
+  case ir::OpFamily::Move: return assemble(op);
+  case ir::OpFamily::Matmul: return matmul(op);
   case ir::OpFamily::Standalone: return standalone(op);
   case ir::OpFamily::Library: return library(op);
-  default: break;
+  case ir::OpFamily::Check: return check(op);
+  case ir::OpFamily::Shmem:
+    switch (ir::kind_as<ir::ShmemKind>(op.kind)) {
+    case ir::ShmemKind::ShmemPut: return shmem_put(op);
+    case ir::ShmemKind::ShmemGet: return shmem_get(op);
+    case ir::ShmemKind::ShmemSignal:
+    case ir::ShmemKind::ShmemWaitUntil: return shmem_signal_wait(op);
+    case ir::ShmemKind::ShmemClearData: return shmem_clear(op);
+    case ir::ShmemKind::ShmemClearSignal: return shmem_clear_signal(op);
+    case ir::ShmemKind::Nop: return PTO_OK;
+    }
+    break;
+  case ir::OpFamily::Control:
+    switch (ir::kind_as<ir::ControlKind>(op.kind)) {
+    case ir::ControlKind::Loop: return loop(op);
+    case ir::ControlKind::Paths: return paths(op);
+    }
+    break;
   }
-  switch (op.kind) {
-  case OpKind::Neg:
-  case OpKind::Abs:
-  case OpKind::Exp:
-  case OpKind::Log:
-  case OpKind::Sqrt:
-  case OpKind::Rsqrt:
-  case OpKind::Reciprocal:
-  case OpKind::Exp2:
-  case OpKind::Expm1:
-  case OpKind::Log2:
-  case OpKind::Log10:
-  case OpKind::Log1p:
-  case OpKind::Sin:
-  case OpKind::Cos:
-  case OpKind::Tan:
-  case OpKind::Asin:
-  case OpKind::Acos:
-  case OpKind::Atan:
-  case OpKind::Sinh:
-  case OpKind::Cosh:
-  case OpKind::Tanh:
-  case OpKind::Asinh:
-  case OpKind::Acosh:
-  case OpKind::Atanh:
-  case OpKind::Erf:
-  case OpKind::Erfc:
-  case OpKind::Cbrt:
-  case OpKind::Sigmoid:
-  case OpKind::Softplus:
-  case OpKind::Softsign:
-  case OpKind::Elu:
-  case OpKind::Gelu:
-  case OpKind::GeluTanh:
-  case OpKind::Lrelu:
-  case OpKind::Relu:
-  case OpKind::Relu6:
-  case OpKind::Sign:
-  case OpKind::Signbit:
-  case OpKind::Ceil:
-  case OpKind::Floor:
-  case OpKind::Trunc:
-  case OpKind::Round:
-  case OpKind::IsFinite:
-  case OpKind::IsNan:
-  case OpKind::IsInf:
-  case OpKind::LogicalNot:
-  case OpKind::BitwiseNot:
-  case OpKind::Square:
-  case OpKind::Clone:
-  case OpKind::Cast: return unary(op);
-  case OpKind::Add:
-  case OpKind::Sub:
-  case OpKind::Mul:
-  case OpKind::Div:
-  case OpKind::Maximum:
-  case OpKind::Pow:
-  case OpKind::Hypot:
-  case OpKind::Atan2:
-  case OpKind::Copysign:
-  case OpKind::Gcd:
-  case OpKind::Fmod:
-  case OpKind::Remainder:
-  case OpKind::FloorDiv:
-  case OpKind::LogicalAnd:
-  case OpKind::LogicalOr:
-  case OpKind::LogicalXor:
-  case OpKind::BitwiseAnd:
-  case OpKind::BitwiseOr:
-  case OpKind::BitwiseXor:
-  case OpKind::ShiftLeft:
-  case OpKind::ShiftRight:
-  case OpKind::Eq:
-  case OpKind::Ne:
-  case OpKind::Lt:
-  case OpKind::Le:
-  case OpKind::Gt:
-  case OpKind::Ge:
-  case OpKind::Minimum: return binary(op);
-  case OpKind::Where: return select(op);
-  case OpKind::Sum:
-  case OpKind::Amax:
-  case OpKind::Amin:
-  case OpKind::Prod: return reduce(op);
-  case OpKind::Full: return full(op);
-  case OpKind::Assemble: return assemble(op);
-  case OpKind::Matmul: return matmul(op);
-  case OpKind::ShmemPut: return shmem_put(op);
-  case OpKind::ShmemGet: return shmem_get(op);
-  case OpKind::ShmemSignal:
-  case OpKind::ShmemWaitUntil: return shmem_signal_wait(op);
-  case OpKind::ShmemClearData: return shmem_clear(op);
-  case OpKind::ShmemClearSignal: return shmem_clear_signal(op);
-  case OpKind::Nop: return PTO_OK;
-  case OpKind::Check: return check(op);
-  case OpKind::Loop: return loop(op);
-  case OpKind::Paths: return paths(op);
-  default:
-    throw InternalError(op.where, ir::op_info(op.kind).name,
-                        "the interpreter has no case for this op (a ptojit bug)");
-  }
-  return PTO_OK;
+  throw InternalError(op.where, ir::op_info(op.kind).name,
+                      "the interpreter has no case for this op (a ptojit bug)");
 }
 
 /// Library ops (xops.h): the same routine as generated code, on the operands' windows.

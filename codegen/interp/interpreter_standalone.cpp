@@ -1,7 +1,7 @@
 // interpreter_standalone.cpp - The reference interpreter's standalone ops (ir::OpFamily::
 // Standalone: argmax/argmin, cumsum/cumprod, arange, uniform/normal, reshape, expand, permute,
 // concat, tile, pad, tril/triu): plain loops over the output's valid region with the semantics
-// documented in program.h, shape_ops.h and reduce_ops.h. Movement ops copy element bytes; a
+// documented in op_kinds.def, shape_ops.h and reduce_ops.h. Movement ops copy element bytes; a
 // source element outside its input's valid region reads as 0.
 #include "pto/error.h"
 
@@ -14,6 +14,7 @@ namespace pto::codegen::interp {
 
 using ir::Op;
 using ir::OpKind;
+using S = ir::StandaloneKind;
 
 namespace {
 
@@ -109,9 +110,9 @@ int32_t Run::standalone(const Op &op) {
     else
       std::memset(dst, 0, es);
   };
-  switch (op.kind) {
-  case OpKind::Argmax:
-  case OpKind::Argmin: {
+  switch (ir::kind_as<S>(op.kind)) {
+  case S::Argmax:
+  case S::Argmin: {
     const Ref &x = xs[0];
     const size_t axis = static_cast<size_t>(op.axis), xr = x.shape.size();
     const int64_t n = xv[0][axis];
@@ -156,8 +157,8 @@ int32_t Run::standalone(const Op &op) {
     });
     return PTO_OK;
   }
-  case OpKind::Cumsum:
-  case OpKind::Cumprod: {
+  case S::Cumsum:
+  case S::Cumprod: {
     const Ref &x = xs[0];
     const size_t axis = static_cast<size_t>(op.axis);
     const bool sum = op.kind == OpKind::Cumsum;
@@ -193,7 +194,7 @@ int32_t Run::standalone(const Op &op) {
     });
     return PTO_OK;
   }
-  case OpKind::Arange: {
+  case S::Arange: {
     int64_t start = 0, step = 0;
     if (int32_t st = eval(op.start, start))
       return st;
@@ -207,15 +208,15 @@ int32_t Run::standalone(const Op &op) {
     }
     return PTO_OK;
   }
-  case OpKind::Uniform:
-  case OpKind::Normal: {
+  case S::Uniform:
+  case S::Normal: {
     const auto ys = row_major(y.shape);
     for_each_index(yv, [&](const std::vector<int64_t> &o) {
       store_f(y.at(o), y.dt, random_at(op, dot(o, ys)));
     });
     return PTO_OK;
   }
-  case OpKind::Reshape: {
+  case S::Reshape: {
     const auto ys = row_major(y.shape), xst = row_major(xs[0].shape);
     const size_t xr = xs[0].shape.size();
     std::vector<int64_t> i(xr);
@@ -227,9 +228,9 @@ int32_t Run::standalone(const Op &op) {
     });
     return PTO_OK;
   }
-  case OpKind::Expand:
-  case OpKind::Tile:
-  case OpKind::Permute: {
+  case S::Expand:
+  case S::Tile:
+  case S::Permute: {
     const size_t xr = xs[0].shape.size(), off = yr - xr;
     std::vector<int64_t> i(xr);
     for_each_index(yv, [&](const std::vector<int64_t> &o) {
@@ -245,7 +246,7 @@ int32_t Run::standalone(const Op &op) {
     });
     return PTO_OK;
   }
-  case OpKind::Concat: {
+  case S::Concat: {
     const size_t axis = static_cast<size_t>(op.axis);
     int64_t start = 0;
     for (size_t k = 0; k < xs.size(); ++k) {
@@ -258,7 +259,7 @@ int32_t Run::standalone(const Op &op) {
     }
     return PTO_OK;
   }
-  case OpKind::Pad: {
+  case S::Pad: {
     uint8_t pattern[8] = {};
     const ir::Scalar &s = *op.scalar;
     if (s.is_int)
@@ -273,8 +274,8 @@ int32_t Run::standalone(const Op &op) {
     });
     return PTO_OK;
   }
-  case OpKind::Tril:
-  case OpKind::Triu: {
+  case S::Tril:
+  case S::Triu: {
     int64_t diag = 0;
     if (int32_t st = eval(op.diagonal, diag))
       return st;
@@ -288,8 +289,6 @@ int32_t Run::standalone(const Op &op) {
     });
     return PTO_OK;
   }
-  default:
-    break;
   }
   throw InternalError(op.where, ir::op_info(op.kind).name,
                       "no interpreter rule for this standalone op (a ptojit bug)");

@@ -28,9 +28,13 @@ llvm::Type *storage_type(llvm::IRBuilderBase &B, DataType dt) {
     return B.getInt32Ty();
   case DT_INT64:
     return B.getInt64Ty();
-  default:
-    return B.getInt8Ty(); // int8, uint8, bool (the others never reach the lowering)
+  case DT_INT8:
+  case DT_UINT8:
+  case DT_BOOL:
+  PTO_CASE_UNSUPPORTED_DTYPES: // never reach the lowering
+    break;
   }
+  return B.getInt8Ty();
 }
 
 llvm::Type *compute_type(llvm::IRBuilderBase &B, DataType dt) {
@@ -39,9 +43,17 @@ llvm::Type *compute_type(llvm::IRBuilderBase &B, DataType dt) {
   case DT_BF16:
   case DT_FP32:
     return B.getFloatTy();
-  default:
-    return storage_type(B, dt);
+  case DT_INT8:
+  case DT_INT16:
+  case DT_INT32:
+  case DT_INT64:
+  case DT_UINT8:
+  case DT_BOOL:
+  case DT_DOUBLE:
+  PTO_CASE_UNSUPPORTED_DTYPES:
+    break;
   }
+  return storage_type(B, dt);
 }
 
 LV *widen(llvm::IRBuilderBase &B, LV *raw, DataType dt) {

@@ -142,29 +142,41 @@ void KernelBuilder::for_loop(LV *start, LV *end, LV *step, const std::function<v
 
 void KernelBuilder::if_then(LV *cond, const std::function<void()> &then,
                             const llvm::Twine &then_name, const llvm::Twine &end_name) {
-  auto *yes = block(then_name);
-  auto *done = block(end_name);
-  B.CreateCondBr(cond, yes, done);
-  B.SetInsertPoint(yes);
-  then();
-  B.CreateBr(done);
-  B.SetInsertPoint(done);
+  branch(cond, then, nullptr, then_name, nullptr, end_name);
 }
 
 void KernelBuilder::if_else(LV *cond, const std::function<void()> &then,
                             const std::function<void()> &otherwise, const llvm::Twine &then_name,
                             const llvm::Twine &else_name, const llvm::Twine &join_name) {
+  branch(cond, then, &otherwise, then_name, &else_name, join_name);
+}
+
+void KernelBuilder::branch(LV *cond, const std::function<void()> &then,
+                           const std::function<void()> *otherwise, const llvm::Twine &then_name,
+                           const llvm::Twine *else_name, const llvm::Twine &join_name) {
   auto *t = block(then_name);
-  auto *f = block(else_name);
+  auto *f = otherwise ? block(*else_name) : nullptr;
   auto *j = block(join_name);
-  B.CreateCondBr(cond, t, f);
+  B.CreateCondBr(cond, t, f ? f : j);
   B.SetInsertPoint(t);
   then();
   B.CreateBr(j);
-  B.SetInsertPoint(f);
-  otherwise();
-  B.CreateBr(j);
+  if (f) {
+    B.SetInsertPoint(f);
+    (*otherwise)();
+    B.CreateBr(j);
+  }
   B.SetInsertPoint(j);
+}
+
+LV *KernelBuilder::join_phi(llvm::BasicBlock *join, LV *a, llvm::BasicBlock *from, LV *b) {
+  auto *end = B.GetInsertBlock();
+  B.CreateBr(join);
+  B.SetInsertPoint(join);
+  auto *phi = B.CreatePHI(a->getType(), 2);
+  phi->addIncoming(a, from);
+  phi->addIncoming(b, end);
+  return phi;
 }
 
 void KernelBuilder::ret_if_error(LV *status) {

@@ -115,6 +115,10 @@ public:
   void if_else(llvm::Value *cond, const std::function<void()> &then,
                const std::function<void()> &otherwise, const llvm::Twine &then_name,
                const llvm::Twine &else_name, const llvm::Twine &join_name);
+  /// Ends the current block with a branch to `join` and returns, at the start of `join`, the phi
+  /// of `a` (from block `from`) and `b` (from the block just ended).
+  llvm::Value *join_phi(llvm::BasicBlock *join, llvm::Value *a, llvm::BasicBlock *from,
+                        llvm::Value *b);
   /// Returns `status` (i32) from the kernel when it is non-zero.
   void ret_if_error(llvm::Value *status);
   /// Calls pto_rt_fail(kind, current site, a, b) and returns its status when `ok` is false.
@@ -149,6 +153,10 @@ private:
     llvm::Value *start = nullptr, *stop = nullptr, *step = nullptr; ///< as evaluated at entry
   };
 
+  /// if_then (otherwise null) and if_else.
+  void branch(llvm::Value *cond, const std::function<void()> &then,
+              const std::function<void()> *otherwise, const llvm::Twine &then_name,
+              const llvm::Twine *else_name, const llvm::Twine &join_name);
   // lower_symbolic.cpp
   llvm::Value *symbol_value(const SymExpr &e, const std::vector<llvm::Value *> &idx);
   llvm::Value *sym_op(SymOp op, const std::vector<llvm::Value *> &a);

@@ -28,11 +28,4 @@ llvm::Value *lower_unary(KernelBuilder &kb, const ir::Op &op, llvm::Value *x, Da
 llvm::Value *lower_binary(KernelBuilder &kb, const ir::Op &op, llvm::Value *a, llvm::Value *b,
                           DataType dt, llvm::Value *mask);
 
-/// The catalogue unary ops lower_unary does not handle itself (Exp2 .. BitwiseNot).
-llvm::Value *lower_unary_ext(KernelBuilder &kb, const ir::Op &op, llvm::Value *x, DataType in_dt);
-
-/// The catalogue binary ops lower_binary does not handle itself (compares, logic, Pow .. Gcd).
-llvm::Value *lower_binary_ext(KernelBuilder &kb, const ir::Op &op, llvm::Value *a, llvm::Value *b,
-                              DataType dt, llvm::Value *mask);
-
 } // namespace pto::codegen

@@ -365,7 +365,13 @@ LV *GroupLowering::eval_op(const Op &op, RowCtx &rc, LV *c, int pass, LV *mask,
   case OpFamily::Reduce:
     v = in(0);
     break; // a reduction over one column is the identity
-  default:
+  case OpFamily::Move:
+  case OpFamily::Shmem:
+  case OpFamily::Control:
+  case OpFamily::Matmul:
+  case OpFamily::Standalone:
+  case OpFamily::Library:
+  case OpFamily::Check:
     throw InternalError(op.where, ir::op_info(op.kind).name, "cannot evaluate in a fused group");
   }
   return round_to(B, v, out_dt);

@@ -31,7 +31,6 @@ namespace pto::codegen {
 
 using ir::Op;
 using ir::OpFamily;
-using ir::OpKind;
 using ir::ValueId;
 
 namespace {
@@ -150,60 +149,75 @@ private:
     }
   }
 
+  /// A shmem op (lower_shmem.h), not pipelined with its neighbour.
+  void emit_shmem(const Op &op) {
+    using H = ir::ShmemKind;
+    switch (ir::kind_as<H>(op.kind)) {
+    case H::ShmemPut:
+      lower_put(kb_, op);
+      break;
+    case H::ShmemGet:
+      lower_get(kb_, op);
+      break;
+    case H::ShmemSignal:
+    case H::ShmemWaitUntil:
+      lower_signal_wait(kb_, op);
+      break;
+    case H::ShmemClearData:
+      lower_clear(kb_, op);
+      break;
+    case H::ShmemClearSignal:
+      lower_clear_signal(kb_, op);
+      break;
+    case H::Nop:
+      break;
+    }
+  }
+
   /// An op lowered on its own (not fused).
   void emit_op(const Op &op) {
+    static_assert(ir::kinds_in(OpFamily::Check) == 1 && ir::kinds_in(OpFamily::Matmul) == 1,
+                  "emit_op routes a family of one kind by its family");
     // Standalone compute ops (matmul, movement, axis reductions) get a timeline event; the
     // runtime traces shmem calls itself.
     const auto family = ir::op_info(op.kind).family;
     const bool traced =
         family != OpFamily::Shmem && family != OpFamily::Control && family != OpFamily::Check;
     LV *t0 = traced ? kb_.call_rt(RtFn::TraceNow, {kb_.ctx_arg()}) : nullptr;
-    switch (op.kind) {
-    case OpKind::Check:
+    switch (family) {
+    case OpFamily::Check:
       emit_check(op);
       break;
-    case OpKind::Loop:
-      emit_loop(op);
+    case OpFamily::Control:
+      switch (ir::kind_as<ir::ControlKind>(op.kind)) {
+      case ir::ControlKind::Loop:
+        emit_loop(op);
+        break;
+      case ir::ControlKind::Paths:
+        emit_paths(op);
+        break;
+      }
       break;
-    case OpKind::Paths:
-      emit_paths(op);
-      break;
-    case OpKind::Sum:
-    case OpKind::Amax:
-    case OpKind::Amin:
-    case OpKind::Prod:
+    case OpFamily::Reduce:
       lower_reduce_axis(kb_, op);
       break;
-    case OpKind::Matmul:
+    case OpFamily::Matmul:
       lower_matmul(kb_, op);
       break;
-    case OpKind::ShmemPut:
-      lower_put(kb_, op);
+    case OpFamily::Shmem:
+      emit_shmem(op);
       break;
-    case OpKind::ShmemGet:
-      lower_get(kb_, op);
+    case OpFamily::Standalone:
+      lower_standalone(kb_, op);
       break;
-    case OpKind::ShmemSignal:
-    case OpKind::ShmemWaitUntil:
-      lower_signal_wait(kb_, op);
+    case OpFamily::Library:
+      lower_library(kb_, op);
       break;
-    case OpKind::ShmemClearData:
-      lower_clear(kb_, op);
-      break;
-    case OpKind::ShmemClearSignal:
-      lower_clear_signal(kb_, op);
-      break;
-    case OpKind::Nop:
-      break;
-    default:
-      if (ir::op_info(op.kind).family == OpFamily::Standalone) {
-        lower_standalone(kb_, op);
-        break;
-      }
-      if (ir::op_info(op.kind).family == OpFamily::Library) {
-        lower_library(kb_, op);
-        break;
-      }
+    case OpFamily::Unary: // fused (lower_fused.h), even alone
+    case OpFamily::Binary:
+    case OpFamily::Select:
+    case OpFamily::Create:
+    case OpFamily::Move:
       throw InternalError(op.where, ir::op_info(op.kind).name,
                           "op was not fused and has no standalone lowering (a ptojit bug)");
     }

@@ -107,44 +107,43 @@ private:
 };
 
 void StandaloneLowering::run(const Op &op) {
-  switch (op.kind) {
-  case OpKind::Argmax:
-  case OpKind::Argmin:
+  using S = ir::StandaloneKind;
+  switch (ir::kind_as<S>(op.kind)) {
+  case S::Argmax:
+  case S::Argmin:
     arg_reduce(op);
     return;
-  case OpKind::Cumsum:
-  case OpKind::Cumprod:
+  case S::Cumsum:
+  case S::Cumprod:
     scan(op);
     return;
-  case OpKind::Arange:
+  case S::Arange:
     arange(op);
     return;
-  case OpKind::Uniform:
-  case OpKind::Normal:
+  case S::Uniform:
+  case S::Normal:
     random(op);
     return;
-  case OpKind::Concat:
+  case S::Concat:
     concat(op);
     return;
-  case OpKind::Pad:
+  case S::Pad:
     pad(op);
     return;
-  case OpKind::Tril:
-  case OpKind::Triu:
+  case S::Tril:
+  case S::Triu:
     triangle(op);
     return;
-  case OpKind::Reshape:
+  case S::Reshape:
     reshape(op);
     return;
-  case OpKind::Expand:
-  case OpKind::Tile:
+  case S::Expand:
+  case S::Tile:
     broadcast(op);
     return;
-  case OpKind::Permute:
+  case S::Permute:
     permute(op);
     return;
-  default:
-    break;
   }
   throw InternalError(op.where, ir::op_info(op.kind).name,
                       "no standalone lowering for this op (a ptojit bug)");

@@ -155,7 +155,7 @@ LV *KernelBuilder::sym_checked(const SymbolicScalar &s, LV *&over) {
 class SymEmitter {
 public:
   SymEmitter(KernelBuilder &kb, const SymbolicScalar &s)
-      : kb_(kb), B(kb.B), root_(s.expr()), memo_(1) {
+      : kb_(kb), B(kb.builder()), root_(s.expr()), memo_(1) {
     for_each_node(s, [&](const SymExpr &e) {
       bool f = (e.tag == SymExpr::Tag::Symbol && e.sym == SymKind::TensorElement) ||
                (e.tag == SymExpr::Tag::Op && (e.op == SymOp::Div || e.op == SymOp::Mod) &&
@@ -238,12 +238,7 @@ private:
     } else {
       LV *r = nz(pop());
       memo_.pop_back();
-      auto *rhs_end = B.GetInsertBlock();
-      B.CreateBr(f.join);
-      B.SetInsertPoint(f.join);
-      auto *phi = B.CreatePHI(B.getInt1Ty(), 2);
-      phi->addIncoming(B.getInt1(e.op == SymOp::Or), f.from);
-      phi->addIncoming(r, rhs_end);
+      LV *phi = kb_.join_phi(f.join, B.getInt1(e.op == SymOp::Or), f.from, r);
       done(B.CreateZExt(phi, B.getInt64Ty()));
     }
   }
@@ -271,13 +266,7 @@ private:
     } else {
       LV *b = pop();
       memo_.pop_back();
-      auto *no_end = B.GetInsertBlock();
-      B.CreateBr(f.join);
-      B.SetInsertPoint(f.join);
-      auto *phi = B.CreatePHI(B.getInt64Ty(), 2);
-      phi->addIncoming(f.first, f.from);
-      phi->addIncoming(b, no_end);
-      done(phi);
+      done(kb_.join_phi(f.join, f.first, f.from, b));
     }
   }
 

@@ -2,8 +2,10 @@
 #include "llvm/vector_math.h"
 
 #include "pto/error.h"
+#include "pto/ir/program.h"
 
-#include <algorithm>
+#include <iterator>
+#include <string_view>
 #include <fmt/format.h>
 
 // The table: every SLEEF function the lowering may call, as (name, accuracy suffix). A macro,
@@ -49,12 +51,33 @@ const char *sleef_variant(Isa isa) {
   }
   throw InternalError("<codegen>", "vector_math", "not an Isa (a ptojit bug)");
 }
+
+#define PTO_SLEEF_ROW(fn, acc) SleefFunction{#fn, #acc},
+constexpr SleefFunction kSleefFunctions[] = {PTO_SLEEF_FUNCTIONS(PTO_SLEEF_ROW)};
+#undef PTO_SLEEF_ROW
+
+constexpr bool in_table(std::string_view fn, std::string_view acc) {
+  for (const SleefFunction &s : kSleefFunctions)
+    if (fn == s.fn && acc == s.acc)
+      return true;
+  return false;
+}
+
+/// True when every op whose facts name a SLEEF function (op_kinds.def vec_fn, vec_acc) finds
+/// it in the table: a new op's function that the table lacks fails the build, not a kernel.
+constexpr bool op_functions_in_table() {
+  for (const ir::OpInfo &r : ir::kOpInfo)
+    if (r.vec_fn && !in_table(r.vec_fn, r.vec_acc))
+      return false;
+  return true;
+}
+static_assert(op_functions_in_table(),
+              "an op's vec_fn/vec_acc (op_kinds.def) is not in PTO_SLEEF_FUNCTIONS");
 } // namespace
 
 const std::vector<SleefFunction> &sleef_functions() {
-#define PTO_SLEEF_ROW(fn, acc) SleefFunction{#fn, #acc},
-  static const std::vector<SleefFunction> f{PTO_SLEEF_FUNCTIONS(PTO_SLEEF_ROW)};
-#undef PTO_SLEEF_ROW
+  static const std::vector<SleefFunction> f(std::begin(kSleefFunctions),
+                                            std::end(kSleefFunctions));
   return f;
 }
 
@@ -64,9 +87,7 @@ unsigned sleef_lanes(Isa isa, bool dbl) {
 }
 
 std::string sleef_name(const std::string &fn, const std::string &acc, bool dbl, Isa isa) {
-  const auto &all = sleef_functions();
-  if (std::none_of(all.begin(), all.end(),
-                   [&](const SleefFunction &s) { return fn == s.fn && acc == s.acc; }))
+  if (!in_table(fn, acc))
     throw InternalError("<codegen>", "lower_llvm",
                         fmt::format("SLEEF function '{}' at accuracy '{}' is not in "
                                     "sleef_functions() (llvm/vector_math.cpp); a ptojit bug",

@@ -1,7 +1,9 @@
 // vector_math.h - The SLEEF vector functions generated code calls: one table of {function,
 // accuracy}, the vector widths of each x86-64 level, and the one function that names a variant.
 // The lowering calls the names sleef_name() gives (lower_elementwise.cpp sleef_call), and the JIT
-// binds exactly the symbols sleef_symbols() lists, which are the same names at every level.
+// binds exactly the symbols sleef_symbols() lists, which are the same names at every level. An
+// op's SLEEF function in its facts (op_kinds.def vec_fn, vec_acc) must be a row of the table:
+// vector_math.cpp checks that at compile time.
 #pragma once
 
 #include "llvm/host_target.h"

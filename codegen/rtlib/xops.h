@@ -87,9 +87,21 @@ void *x_addr(const XTensor &t, const int64_t *idx);
 /// Linear element offset of index `idx` in `t`'s storage.
 int64_t x_lin(const XTensor &t, const int64_t *idx);
 
-// Per-family routines (xops_index.cpp, xops_sort.cpp, xops_special.cpp); `call.kind` picks the op.
-int32_t xop_index(const XCall &call);
+// One routine per library kind (ir::LibraryKind), which pto_rt_xop picks by `call.kind`; the
+// semantics are the kind's (op_kinds.def) and its DSL function's. xops_index.cpp:
+int32_t xop_gather(const XCall &call);
+int32_t xop_index_select(const XCall &call);
+int32_t xop_scatter(const XCall &call);
+int32_t xop_index_add(const XCall &call);
+int32_t xop_index_put(const XCall &call);
+int32_t xop_one_hot(const XCall &call);
+int32_t xop_segment_reduce(const XCall &call);
+// xops_sort.cpp:
 int32_t xop_sort(const XCall &call);
-int32_t xop_special(const XCall &call);
+int32_t xop_topk(const XCall &call);
+int32_t xop_unique(const XCall &call);
+// xops_special.cpp:
+int32_t xop_bessel_i0e(const XCall &call);
+int32_t xop_bessel_i1e(const XCall &call);
 
 } // namespace pto::codegen

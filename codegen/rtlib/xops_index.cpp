@@ -1,6 +1,6 @@
 // xops_index.cpp - Library routines (xops.h) of the indexing ops of index_ops.h: gather,
 // index_select (and embedding), scatter, index_add, index_put, one_hot and unsorted_segment_*.
-// Attribute layouts are documented at each OpKind in program.h.
+// Attribute layouts are documented at each kind in pto/ir/op_kinds.def.
 //
 // Every routine walks a region that is the intersection of the valid extents of the operands
 // covering it, so it never reads or writes outside a valid window; every index value read from a
@@ -22,7 +22,6 @@ namespace pto::codegen {
 
 namespace {
 
-using ir::OpKind;
 using Idx = std::array<int64_t, kXMaxRank>;
 
 DataType dt_of(const XTensor &t) { return static_cast<DataType>(t.dtype); }
@@ -366,9 +365,12 @@ double extreme(DataType dt, bool lowest) {
     return pick(-3.3895313892515355e38, 3.3895313892515355e38); // 0x7F7F
   case DT_FP32:
     return pick(-std::numeric_limits<float>::max(), std::numeric_limits<float>::max());
-  default:
-    return pick(-std::numeric_limits<double>::max(), std::numeric_limits<double>::max());
+  case DT_DOUBLE:
+  case DT_INT64:
+  case DT_BOOL:
+  PTO_CASE_UNSUPPORTED_DTYPES: break;
   }
+  return pick(-std::numeric_limits<double>::max(), std::numeric_limits<double>::max());
 }
 
 /// The accumulator arithmetic: T = float (fp16, bf16, fp32), double (fp64) or int64 (ints,
@@ -494,34 +496,25 @@ int32_t segment_reduce(const XCall &c) {
   case DT_BF16:
   case DT_FP32:
     return segment_t<float>(c);
-  default:
-    return segment_t<int64_t>(c);
+  case DT_INT8:
+  case DT_INT16:
+  case DT_INT32:
+  case DT_INT64:
+  case DT_UINT8:
+  case DT_BOOL:
+  PTO_CASE_UNSUPPORTED_DTYPES: break;
   }
+  return segment_t<int64_t>(c);
 }
 
 } // namespace
 
-int32_t xop_index(const XCall &call) {
-  switch (static_cast<OpKind>(call.kind)) {
-  case OpKind::Gather:
-    return gather(call);
-  case OpKind::IndexSelect:
-    return index_select(call);
-  case OpKind::Scatter:
-    return scatter(call);
-  case OpKind::IndexAdd:
-    return index_add(call);
-  case OpKind::IndexPut:
-    return index_put(call);
-  case OpKind::OneHot:
-    return one_hot(call);
-  case OpKind::SegmentReduce:
-    return segment_reduce(call);
-  default:
-    break;
-  }
-  throw InternalError("<xop>", ir::op_info(static_cast<OpKind>(call.kind)).name,
-                      "not an indexing op (a ptojit bug)");
-}
+int32_t xop_gather(const XCall &call) { return gather(call); }
+int32_t xop_index_select(const XCall &call) { return index_select(call); }
+int32_t xop_scatter(const XCall &call) { return scatter(call); }
+int32_t xop_index_add(const XCall &call) { return index_add(call); }
+int32_t xop_index_put(const XCall &call) { return index_put(call); }
+int32_t xop_one_hot(const XCall &call) { return one_hot(call); }
+int32_t xop_segment_reduce(const XCall &call) { return segment_reduce(call); }
 
 } // namespace pto::codegen

@@ -230,19 +230,8 @@ int32_t unique_all(const XCall &c) {
 
 } // namespace
 
-int32_t xop_sort(const XCall &call) {
-  switch (static_cast<ir::OpKind>(call.kind)) {
-  case ir::OpKind::Sort:
-    return sort_rows(call);
-  case ir::OpKind::Topk:
-    return topk_rows(call);
-  case ir::OpKind::Unique:
-    return unique_all(call);
-  default:
-    break;
-  }
-  return internal(call, std::string("xop_sort: not a sort op: ") +
-                            ir::op_info(static_cast<ir::OpKind>(call.kind)).name);
-}
+int32_t xop_sort(const XCall &call) { return sort_rows(call); }
+int32_t xop_topk(const XCall &call) { return topk_rows(call); }
+int32_t xop_unique(const XCall &call) { return unique_all(call); }
 
 } // namespace pto::codegen

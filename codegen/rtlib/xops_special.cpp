@@ -94,19 +94,7 @@ int32_t bessel(const XCall &c, int nu) {
 
 } // namespace
 
-int32_t xop_special(const XCall &call) {
-  switch (static_cast<ir::OpKind>(call.kind)) {
-  case ir::OpKind::BesselI0e:
-    return bessel(call, 0);
-  case ir::OpKind::BesselI1e:
-    return bessel(call, 1);
-  default:
-    break;
-  }
-  return pto_rt_fail_msg(call.ctx, PTO_ERROR_INTERNAL, static_cast<int32_t>(call.site),
-                         (std::string("xop_special: not a special function: ") +
-                          ir::op_info(static_cast<ir::OpKind>(call.kind)).name)
-                             .c_str());
-}
+int32_t xop_bessel_i0e(const XCall &call) { return bessel(call, 0); }
+int32_t xop_bessel_i1e(const XCall &call) { return bessel(call, 1); }
 
 } // namespace pto::codegen

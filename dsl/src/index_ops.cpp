@@ -1,5 +1,5 @@
 // index_ops.cpp - Tracing of the indexing ops of index_ops.h: operand checks, result shapes and
-// valid shapes, then one library ir::Op each (attribute layouts in program.h). The routines that
+// valid shapes, then one library ir::Op each (attribute layouts in pto/ir/op_kinds.def). The routines that
 // run them are in codegen/rtlib/xops_index.cpp.
 #include "pto/index_ops.h"
 

@@ -78,8 +78,15 @@ bool dtype_pair_ok(DataType in, DataType out) {
   case DT_BF16: return out == DT_BF16 || out == DT_FP32;
   case DT_FP32: return out == DT_FP32;
   case DT_INT8: return out == DT_INT32;
-  default: return false;
+  case DT_INT16:
+  case DT_INT32:
+  case DT_INT64:
+  case DT_UINT8:
+  case DT_BOOL:
+  case DT_DOUBLE:
+  PTO_CASE_UNSUPPORTED_DTYPES: return false;
   }
+  return false;
 }
 
 } // namespace

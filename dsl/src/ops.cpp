@@ -137,44 +137,17 @@ ir::Scalar resolve_scalar(ir::Scalar s, DataType tensor_dt, const char *op, cons
   return ir::as_element(s, tensor_dt);
 }
 
-/// Which operand dtypes an elementwise op accepts.
-enum class Accepts {
-  Arith,   ///< ints and floats (not DT_BOOL)
-  Float,   ///< floats only
-  Any,     ///< every dtype, DT_BOOL included
-  IntBool, ///< ints and DT_BOOL
-  Int,     ///< ints only
-};
+using ir::Accepts;
 
-Accepts accepts(OpKind k) {
-  switch (k) {
-  case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt: case OpKind::Rsqrt:
-  case OpKind::Reciprocal: case OpKind::Exp2: case OpKind::Expm1: case OpKind::Log2:
-  case OpKind::Log10: case OpKind::Log1p: case OpKind::Sin: case OpKind::Cos: case OpKind::Tan:
-  case OpKind::Asin: case OpKind::Acos: case OpKind::Atan: case OpKind::Sinh: case OpKind::Cosh:
-  case OpKind::Tanh: case OpKind::Asinh: case OpKind::Acosh: case OpKind::Atanh:
-  case OpKind::Erf: case OpKind::Erfc: case OpKind::Cbrt: case OpKind::Sigmoid:
-  case OpKind::Softplus: case OpKind::Softsign: case OpKind::Elu: case OpKind::Gelu:
-  case OpKind::GeluTanh: case OpKind::Lrelu: case OpKind::Hypot:
-  case OpKind::Atan2: case OpKind::Copysign: return Accepts::Float;
-  case OpKind::LogicalNot: case OpKind::Clone: case OpKind::Cast: case OpKind::LogicalAnd:
-  case OpKind::LogicalOr: case OpKind::LogicalXor: case OpKind::Eq: case OpKind::Ne:
-  case OpKind::Lt: case OpKind::Le: case OpKind::Gt: case OpKind::Ge: return Accepts::Any;
-  case OpKind::BitwiseNot: case OpKind::BitwiseAnd: case OpKind::BitwiseOr:
-  case OpKind::BitwiseXor: return Accepts::IntBool;
-  case OpKind::ShiftLeft: case OpKind::ShiftRight: case OpKind::Gcd: return Accepts::Int;
-  default: return Accepts::Arith;
+/// The result dtype of elementwise `kind` on operands of dtype `in` (`to`: Cast's target).
+DataType result_dtype(OpKind kind, DataType in, DataType to, const char *op, const SrcLoc &loc) {
+  switch (ir::op_info(kind).result) {
+  case ir::ResultType::Same: return in;
+  case ir::ResultType::Bool: return DT_BOOL;
+  case ir::ResultType::To: return to;
+  case ir::ResultType::Own: break;
   }
-}
-
-bool bool_result(OpKind k) {
-  switch (k) {
-  case OpKind::Signbit: case OpKind::IsFinite: case OpKind::IsNan: case OpKind::IsInf:
-  case OpKind::LogicalNot: case OpKind::LogicalAnd: case OpKind::LogicalOr:
-  case OpKind::LogicalXor: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt: case OpKind::Le:
-  case OpKind::Gt: case OpKind::Ge: return true;
-  default: return false;
-  }
+  throw InternalError(loc, op, "not an elementwise op (a ptojit bug)");
 }
 
 /// Integer ops whose zero divisor is a run-time failure (a literal zero scalar fails at trace).
@@ -183,12 +156,17 @@ bool int_divides(OpKind k) {
          k == OpKind::Fmod;
 }
 
+/// The dtype rule of `kind` (op_kinds.def) applied to operand dtype `dt`.
 void check_accepts(OpKind kind, DataType dt, const char *op, const SrcLoc &loc) {
-  switch (accepts(kind)) {
+  const Accepts a = ir::op_info(kind).accepts;
+  switch (a) {
   case Accepts::Any: return;
   case Accepts::Arith:
+  case Accepts::Signed:
     if (dt == DT_BOOL)
       throw DTypeError(loc, op, "arithmetic on DT_BOOL is not defined; cast to an int type");
+    if (a == Accepts::Signed && dt == DT_UINT8)
+      throw DTypeError(loc, op, "expected a signed dtype, got " + name(dt));
     return;
   case Accepts::Float:
     if (!is_float(dt))
@@ -198,12 +176,14 @@ void check_accepts(OpKind kind, DataType dt, const char *op, const SrcLoc &loc) 
     return;
   case Accepts::IntBool:
   case Accepts::Int:
-    if (is_float(dt) || (dt == DT_BOOL && accepts(kind) == Accepts::Int))
+    if (is_float(dt) || (dt == DT_BOOL && a == Accepts::Int))
       throw DTypeError(loc, op,
                        "expected an integer dtype" +
-                           std::string(accepts(kind) == Accepts::IntBool ? " or DT_BOOL" : "") +
-                           ", got " + name(dt));
+                           std::string(a == Accepts::IntBool ? " or DT_BOOL" : "") + ", got " +
+                           name(dt));
     return;
+  case Accepts::Own:
+    throw InternalError(loc, op, "not an elementwise op (a ptojit bug)");
   }
 }
 
@@ -226,7 +206,7 @@ Tensor binary(OpKind kind, const Operand &a, const Operand &b, const SrcLoc &loc
     check_accepts(kind, va.dtype, op, loc);
     auto shape = broadcast_shapes(va.shape, vb.shape, op, loc);
     auto valid = broadcast_valid(va, vb, shape.size());
-    DataType dt = bool_result(kind) ? DT_BOOL : va.dtype;
+    DataType dt = result_dtype(kind, va.dtype, DT_BOTTOM, op, loc);
     o.inputs = {va.id, vb.id};
     o.tile = ir::capture_tile(r, shape.size(), op, loc);
     Tensor out = make_local(r, dt, std::move(shape), std::move(valid));
@@ -250,7 +230,7 @@ Tensor binary(OpKind kind, const Operand &a, const Operand &b, const SrcLoc &loc
                                     o.scalar->i));
   o.inputs = {vt.id};
   o.tile = ir::capture_tile(r, vt.shape.size(), op, loc);
-  Tensor out = make_local(r, bool_result(kind) ? DT_BOOL : vt.dtype, vt.shape, vt.valid);
+  Tensor out = make_local(r, result_dtype(kind, vt.dtype, DT_BOTTOM, op, loc), vt.shape, vt.valid);
   o.outputs = {out.id()};
   r.emit(std::move(o));
   return out;
@@ -263,21 +243,17 @@ Tensor unary(OpKind kind, const Tensor &x, const SrcLoc &loc, DataType to = DT_B
   const Value &v = data_operand(r, x, op, loc);
   check_dtype_supported(v.dtype, op, loc);
   check_accepts(kind, v.dtype, op, loc);
-  if ((kind == OpKind::Neg || kind == OpKind::Abs) &&
-      (v.dtype == DT_BOOL || v.dtype == DT_UINT8))
-    throw DTypeError(loc, op, "expected a signed dtype, got " + name(v.dtype));
-  if (bool_result(kind))
-    to = DT_BOOL;
-  if (kind == OpKind::Cast)
+  const bool to_target = ir::op_info(kind).result == ir::ResultType::To;
+  if (to_target)
     check_dtype_supported(to, op, loc);
   ir::Op o;
   o.kind = kind;
   o.where = loc;
   o.inputs = {v.id};
-  o.to = kind == OpKind::Cast ? to : DT_BOTTOM;
+  o.to = to_target ? to : DT_BOTTOM;
   o.scalar = attr;
   o.tile = ir::capture_tile(r, v.shape.size(), op, loc);
-  Tensor out = make_local(r, to != DT_BOTTOM ? to : v.dtype, v.shape, v.valid);
+  Tensor out = make_local(r, result_dtype(kind, v.dtype, to, op, loc), v.shape, v.valid);
   o.outputs = {out.id()};
   r.emit(std::move(o));
   return out;
@@ -336,133 +312,33 @@ std::vector<SymbolicScalar> check_shape_dims(const std::vector<SymbolicScalar> &
 
 } // namespace
 
-Tensor add(const Operand &a, const Operand &b, SrcLoc loc) { return binary(OpKind::Add, a, b, loc); }
-Tensor sub(const Operand &a, const Operand &b, SrcLoc loc) { return binary(OpKind::Sub, a, b, loc); }
-Tensor mul(const Operand &a, const Operand &b, SrcLoc loc) { return binary(OpKind::Mul, a, b, loc); }
-Tensor div(const Operand &a, const Operand &b, SrcLoc loc) { return binary(OpKind::Div, a, b, loc); }
-Tensor maximum(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::Maximum, a, b, loc);
-}
-Tensor minimum(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::Minimum, a, b, loc);
-}
+// The public function of every Plain row of op_kinds.def: `Tensor name(const Tensor &x, SrcLoc)`
+// for unary rows, `Tensor name(const Operand &a, const Operand &b, SrcLoc)` for binary rows. Each
+// first takes the address of its declaration, so a row whose function ops.h does not declare
+// (with that signature) fails to compile here.
+using UnaryFn = Tensor (*)(const Tensor &, SrcLoc);
+using BinaryFn = Tensor (*)(const Operand &, const Operand &, SrcLoc);
+#define PTO_OP(...)
+#define PTO_UNARY(kind, name, accepts, result, vec_fn, vec_acc, api) PTO_UNARY_##api(kind, name)
+#define PTO_BINARY(kind, name, accepts, result, vec_fn, vec_acc, api) PTO_BINARY_##api(kind, name)
+#define PTO_UNARY_Own(kind, name)
+#define PTO_BINARY_Own(kind, name)
+#define PTO_UNARY_Plain(kind, name)                                                               \
+  [[maybe_unused]] constexpr UnaryFn declared_##name = &pto::name;                                \
+  Tensor name(const Tensor &x, SrcLoc loc) { return unary(OpKind::kind, x, loc); }
+#define PTO_BINARY_Plain(kind, name)                                                              \
+  [[maybe_unused]] constexpr BinaryFn declared_##name = &pto::name;                               \
+  Tensor name(const Operand &a, const Operand &b, SrcLoc loc) {                                   \
+    return binary(OpKind::kind, a, b, loc);                                                       \
+  }
+#include "pto/ir/op_kinds.def"
+#undef PTO_UNARY_Own
+#undef PTO_BINARY_Own
+#undef PTO_UNARY_Plain
+#undef PTO_BINARY_Plain
 
-Tensor neg(const Tensor &x, SrcLoc loc) { return unary(OpKind::Neg, x, loc); }
-Tensor abs(const Tensor &x, SrcLoc loc) { return unary(OpKind::Abs, x, loc); }
-Tensor exp(const Tensor &x, SrcLoc loc) { return unary(OpKind::Exp, x, loc); }
-Tensor log(const Tensor &x, SrcLoc loc) { return unary(OpKind::Log, x, loc); }
-Tensor sqrt(const Tensor &x, SrcLoc loc) { return unary(OpKind::Sqrt, x, loc); }
-Tensor rsqrt(const Tensor &x, SrcLoc loc) { return unary(OpKind::Rsqrt, x, loc); }
-Tensor reciprocal(const Tensor &x, SrcLoc loc) { return unary(OpKind::Reciprocal, x, loc); }
 Tensor cast(const Tensor &x, DataType dtype, SrcLoc loc) {
   return unary(OpKind::Cast, x, loc, dtype);
-}
-
-Tensor exp2(const Tensor &x, SrcLoc loc) { return unary(OpKind::Exp2, x, loc); }
-Tensor expm1(const Tensor &x, SrcLoc loc) { return unary(OpKind::Expm1, x, loc); }
-Tensor log2(const Tensor &x, SrcLoc loc) { return unary(OpKind::Log2, x, loc); }
-Tensor log10(const Tensor &x, SrcLoc loc) { return unary(OpKind::Log10, x, loc); }
-Tensor log1p(const Tensor &x, SrcLoc loc) { return unary(OpKind::Log1p, x, loc); }
-Tensor sin(const Tensor &x, SrcLoc loc) { return unary(OpKind::Sin, x, loc); }
-Tensor cos(const Tensor &x, SrcLoc loc) { return unary(OpKind::Cos, x, loc); }
-Tensor tan(const Tensor &x, SrcLoc loc) { return unary(OpKind::Tan, x, loc); }
-Tensor asin(const Tensor &x, SrcLoc loc) { return unary(OpKind::Asin, x, loc); }
-Tensor acos(const Tensor &x, SrcLoc loc) { return unary(OpKind::Acos, x, loc); }
-Tensor atan(const Tensor &x, SrcLoc loc) { return unary(OpKind::Atan, x, loc); }
-Tensor sinh(const Tensor &x, SrcLoc loc) { return unary(OpKind::Sinh, x, loc); }
-Tensor cosh(const Tensor &x, SrcLoc loc) { return unary(OpKind::Cosh, x, loc); }
-Tensor tanh(const Tensor &x, SrcLoc loc) { return unary(OpKind::Tanh, x, loc); }
-Tensor asinh(const Tensor &x, SrcLoc loc) { return unary(OpKind::Asinh, x, loc); }
-Tensor acosh(const Tensor &x, SrcLoc loc) { return unary(OpKind::Acosh, x, loc); }
-Tensor atanh(const Tensor &x, SrcLoc loc) { return unary(OpKind::Atanh, x, loc); }
-Tensor erf(const Tensor &x, SrcLoc loc) { return unary(OpKind::Erf, x, loc); }
-Tensor erfc(const Tensor &x, SrcLoc loc) { return unary(OpKind::Erfc, x, loc); }
-Tensor cbrt(const Tensor &x, SrcLoc loc) { return unary(OpKind::Cbrt, x, loc); }
-Tensor sigmoid(const Tensor &x, SrcLoc loc) { return unary(OpKind::Sigmoid, x, loc); }
-Tensor softplus(const Tensor &x, SrcLoc loc) { return unary(OpKind::Softplus, x, loc); }
-Tensor softsign(const Tensor &x, SrcLoc loc) { return unary(OpKind::Softsign, x, loc); }
-Tensor gelu(const Tensor &x, SrcLoc loc) { return unary(OpKind::Gelu, x, loc); }
-Tensor gelu_tanh(const Tensor &x, SrcLoc loc) { return unary(OpKind::GeluTanh, x, loc); }
-Tensor relu(const Tensor &x, SrcLoc loc) { return unary(OpKind::Relu, x, loc); }
-Tensor relu6(const Tensor &x, SrcLoc loc) { return unary(OpKind::Relu6, x, loc); }
-Tensor sign(const Tensor &x, SrcLoc loc) { return unary(OpKind::Sign, x, loc); }
-Tensor signbit(const Tensor &x, SrcLoc loc) { return unary(OpKind::Signbit, x, loc); }
-Tensor ceil(const Tensor &x, SrcLoc loc) { return unary(OpKind::Ceil, x, loc); }
-Tensor floor(const Tensor &x, SrcLoc loc) { return unary(OpKind::Floor, x, loc); }
-Tensor trunc(const Tensor &x, SrcLoc loc) { return unary(OpKind::Trunc, x, loc); }
-Tensor round(const Tensor &x, SrcLoc loc) { return unary(OpKind::Round, x, loc); }
-Tensor isfinite(const Tensor &x, SrcLoc loc) { return unary(OpKind::IsFinite, x, loc); }
-Tensor isnan(const Tensor &x, SrcLoc loc) { return unary(OpKind::IsNan, x, loc); }
-Tensor isinf(const Tensor &x, SrcLoc loc) { return unary(OpKind::IsInf, x, loc); }
-Tensor logical_not(const Tensor &x, SrcLoc loc) { return unary(OpKind::LogicalNot, x, loc); }
-Tensor bitwise_not(const Tensor &x, SrcLoc loc) { return unary(OpKind::BitwiseNot, x, loc); }
-Tensor square(const Tensor &x, SrcLoc loc) { return unary(OpKind::Square, x, loc); }
-Tensor clone(const Tensor &x, SrcLoc loc) { return unary(OpKind::Clone, x, loc); }
-Tensor pow(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::Pow, a, b, loc);
-}
-Tensor gcd(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::Gcd, a, b, loc);
-}
-Tensor hypot(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::Hypot, a, b, loc);
-}
-Tensor atan2(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::Atan2, a, b, loc);
-}
-Tensor copysign(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::Copysign, a, b, loc);
-}
-Tensor fmod(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::Fmod, a, b, loc);
-}
-Tensor remainder(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::Remainder, a, b, loc);
-}
-Tensor floor_div(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::FloorDiv, a, b, loc);
-}
-Tensor logical_and(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::LogicalAnd, a, b, loc);
-}
-Tensor logical_or(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::LogicalOr, a, b, loc);
-}
-Tensor logical_xor(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::LogicalXor, a, b, loc);
-}
-Tensor bitwise_and(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::BitwiseAnd, a, b, loc);
-}
-Tensor bitwise_or(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::BitwiseOr, a, b, loc);
-}
-Tensor bitwise_xor(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::BitwiseXor, a, b, loc);
-}
-Tensor bitwise_left_shift(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::ShiftLeft, a, b, loc);
-}
-Tensor bitwise_right_shift(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::ShiftRight, a, b, loc);
-}
-Tensor eq(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::Eq, a, b, loc);
-}
-Tensor ne(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::Ne, a, b, loc);
-}
-Tensor lt(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::Lt, a, b, loc);
-}
-Tensor le(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::Le, a, b, loc);
-}
-Tensor gt(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::Gt, a, b, loc);
-}
-Tensor ge(const Operand &a, const Operand &b, SrcLoc loc) {
-  return binary(OpKind::Ge, a, b, loc);
 }
 
 namespace {

@@ -30,6 +30,67 @@ std::string names(const Program &p, const std::vector<ValueId> &ids) {
   return fmt::format("{}", fmt::join(n, ", "));
 }
 
+void reduce_attrs(const Op &op, std::vector<std::string> &attrs) {
+  attrs.push_back(fmt::format("axis={}", op.axis));
+  attrs.push_back(fmt::format("keepdim={}", op.keepdim));
+}
+
+void standalone_attrs(const Op &op, std::vector<std::string> &attrs) {
+  using S = StandaloneKind;
+  switch (kind_as<S>(op.kind)) {
+  case S::Argmax:
+  case S::Argmin: reduce_attrs(op, attrs); break;
+  case S::Cumsum:
+  case S::Cumprod:
+  case S::Concat: attrs.push_back(fmt::format("axis={}", op.axis)); break;
+  case S::Permute: attrs.push_back(fmt::format("perm=[{}]", fmt::join(op.perm, ", "))); break;
+  case S::Tril:
+  case S::Triu: attrs.push_back("diagonal=" + op.diagonal.str()); break;
+  case S::Arange:
+    attrs.push_back("start=" + op.start.str());
+    attrs.push_back("step=" + op.step.str());
+    attrs.push_back(fmt::format("reals=[{}]", fmt::join(op.reals, ", ")));
+    break;
+  case S::Uniform:
+  case S::Normal:
+    attrs.push_back(fmt::format("key={}, counter={}", op.rng_key, op.rng_counter));
+    attrs.push_back(fmt::format("reals=[{}]", fmt::join(op.reals, ", ")));
+    break;
+  case S::Reshape:
+  case S::Expand:
+  case S::Tile:
+  case S::Pad: break;
+  }
+}
+
+void shmem_attrs(const Op &op, std::vector<std::string> &attrs) {
+  using H = ShmemKind;
+  const H k = kind_as<H>(op.kind);
+  switch (k) {
+  case H::ShmemPut:
+  case H::ShmemGet:
+  case H::ShmemSignal:
+  case H::ShmemWaitUntil:
+  case H::ShmemClearData: break;
+  case H::Nop:
+  case H::ShmemClearSignal: return;
+  }
+  attrs.push_back(fmt::format("shmem={}", op.shmem));
+  attrs.push_back("view=" + ints(op.view_shape) + "@" + str(op.view_offsets));
+  if (k != H::ShmemClearData)
+    attrs.push_back("pe=" + op.pe.str());
+  if (k == H::ShmemPut || k == H::ShmemSignal)
+    attrs.push_back(op.atomic == Atomic::Add ? "ADD" : "SET");
+  if (k == H::ShmemSignal)
+    attrs.push_back(op.target_all ? "target=all" : "target=" + op.target_pe.str());
+  if (k == H::ShmemSignal || k == H::ShmemWaitUntil)
+    attrs.push_back(fmt::format("value={}", op.signal));
+  if (k == H::ShmemWaitUntil && op.clear)
+    attrs.push_back("clear");
+  if (op.slots)
+    attrs.push_back(fmt::format("slots={}x{}", op.slots->view_tile_num, op.slots->total_tile_num));
+}
+
 void print_op(const Program &p, const Op &op, int depth, std::string &out) {
   std::string ind(static_cast<size_t>(depth) * 2, ' ');
   if (op.kind == OpKind::Loop) {
@@ -63,34 +124,14 @@ void print_op(const Program &p, const Op &op, int depth, std::string &out) {
   }
   std::string line = ind + print_op_head(p, op);
   std::vector<std::string> attrs;
-  switch (op.kind) {
-  case OpKind::Sum:
-  case OpKind::Amax:
-  case OpKind::Amin:
-  case OpKind::Prod:
-  case OpKind::Argmax:
-  case OpKind::Argmin:
-    attrs.push_back(fmt::format("axis={}", op.axis));
-    attrs.push_back(fmt::format("keepdim={}", op.keepdim));
+  switch (op_info(op.kind).family) {
+  case OpFamily::Reduce: reduce_attrs(op, attrs); break;
+  case OpFamily::Standalone: standalone_attrs(op, attrs); break;
+  case OpFamily::Unary:
+    if (op.kind == OpKind::Cast)
+      attrs.push_back("to=" + name(op.to));
     break;
-  case OpKind::Cumsum:
-  case OpKind::Cumprod:
-  case OpKind::Concat: attrs.push_back(fmt::format("axis={}", op.axis)); break;
-  case OpKind::Permute: attrs.push_back(fmt::format("perm=[{}]", fmt::join(op.perm, ", "))); break;
-  case OpKind::Tril:
-  case OpKind::Triu: attrs.push_back("diagonal=" + op.diagonal.str()); break;
-  case OpKind::Arange:
-    attrs.push_back("start=" + op.start.str());
-    attrs.push_back("step=" + op.step.str());
-    attrs.push_back(fmt::format("reals=[{}]", fmt::join(op.reals, ", ")));
-    break;
-  case OpKind::Uniform:
-  case OpKind::Normal:
-    attrs.push_back(fmt::format("key={}, counter={}", op.rng_key, op.rng_counter));
-    attrs.push_back(fmt::format("reals=[{}]", fmt::join(op.reals, ", ")));
-    break;
-  case OpKind::Cast: attrs.push_back("to=" + name(op.to)); break;
-  case OpKind::Matmul:
+  case OpFamily::Matmul:
     if (op.a_trans)
       attrs.push_back("a_trans");
     if (op.b_trans)
@@ -99,29 +140,8 @@ void print_op(const Program &p, const Op &op, int depth, std::string &out) {
       attrs.push_back("relu");
     attrs.push_back("cube=" + ints(op.tile.cube) + (op.tile.split_k ? " split_k" : ""));
     break;
-  case OpKind::ShmemPut:
-  case OpKind::ShmemGet:
-  case OpKind::ShmemSignal:
-  case OpKind::ShmemWaitUntil:
-  case OpKind::ShmemClearData:
-    attrs.push_back(fmt::format("shmem={}", op.shmem));
-    attrs.push_back("view=" + ints(op.view_shape) + "@" + str(op.view_offsets));
-    if (op.kind != OpKind::ShmemClearData)
-      attrs.push_back("pe=" + op.pe.str());
-    if (op.kind == OpKind::ShmemPut || op.kind == OpKind::ShmemSignal)
-      attrs.push_back(op.atomic == Atomic::Add ? "ADD" : "SET");
-    if (op.kind == OpKind::ShmemSignal)
-      attrs.push_back(op.target_all ? "target=all" : "target=" + op.target_pe.str());
-    if (op.kind == OpKind::ShmemSignal || op.kind == OpKind::ShmemWaitUntil)
-      attrs.push_back(fmt::format("value={}", op.signal));
-    if (op.kind == OpKind::ShmemWaitUntil && op.clear)
-      attrs.push_back("clear");
-    if (op.slots)
-      attrs.push_back(fmt::format("slots={}x{}", op.slots->view_tile_num, op.slots->total_tile_num));
-    break;
-  default: break;
-  }
-  if (ir::op_info(op.kind).family == OpFamily::Library) {
+  case OpFamily::Shmem: shmem_attrs(op, attrs); break;
+  case OpFamily::Library:
     attrs.push_back(fmt::format("axis={}", op.axis));
     if (op.keepdim)
       attrs.push_back("keepdim");
@@ -129,6 +149,14 @@ void print_op(const Program &p, const Op &op, int depth, std::string &out) {
       attrs.push_back("ints=" + ints(op.ints));
     if (!op.reals.empty())
       attrs.push_back(fmt::format("reals=[{}]", fmt::join(op.reals, ", ")));
+    break;
+  case OpFamily::Binary:
+  case OpFamily::Select:
+  case OpFamily::Create:
+  case OpFamily::Move:
+  case OpFamily::Check:   // printed above
+  case OpFamily::Control: // printed above
+    break;
   }
   if (!op.tile.vec.empty())
     attrs.push_back("tile=" + ints(op.tile.vec));

@@ -83,16 +83,17 @@ std::vector<int> norm_axes(const std::vector<int> &axes, size_t rank, const char
 
 Tensor reduce_one(OpKind kind, const Tensor &x, int axis, bool keepdim, const SrcLoc &loc) {
   ReduceOptions o{.keepdim = keepdim};
-  switch (kind) {
-  case OpKind::Sum:
+  switch (ir::kind_as<ir::ReduceKind>(kind)) {
+  case ir::ReduceKind::Sum:
     return sum(x, axis, o, loc);
-  case OpKind::Amax:
+  case ir::ReduceKind::Amax:
     return amax(x, axis, o, loc);
-  case OpKind::Amin:
+  case ir::ReduceKind::Amin:
     return amin(x, axis, o, loc);
-  default:
+  case ir::ReduceKind::Prod:
     return reduce_axis(OpKind::Prod, x, axis, keepdim, DT_BOTTOM, loc);
   }
+  throw InternalError(loc, ir::op_info(kind).name, "not a reduction (a ptojit bug)");
 }
 
 bool is_half(DataType dt) { return dt == DT_FP16 || dt == DT_BF16; }

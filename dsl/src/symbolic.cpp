@@ -112,8 +112,13 @@ const char *infix(SymOp op) {
   case SymOp::Ge: return " >= ";
   case SymOp::And: return " & ";
   case SymOp::Or: return " | ";
-  default: return " ? ";
+  case SymOp::Min:
+  case SymOp::Max:
+  case SymOp::Neg:
+  case SymOp::Not:
+  case SymOp::Select: break; // printed as calls or prefixes
   }
+  return " ? ";
 }
 
 const char *op_token(SymOp op) {
@@ -309,7 +314,19 @@ std::string SymbolicScalar::str() const {
       out += op_token(e.op);
       node(e.args[0]);
       break;
-    default:
+    case SymOp::Add:
+    case SymOp::Sub:
+    case SymOp::Mul:
+    case SymOp::Div:
+    case SymOp::Mod:
+    case SymOp::Eq:
+    case SymOp::Ne:
+    case SymOp::Lt:
+    case SymOp::Le:
+    case SymOp::Gt:
+    case SymOp::Ge:
+    case SymOp::And:
+    case SymOp::Or:
       out += "(";
       lit(")");
       node(e.args[1]);
@@ -445,7 +462,17 @@ SymbolicScalar sym_apply(SymOp op, std::vector<SymbolicScalar> args, std::source
       return args[1];
     break;
   }
-  default: break;
+  case SymOp::Mod:
+  case SymOp::Eq:
+  case SymOp::Ne:
+  case SymOp::Lt:
+  case SymOp::Le:
+  case SymOp::Gt:
+  case SymOp::Ge:
+  case SymOp::And:
+  case SymOp::Or:
+  case SymOp::Neg:
+  case SymOp::Not: break; // no identity to simplify by
   }
   auto e = std::make_shared<SymExpr>();
   e->tag = SymExpr::Tag::Op;

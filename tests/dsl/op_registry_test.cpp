@@ -156,6 +156,35 @@ TEST_CASE("op registry: every op kind of the IR has a row") {
   }
 }
 
+TEST_CASE("op registry: an elementwise op's dtypes are those its facts row accepts") {
+  // The dtype rule has one home, op_kinds.def; the registry's text for it is checked here.
+  using pto::ir::Accepts;
+  auto text = [](Accepts a) -> std::string {
+    switch (a) {
+    case Accepts::Arith: return "int8-int64, uint8, fp16, bf16, fp32, fp64";
+    case Accepts::Signed: return "int8-int64, fp16, bf16, fp32, fp64";
+    case Accepts::Float: return "fp16, bf16, fp32, fp64";
+    case Accepts::Any: return "every dtype, bool too";
+    case Accepts::IntBool: return "int8-int64, uint8, bool";
+    case Accepts::Int: return "int8-int64, uint8";
+    case Accepts::Own: break;
+    }
+    return "?";
+  };
+  int checked = 0;
+  for (const auto &info : pto::ir::kOpInfo) {
+    if (info.accepts == Accepts::Own)
+      continue;
+    const std::string fn = std::string("pto::") + info.name;
+    CAPTURE(fn);
+    const auto *row = reg::find(fn);
+    REQUIRE_MESSAGE(row != nullptr, "no registry row (tools/op_registry.cpp)");
+    CHECK(std::string(row->dtypes) == text(info.accepts));
+    ++checked;
+  }
+  CHECK(checked >= 70);
+}
+
 TEST_CASE("op registry: the sharding table is sharding.md's, each name mapped or explained") {
   // The reference lives beside the repository in the team's workspace, not in a bare clone
   // (CI): compare against it when it is there; the mapping itself is checked either way.

@@ -36,6 +36,27 @@ enum DataType : int32_t {
   DT_BOTTOM = 24, ///< sentinel: unset, or "same as the source"
 };
 
+/// The case labels of the dtypes ptojit does not compute with (is_supported is false) and of
+/// DT_BOTTOM, written `PTO_CASE_UNSUPPORTED_DTYPES:`. A switch over DataType lists the supported
+/// dtypes and then these instead of `default:`, so that -Wswitch names every such switch when a
+/// dtype is added to the enum (dtype.cpp checks the list against the facts table at compile time).
+#define PTO_CASE_UNSUPPORTED_DTYPES                                                                \
+  case DT_INT4:                                                                                    \
+  case DT_FP8:                                                                                     \
+  case DT_HF4:                                                                                     \
+  case DT_HF8:                                                                                     \
+  case DT_UINT16:                                                                                  \
+  case DT_UINT32:                                                                                  \
+  case DT_UINT64:                                                                                  \
+  case DT_FP8E4M3:                                                                                 \
+  case DT_FP8E5M2:                                                                                 \
+  case DT_FP8E8M0:                                                                                 \
+  case DT_FP4_E2M1X2:                                                                              \
+  case DT_FP4_E1M2X2:                                                                              \
+  case DT_FP4_E2M1:                                                                                \
+  case DT_FP4_E1M2:                                                                                \
+  case DT_BOTTOM
+
 /// PyPTO's spelling of `dt` ("DT_FP32"); "DT_<ordinal>" for values outside the enum.
 std::string name(DataType dt);
 /// Short lower-case name used by the samples' --dtype flag and messages ("fp32", "bf16", "int32").

@@ -147,9 +147,10 @@ template <class F> inline bool with_element_type(DataType dt, F &&f) {
   case DT_DOUBLE:
     f(double{});
     return true;
-  default:
-    return false; // the unsupported formats (int4, fp8, ...) and out-of-enum ordinals
+  PTO_CASE_UNSUPPORTED_DTYPES:
+    return false;
   }
+  return false; // an ordinal outside the enum
 }
 
 /// The floating element of dtype `dt` (FP16, BF16, FP32, DOUBLE) at `p`, widened exactly to

@@ -165,8 +165,14 @@ Tensor gcd(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
 Tensor hypot(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
 /// atan2(y, x) in [-pi, pi], quadrant from both signs (also of zeros).
 Tensor atan2(const Operand &y, const Operand &x, SrcLoc loc = SrcLoc::current());
-/// |a| with the sign bit of b.
+/// |a| with the sign bit of b, as C / NumPy `copysign` (PyPTO `copysign`): exact, and the sign
+/// bit counts also for -0 and NaN, so copysign(x, -0.0) = -|x|, copysign(x, b) is negative for a
+/// negative NaN b, and a NaN a gives a NaN with b's sign.
 Tensor copysign(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+/// The Heaviside step function, as NumPy `heaviside(x1, x2)`: 0 for a < 0, b for a == 0 (-0
+/// too), 1 for a > 0, and a itself (NaN) for a NaN a (PyTorch `heaviside` gives 0 there). Exact.
+/// Floats and ints (not DT_BOOL); b is usually a scalar (`heaviside(x, 0.5)`).
+Tensor heaviside(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
 /// a - b * trunc(a / b), exact: the result has the sign of a (C `fmod`, PyTorch `fmod`). Floats:
 /// NaN for b = 0 or a = +-inf. Ints too: a zero divisor fails the call with RuntimeError.
 Tensor fmod(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());

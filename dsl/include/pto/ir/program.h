@@ -5,6 +5,7 @@
 
 #include "pto/dtype.h"
 #include "pto/element.h"
+#include "pto/error.h"
 #include "pto/symbolic.h"
 
 #include <array>
@@ -64,145 +65,177 @@ Scalar as_element(Scalar s, DataType dt);
 /// NaN). The rule of a float -> int64 store (pto/element.h).
 inline int64_t trunc_saturate_int64(double v) { return element::from_double<int64_t>(v); }
 
-/// Per-kind semantics; the facts table (op_info) gives name, arity and family.
-enum class OpKind : uint8_t {
-  // Elementwise unary; fp16/bf16 are computed in fp32 and rounded to nearest even.
-  Neg,        ///< -x
-  Abs,        ///< |x|
-  Exp,        ///< e^x (SLEEF u10 in generated code)
-  Log,        ///< natural log; log(0) = -inf, log(<0) = NaN
-  Sqrt,       ///< square root (IEEE 754 correctly rounded)
-  Rsqrt,      ///< 1 / sqrt(x)
-  Reciprocal, ///< 1 / x
-  Cast,       ///< convert to `to`: floats round to nearest even; float->int truncates (PyPTO default)
-  // Elementwise binary, numpy broadcasting; a Scalar may stand for either operand.
-  Add, Sub, Mul,
-  Div,     ///< floats: IEEE division; ints: truncating, a zero divisor fails the call
-  Maximum, ///< elementwise max; NaN propagates
-  Minimum, ///< elementwise min; NaN propagates
-  // Reductions over one axis (`axis`, `keepdim`); fp16/bf16 accumulate in fp32.
-  Sum,
-  Amax, ///< NaN propagates
-  Amin, ///< NaN propagates
-  Prod, ///< product; ints wrap; an empty valid extent gives 1
-  // Reductions lowered on their own (reduce_ops.h), over `axis` with `keepdim`.
-  Argmax, ///< -> DT_INT32: first index of the max; a NaN wins (first NaN); empty -> -1
-  Argmin, ///< -> DT_INT32: first index of the min; a NaN wins (first NaN); empty -> -1
-  Cumsum, ///< inclusive prefix sum along `axis`; int inputs give DT_INT64
-  Cumprod, ///< inclusive prefix product along `axis`; int inputs give DT_INT64
-  // Elementwise unary of the op catalogue (ops.h documents dtypes and edge values). Floating
-  // math runs in fp32 for fp16/bf16 (SLEEF u10 vector functions in generated code).
-  Exp2, Expm1, Log2, Log10, Log1p, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh, Asinh,
-  Acosh, Atanh, Erf, Erfc, Cbrt,
-  Sigmoid,    ///< 1 / (1 + e^-x)
-  Softplus,   ///< log1p(e^x), x for x > 20 (PyTorch beta = 1, threshold = 20)
-  Softsign,   ///< x / (1 + |x|)
-  Elu,        ///< x > 0 ? x : scalar * expm1(x)
-  Gelu,       ///< x/2 * erfc(-x/sqrt 2) (= x/2 * (1 + erf(x/sqrt 2)))
-  GeluTanh,   ///< x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3) (= PyTorch tanh form)
-  Lrelu,      ///< x >= 0 ? x : scalar * x
-  Relu,       ///< max(x, 0); NaN propagates
-  Relu6,      ///< min(max(x, 0), 6); NaN propagates
-  Sign,       ///< 1, -1, or x itself for +-0 and NaN
-  Signbit,    ///< -> DT_BOOL: the sign bit (true for -0)
-  Ceil, Floor, Trunc,
-  Round,      ///< to nearest integer, ties to even
-  IsFinite, IsNan, IsInf, ///< -> DT_BOOL
-  LogicalNot, ///< -> DT_BOOL: x == 0
-  BitwiseNot, ///< ~x (bool: !x)
-  Square,     ///< x * x
-  Clone,      ///< copy
-  // Elementwise binary of the op catalogue, numpy broadcasting, scalar forms.
-  Pow, Hypot, Atan2, Copysign, ///< Pow also on ints: square-and-multiply, wrapping
-  Gcd,       ///< ints: greatest common divisor of the magnitudes (>= 0; wraps for INT_MIN)
-  Fmod,      ///< remainder with the sign of the dividend (C fmod)
-  Remainder, ///< remainder with the sign of the divisor (Python %, PyTorch remainder)
-  FloorDiv,  ///< floor(a / b) (PyTorch floor_divide); ints: a zero divisor fails the call
-  LogicalAnd, LogicalOr, LogicalXor, ///< -> DT_BOOL, operands are true when != 0
-  BitwiseAnd, BitwiseOr, BitwiseXor,
-  ShiftLeft,  ///< a << b; 0 when b < 0 or b >= bits
-  ShiftRight, ///< arithmetic (logical for unsigned); sign fill when b < 0 or b >= bits
-  Eq, Ne, Lt, Le, Gt, Ge, ///< -> DT_BOOL; IEEE: any comparison with NaN is false but ne
-  // Selection: inputs (cond DT_BOOL, a, b), all broadcast.
-  Where, ///< cond ? a : b
-  // Creation and movement.
-  Full,     ///< every element of the output = `scalar` (cast to the output dtype)
-  // Creation and movement lowered on their own (shape_ops.h). Movement ops read only their
-  // inputs' valid regions: a source element outside it reads as 0.
-  Arange,  ///< out[i] = start + i * step: ints from `start`/`step`, floats from `reals` (start, step)
-  Uniform, ///< Philox4x32-10 (`rng_key`, `rng_counter`) -> reals[0] + (reals[1] - reals[0]) * u
-  Normal,  ///< Philox4x32-10 + Box-Muller -> reals[0] + reals[1] * z
-  Reshape, ///< out[o] = in[unravel(ravel(o))] over the full (not valid) shapes, row-major
-  Expand,  ///< materialized broadcast: size-1 input dims are read at 0 (right-aligned)
-  Permute, ///< out[o] = in[i] with i[perm[d]] = o[d]
-  Concat,  ///< inputs placed along `axis` at the running sum of their shapes
-  Tile,    ///< repeat: out[o] = in[o mod in.shape]
-  Pad,     ///< out[o] = in[o] inside the input's valid region, `scalar` elsewhere
-  Tril,    ///< out[.., r, c] = c - r <= diagonal ? in : 0
-  Triu,    ///< out[.., r, c] = c - r >= diagonal ? in : 0
-  Assemble, ///< writes inputs[0] into outputs[0]'s window (a View value) — PyPTO `assemble`
-  Matmul,   ///< inputs (a, b[, bias]): out = relu?(op(a) @ op(b) + bias), batch dims broadcast;
-            ///< fp32/int32 accumulation (matmul.h); blocked by the op's cube tile
-  // Distributed (runtime calls); each returns a Token in outputs[0].
-  ShmemPut,       ///< inputs[0] -> shmem view `dst` on PE `pe`, `atomic` SET/ADD
-  ShmemGet,       ///< shmem view on PE `pe` -> new local outputs[1] (converted to its dtype)
-  ShmemSignal,    ///< per tile of the view: signal slot (row `pe`) on PE `target_pe` (or all)
-  ShmemWaitUntil, ///< per tile of the view: block until own slot (row `pe`) `cmp` `signal`
-  ShmemClearData, ///< zero a view of the local data window
-  Nop,            ///< joins preds into one token, as PyPTO `experimental.nop`
-  ShmemClearSignal, ///< zero this PE's whole signal array of a shmem tensor
-  // Library ops (OpFamily::Library): run by a precompiled routine (codegen/rtlib/xops*.cpp) that
-  // the JIT calls and the interpreter calls too. Inputs, then outputs; attributes in `axis`,
-  // `keepdim`, `ints`, `scalar`, `reals` (meaning per kind, documented at the DSL function).
-  // Indexing (index_ops.h); index tensors are DT_INT32 / DT_INT64.
-  Gather,       ///< (x, index) -> out[..i..] = x[..index[..i..]..] along `axis` (torch.gather)
-  IndexSelect,  ///< (x, index of rank r) -> x with dim `axis` replaced by index's r dims, picked
-                ///< by index (numpy take); ints {} = index_select, {1[, padding_idx]} = embedding
-                ///< (ids equal to padding_idx give zeros)
-  Scatter,      ///< (x, index[, src]) -> copy of x with src (or `scalar`) scattered along `axis`;
-                ///< ints[0] = reduce: 0 NONE, 1 ADD, 2 MULTIPLY
-  IndexAdd,     ///< (x, index 1-D, src) -> copy of x plus `scalar` (alpha) * src at index along
-                ///< `axis`
-  IndexPut,     ///< (x, i_0..i_{k-1} 1-D[, values]) -> copy of x with values (or `scalar`) at
-                ///< the tuple indices; ints[0] = accumulate, ints[1] = k
-  OneHot,       ///< (index) -> DT_INT64 out[..., c] = index[...] == c; ints[0] = num_classes
-  SegmentReduce, ///< (data, segment_ids) -> unsorted_segment_{sum,min,max,prod}; ints[0] = mode
-                 ///< (0 sum, 1 min, 2 max, 3 prod), ints[1] = num_segments
-  Sort,         ///< stable sort along `axis` (NaN largest, -0 == +0; sort_ops.h); inputs (x);
-                ///< outputs (values, indices) or (indices) for argsort; ints = [descending]
-  Topk,         ///< first k of each row in sort order along `axis`; inputs (x); outputs
-                ///< (values, indices); ints = [k, largest, sorted]
-  Unique,       ///< distinct values of the flattened valid region; inputs (x); outputs
-                ///< (values [N], count [1] DT_INT32[, inverse][, counts [N]]);
-                ///< ints = [sorted, return_inverse, return_counts]
-  BesselI0e,    ///< exp(-|x|) I0(x), elementwise; inputs (x); outputs (y); no attributes
-  BesselI1e,    ///< exp(-|x|) I1(x), elementwise; inputs (x); outputs (y); no attributes
-  // Run-time requirements.
-  Check, ///< fails the call with the error `check_error` names (ShapeError by default) and
-         ///< `message` (its `{}` replaced by `args`, evaluated; format_check) unless `holds` is
-         ///< non-zero; traced by the shape rules (shape_rules.h) for the parts of a valid shape,
-         ///< a window or a PE number known only at run time. Named `label` (the user's op) in
-         ///< messages. No inputs or outputs.
-  // Structured control flow.
-  Paths, ///< PyPTO path enumeration (pto::cond): a loop body's only op; the guards (disjoint
-         ///< conjunctions of cond outcomes) are evaluated at body entry, before any path runs,
-         ///< and the first of `paths` whose guard is non-zero runs
-  Loop, ///< for (idx = start; idx < stop; idx += step) body — traced once, not unrolled
-};
-
-/// Families used by codegen and the verifier. Standalone ops are never fused: codegen lowers each
-/// as scalar loops over its output's valid region (its inputs and output get storage).
-/// Library ops are run by precompiled routines (codegen/rtlib/xops.h) in both the JIT and the
-/// interpreter; like Standalone ops they are never fused. Check ops touch no memory.
+/// Families used by the front-ends, codegen and the verifier: each executor dispatches on the
+/// family first (an exhaustive switch), then on the family's own kind enum (UnaryKind, ...).
+/// Standalone ops are never fused: codegen lowers each as scalar loops over its output's valid
+/// region (its inputs and output get storage). Library ops are run by precompiled routines
+/// (codegen/rtlib/xops.h) in both the JIT and the interpreter; like Standalone ops they are never
+/// fused. Check ops touch no memory.
 enum class OpFamily : uint8_t { Unary, Binary, Select, Reduce, Create, Move, Shmem, Control, Matmul,
                                 Standalone, Library, Check };
 
+/// The op kinds, in the order of op_kinds.def (each row there states the kind's semantics).
+enum class OpKind : uint8_t {
+#define PTO_OP(family, kind, ...) kind,
+#include "pto/ir/op_kinds.def"
+};
+
+// The kinds of one family, as their own enums, so that a switch over a family's kinds can be
+// exhaustive (no `default:`; -Wswitch names every switch a new kind must be added to). Each
+// enumerator has its OpKind's value; kind_as converts.
+enum class UnaryKind : uint8_t {
+#define PTO_UNARY(kind, ...) kind = static_cast<uint8_t>(OpKind::kind),
+#include "pto/ir/op_kinds.def"
+};
+enum class BinaryKind : uint8_t {
+#define PTO_BINARY(kind, ...) kind = static_cast<uint8_t>(OpKind::kind),
+#include "pto/ir/op_kinds.def"
+};
+enum class ReduceKind : uint8_t {
+#define PTO_REDUCE(kind, name) kind = static_cast<uint8_t>(OpKind::kind),
+#include "pto/ir/op_kinds.def"
+};
+enum class StandaloneKind : uint8_t {
+#define PTO_STANDALONE(kind, name) kind = static_cast<uint8_t>(OpKind::kind),
+#include "pto/ir/op_kinds.def"
+};
+enum class LibraryKind : uint8_t {
+#define PTO_LIBRARY(kind, name) kind = static_cast<uint8_t>(OpKind::kind),
+#include "pto/ir/op_kinds.def"
+};
+enum class ShmemKind : uint8_t {
+#define PTO_SHMEM(kind, name) kind = static_cast<uint8_t>(OpKind::kind),
+#include "pto/ir/op_kinds.def"
+};
+enum class ControlKind : uint8_t {
+#define PTO_CONTROL(kind, name) kind = static_cast<uint8_t>(OpKind::kind),
+#include "pto/ir/op_kinds.def"
+};
+
+/// The operand dtypes an elementwise op accepts (the front-end throws DTypeError otherwise).
+enum class Accepts : uint8_t {
+  Arith,   ///< ints and floats (not DT_BOOL)
+  Signed,  ///< signed ints and floats (not DT_BOOL, not DT_UINT8)
+  Float,   ///< floats only
+  Any,     ///< every dtype, DT_BOOL included
+  IntBool, ///< ints and DT_BOOL
+  Int,     ///< ints only
+  Own,     ///< not elementwise: the op's front-end checks its dtypes itself
+};
+/// The result dtype of an elementwise op.
+enum class ResultType : uint8_t {
+  Same, ///< the operands' dtype
+  Bool, ///< DT_BOOL
+  To,   ///< the op's `to` (Cast)
+  Own,  ///< not elementwise: the op's front-end sets it
+};
+
+/// The facts of one op kind: one row of op_kinds.def.
 struct OpInfo {
+  OpKind kind;
   const char *name; ///< as the user spells it (`add`, `shmem_put`)
   OpFamily family;
+  Accepts accepts;
+  ResultType result;
+  int arity;          ///< data inputs (a Binary op with a Scalar operand has one); -1: varies
+  const char *vec_fn;  ///< SLEEF function that computes it alone in generated code, or nullptr
+  const char *vec_acc; ///< its accuracy suffix ("u10", "u05", "u15"); nullptr with vec_fn
 };
-/// The per-kind facts table.
-const OpInfo &op_info(OpKind k);
+
+/// The data inputs of an op of `f` (-1: they vary by kind, see the kind's front-end).
+constexpr int family_arity(OpFamily f) {
+  switch (f) {
+  case OpFamily::Unary: return 1;
+  case OpFamily::Binary: return 2;
+  case OpFamily::Select: return 3;
+  case OpFamily::Reduce: return 1;
+  case OpFamily::Create: return 0;
+  case OpFamily::Move: return 1;
+  case OpFamily::Check: return 0;
+  case OpFamily::Control: return 0;
+  case OpFamily::Shmem:
+  case OpFamily::Matmul:
+  case OpFamily::Standalone:
+  case OpFamily::Library: return -1;
+  }
+  return -1;
+}
+
+/// The per-kind facts table, indexed by OpKind (generated from op_kinds.def).
+inline constexpr OpInfo kOpInfo[] = {
+#define PTO_OP(family, kind, name, accepts, result, vec_fn, vec_acc, api)                         \
+  {OpKind::kind,      #name,   OpFamily::family,             Accepts::accepts,                    \
+   ResultType::result, family_arity(OpFamily::family), vec_fn, vec_acc},
+#include "pto/ir/op_kinds.def"
+};
+inline constexpr size_t kNumOpKinds = sizeof(kOpInfo) / sizeof(kOpInfo[0]);
+
+namespace detail {
+constexpr bool op_table_in_order() {
+  for (size_t i = 0; i < kNumOpKinds; ++i)
+    if (static_cast<size_t>(kOpInfo[i].kind) != i)
+      return false;
+  return true;
+}
+constexpr bool op_table_consistent() {
+  for (const OpInfo &r : kOpInfo) {
+    const bool elementwise = r.family == OpFamily::Unary || r.family == OpFamily::Binary;
+    if (elementwise != (r.accepts != Accepts::Own) || elementwise != (r.result != ResultType::Own))
+      return false; // dtype facts exactly for the elementwise rows
+    if ((r.vec_fn == nullptr) != (r.vec_acc == nullptr) || (r.vec_fn && !elementwise))
+      return false;
+  }
+  return true;
+}
+} // namespace detail
+static_assert(detail::op_table_in_order(), "kOpInfo row i must describe OpKind i");
+static_assert(kNumOpKinds == static_cast<size_t>(OpKind::Loop) + 1,
+              "Loop must stay the last kind (op_kinds.def)");
+static_assert(detail::op_table_consistent(),
+              "op_kinds.def: accepts/result are set exactly for Unary and Binary rows, and a "
+              "vector function comes with its accuracy");
+
+/// The facts of kind `k`.
+constexpr const OpInfo &op_info(OpKind k) { return kOpInfo[static_cast<size_t>(k)]; }
+
+/// How many kinds family `f` has (a switch over a family of one kind may route by family alone;
+/// it static_asserts this is 1).
+constexpr int kinds_in(OpFamily f) {
+  int n = 0;
+  for (const OpInfo &r : kOpInfo)
+    n += r.family == f ? 1 : 0;
+  return n;
+}
+
+/// The family each per-family kind enum lists (a trait of those enums only).
+template <class Sub> struct FamilyOf;
+#define PTO_FAMILY_OF(Sub, F)                                                                      \
+  template <> struct FamilyOf<Sub> {                                                               \
+    static constexpr OpFamily value = OpFamily::F;                                                 \
+  };
+PTO_FAMILY_OF(UnaryKind, Unary)
+PTO_FAMILY_OF(BinaryKind, Binary)
+PTO_FAMILY_OF(ReduceKind, Reduce)
+PTO_FAMILY_OF(StandaloneKind, Standalone)
+PTO_FAMILY_OF(LibraryKind, Library)
+PTO_FAMILY_OF(ShmemKind, Shmem)
+PTO_FAMILY_OF(ControlKind, Control)
+#undef PTO_FAMILY_OF
+
+/// The facts of a kind given in its family's enum.
+template <class Sub>
+  requires requires { FamilyOf<Sub>::value; }
+constexpr const OpInfo &op_info(Sub k) {
+  return op_info(static_cast<OpKind>(k));
+}
+
+/// `k` as a kind of its family's enum `Sub` (UnaryKind, ...), for an exhaustive switch. Throws
+/// InternalError (a ptojit bug) when `k` is of another family.
+template <class Sub> Sub kind_as(OpKind k) {
+  if (op_info(k).family != FamilyOf<Sub>::value)
+    throw InternalError("<ir>", op_info(k).name, "op kind used as one of another family");
+  return static_cast<Sub>(k);
+}
 
 /// The pto::Error subclass a failing Check op raises: ShapeError for the valid-shape and
 /// window rules of tensors, DistributedError for shmem windows and PE numbers (distributed.h).
