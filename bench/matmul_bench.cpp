@@ -4,7 +4,8 @@
 // single-threaded OpenBLAS sgemm ("openblas"; our kernel runs on one core too). Counter
 // "FLOP/s" is 2 M N K per call. fp32; bf16 -> fp32 and int8 -> int32 against the same naive loop.
 //
-//   build-bench/bench/matmul_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//   build-bench/bench/matmul_bench --benchmark_repetitions=5
+//   --benchmark_report_aggregates_only=true
 #include "pto/pto.h"
 
 #include "bench_common.h"
@@ -49,8 +50,8 @@ __attribute__((noinline)) void naive_f32(const float *a, const float *b, float *
     }
   }
 }
-__attribute__((noinline)) void naive_bf16(const uint16_t *a, const uint16_t *b, float *c,
-                                          int64_t M, int64_t K, int64_t N) {
+__attribute__((noinline)) void naive_bf16(const uint16_t *a, const uint16_t *b, float *c, int64_t M,
+                                          int64_t K, int64_t N) {
   auto f = [](uint16_t h) {
     uint32_t bits = static_cast<uint32_t>(h) << 16;
     float v;
@@ -99,8 +100,7 @@ struct Case {
     if (in == pto::DT_FP32)
       naive_f32(a.data_as<float>(), b.data_as<float>(), dst.data_as<float>(), s.m, s.k, s.n);
     else if (in == pto::DT_BF16)
-      naive_bf16(a.data_as<uint16_t>(), b.data_as<uint16_t>(), dst.data_as<float>(), s.m, s.k,
-                 s.n);
+      naive_bf16(a.data_as<uint16_t>(), b.data_as<uint16_t>(), dst.data_as<float>(), s.m, s.k, s.n);
     else
       naive_i8(a.data_as<int8_t>(), b.data_as<int8_t>(), dst.data_as<int32_t>(), s.m, s.k, s.n);
   }
@@ -130,15 +130,17 @@ void run(benchmark::State &state, const std::shared_ptr<Case> &c, Who who) {
       c->kernel.emplace(pto::jit("matmul_bench", mm));
     call = [c] { (*c->kernel)(c->a, c->b, c->c); };
     break;
-  case Who::Naive: call = [c] { c->run_naive(c->c); }; break;
+  case Who::Naive:
+    call = [c] { c->run_naive(c->c); };
+    break;
   case Who::OpenBlas:
 #ifdef PTO_HAVE_OPENBLAS
     openblas_set_num_threads(1);
     call = [c] {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(c->s.m),
-                  static_cast<int>(c->s.n), static_cast<int>(c->s.k), 1.0f,
-                  c->a.data_as<float>(), static_cast<int>(c->s.k), c->b.data_as<float>(),
-                  static_cast<int>(c->s.n), 0.0f, c->c.data_as<float>(), static_cast<int>(c->s.n));
+                  static_cast<int>(c->s.n), static_cast<int>(c->s.k), 1.0f, c->a.data_as<float>(),
+                  static_cast<int>(c->s.k), c->b.data_as<float>(), static_cast<int>(c->s.n), 0.0f,
+                  c->c.data_as<float>(), static_cast<int>(c->s.n));
     };
 #endif
     break;
@@ -150,9 +152,8 @@ void run(benchmark::State &state, const std::shared_ptr<Case> &c, Who who) {
     return;
   for (auto _ : state)
     call();
-  state.counters["FLOP/s"] =
-      benchmark::Counter(2.0 * static_cast<double>(c->s.m * c->s.k * c->s.n),
-                         benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(c->s.m * c->s.k * c->s.n),
+                                                benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void register_all() {

@@ -4,13 +4,13 @@
 // rtol = c*eps*sqrt(ws), atol = rtol*mean|golden|, eps = 2^-7).
 //
 //   allgather_matmul --pes 2 --batch 8 --d 1536 --n 5120 --check    (the PyPTO test's shapes)
-#include "common/sample.h"
 #include "pto/pto.h"
 #include "pto/runtime/world.h"
 
-#include <fmt/format.h>
+#include "common/sample.h"
 
 #include <cmath>
+#include <fmt/format.h>
 
 namespace dist = pto::distributed;
 
@@ -19,7 +19,7 @@ namespace {
 void kernel(pto::Tensor x, pto::Tensor w, pto::Tensor y) {
   int64_t b = x.shape(0).concrete(), d = x.shape(1).concrete();
   pto::set_vec_tile_shapes(b, d);
-  auto gathered = dist::allgather(x); // [ws*B, D]: PE p's rows at p*B
+  auto gathered = dist::allgather(x);                        // [ws*B, D]: PE p's rows at p*B
   pto::set_cube_tile_shapes({8, 8}, {128, 256}, {256, 512}); // the PyPTO test's cube tiles
   pto::assemble(pto::matmul(gathered, w, y.dtype(), {.b_trans = true}), {0, 0}, y);
 }

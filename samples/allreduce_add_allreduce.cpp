@@ -4,13 +4,13 @@
 // barrier). Golden: AR(x), then 2 * AR(x), then AR of that = 2 * n * AR(x).
 //
 //   allreduce_add_allreduce --pes 4 --rows 128 --cols 256 --dtype bf16 --check
-#include "common/sample.h"
 #include "pto/pto.h"
 #include "pto/runtime/world.h"
 
-#include <fmt/format.h>
+#include "common/sample.h"
 
 #include <cmath>
+#include <fmt/format.h>
 
 namespace dist = pto::distributed;
 
@@ -21,7 +21,8 @@ pto::Tensor one_shot(const pto::Tensor &x, const dist::ShmemTensor &acc, int n,
                      const pto::Tensor &pred) {
   auto me = dist::my_symbolic_pe("world");
   for (int p = 0; p < n; ++p) {
-    auto put = dist::shmem_put(x, {0, 0}, acc, p, {.put_op = dist::AtomicType::ADD, .pred = {pred}});
+    auto put =
+        dist::shmem_put(x, {0, 0}, acc, p, {.put_op = dist::AtomicType::ADD, .pred = {pred}});
     dist::shmem_signal(acc, p, 1, p, {.sig_op = dist::AtomicType::ADD, .pred = {put}});
   }
   auto ready = dist::shmem_wait_until(acc, me, n, {.clear_signal = true, .pred = {x}});

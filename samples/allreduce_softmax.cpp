@@ -4,14 +4,14 @@
 // computed in double.
 //
 //   allreduce_softmax --pes 8 --rows 256 --cols 1024 --dtype fp32 --check
-#include "common/sample.h"
 #include "pto/pto.h"
 #include "pto/runtime/world.h"
 
-#include <fmt/format.h>
+#include "common/sample.h"
 
 #include <chrono>
 #include <cmath>
+#include <fmt/format.h>
 #include <mutex>
 
 namespace dist = pto::distributed;
@@ -99,14 +99,17 @@ int main(int argc, char **argv) {
     pto::runtime::World world(f.pes);
     world.enable_trace(!f.trace.empty());
     auto t0 = std::chrono::steady_clock::now();
-    world.run([&](int pe) { kernel(xs[static_cast<size_t>(pe)], ys[static_cast<size_t>(pe)], f.pes); });
+    world.run(
+        [&](int pe) { kernel(xs[static_cast<size_t>(pe)], ys[static_cast<size_t>(pe)], f.pes); });
     auto t1 = std::chrono::steady_clock::now();
     double first_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
     double compile_ms = kernel.stats().compile_ms;
     // A second call reuses the compiled code: its time is the run time.
     auto t2 = std::chrono::steady_clock::now();
-    world.run([&](int pe) { kernel(xs[static_cast<size_t>(pe)], ys[static_cast<size_t>(pe)], f.pes); });
-    double run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t2).count();
+    world.run(
+        [&](int pe) { kernel(xs[static_cast<size_t>(pe)], ys[static_cast<size_t>(pe)], f.pes); });
+    double run_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t2).count();
     fmt::print("  compile {:.1f} ms (trace + {})   first call {:.1f} ms   run {:.2f} ms\n",
                compile_ms, kernel.stats().compiles > 0 ? "LLVM O3 + ORC" : "interpreter setup",
                first_ms, run_ms);
@@ -125,7 +128,8 @@ int main(int argc, char **argv) {
     }
     fmt::print("  max abs error {:.3g}   max rel error {:.3g}   tolerance {:.0e} (rel + abs)\n",
                worst_abs, worst_rel, tol);
-    return sample::finish_check(bad, fmt::format("{} PEs x {} elements vs double reference", f.pes, rows * cols));
+    return sample::finish_check(
+        bad, fmt::format("{} PEs x {} elements vs double reference", f.pes, rows * cols));
   } catch (const pto::Error &e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

@@ -2,14 +2,14 @@
 // every PE's result against a plain C++ computation over all inputs, in double.
 //
 //   collectives --op allreduce --reduction prod --pes 8 --dtype bf16 --rows 10 --cols 7 --check
-#include "common/sample.h"
 #include "pto/pto.h"
 #include "pto/runtime/world.h"
 
-#include <fmt/format.h>
+#include "common/sample.h"
 
 #include <chrono>
 #include <cmath>
+#include <fmt/format.h>
 
 namespace dist = pto::distributed;
 
@@ -25,10 +25,14 @@ double input(int p, int64_t i, bool prod) {
 
 double combine(dist::Reduction op, double a, double b) {
   switch (op) {
-  case dist::Reduction::SUM: return a + b;
-  case dist::Reduction::MAX: return std::max(a, b);
-  case dist::Reduction::MIN: return std::min(a, b);
-  case dist::Reduction::PROD: return a * b;
+  case dist::Reduction::SUM:
+    return a + b;
+  case dist::Reduction::MAX:
+    return std::max(a, b);
+  case dist::Reduction::MIN:
+    return std::min(a, b);
+  case dist::Reduction::PROD:
+    return a * b;
   }
   return a;
 }
@@ -58,9 +62,11 @@ int main(int argc, char **argv) {
   std::string op = "allreduce", reduction = "sum", algorithm = "auto";
   int64_t rows = 10, cols = 7;
   int root = 0;
-  sample::add_common_flags(app, f, {"int8", "int16", "int32", "int64", "fp16", "bf16", "fp32", "fp64"});
+  sample::add_common_flags(app, f,
+                           {"int8", "int16", "int32", "int64", "fp16", "bf16", "fp32", "fp64"});
   app.add_option("--op", op, "the collective")
-      ->check(CLI::IsMember({"allreduce", "allgather", "reduce_scatter", "broadcast", "all_to_all"}))
+      ->check(
+          CLI::IsMember({"allreduce", "allgather", "reduce_scatter", "broadcast", "all_to_all"}))
       ->capture_default_str();
   app.add_option("--reduction", reduction, "for allreduce and reduce_scatter")
       ->check(CLI::IsMember({"sum", "max", "min", "prod"}))
@@ -161,7 +167,8 @@ int main(int argc, char **argv) {
     world.enable_trace(!f.trace.empty());
     auto t0 = std::chrono::steady_clock::now();
     world.run([&](int pe) { kernel(xs[size_t(pe)], ys[size_t(pe)]); });
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     fmt::print("  first call {:.1f} ms (compile {:.1f} ms)\n", ms, kernel.stats().compile_ms);
     sample::write_trace(world, f);
     if (!f.check)

@@ -5,20 +5,20 @@
 // test's tolerance (reference §8: rtol = c*eps*sqrt(ws), atol = rtol*mean|golden|, eps = 2^-7).
 //
 //   matmul_allreduce_rmsnorm --pes 4 --batch 8 --k 1536 --h 5120 --check   (the test's shapes)
-#include "common/sample.h"
 #include "pto/pto.h"
 #include "pto/runtime/world.h"
 
-#include <fmt/format.h>
+#include "common/sample.h"
 
 #include <cmath>
+#include <fmt/format.h>
 
 namespace dist = pto::distributed;
 
 namespace {
 
-void kernel(pto::Tensor x, pto::Tensor w, pto::Tensor residual, pto::Tensor gamma,
-            pto::Tensor bias, pto::Tensor out, pto::Tensor residual_out) {
+void kernel(pto::Tensor x, pto::Tensor w, pto::Tensor residual, pto::Tensor gamma, pto::Tensor bias,
+            pto::Tensor out, pto::Tensor residual_out) {
   const int64_t batch = x.shape(0).concrete(), k = x.shape(1).concrete();
   const int64_t h = w.shape(0).concrete();
   const double eps = 1e-5;
@@ -137,7 +137,8 @@ int main(int argc, char **argv) {
       worst = std::max({worst, sy.max_abs, sa.max_abs});
     }
     fmt::print("  max abs error {:.3g} (rtol {:.3g}, atol rtol * mean|golden|)\n", worst, rtol);
-    return sample::finish_check(bad, fmt::format("{} PEs x {} elements x 2 outputs", ws, batch * h));
+    return sample::finish_check(bad,
+                                fmt::format("{} PEs x {} elements x 2 outputs", ws, batch * h));
   } catch (const pto::Error &e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

@@ -18,13 +18,13 @@
 // fp32 products in order k = 0..K-1 and rounds once, as the kernel).
 //
 //   moe_dispatch_combine --pes 4 --tokens 8 --hidden 256 --experts 16 --topk 4 --check
-#include "common/sample.h"
 #include "pto/pto.h"
 #include "pto/runtime/world.h"
 
-#include <fmt/format.h>
+#include "common/sample.h"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <numeric>
 #include <random>
 
@@ -33,11 +33,11 @@ namespace dist = pto::distributed;
 namespace {
 
 struct Dims {
-  int n = 4;        ///< PEs
-  int64_t b = 8;    ///< tokens per PE
-  int64_t h = 256;  ///< hidden size
-  int64_t e = 16;   ///< experts (a multiple of n; by default the least one >= 16)
-  int64_t k = 4;    ///< experts per token
+  int n = 4;       ///< PEs
+  int64_t b = 8;   ///< tokens per PE
+  int64_t h = 256; ///< hidden size
+  int64_t e = 16;  ///< experts (a multiple of n; by default the least one >= 16)
+  int64_t k = 4;   ///< experts per token
   int64_t e_local() const { return e / n; }
 };
 
@@ -97,7 +97,7 @@ void dispatch(pto::Tensor x, pto::Tensor expert_ids, pto::Tensor mask, pto::Tens
                                      {.clear_signal = true, .pred = {ready}});
 
   auto counts = dist::shmem_get(count, me, {.pred = {done}}); // [E + 1, 8] int32
-  auto offsets = pto::cumsum(counts, 0);                       // int64
+  auto offsets = pto::cumsum(counts, 0);                      // int64
   // Received rows, grouped by local expert then source PE: group (eo, r) starts at the number
   // of rows of all groups before it.
   for (int64_t eo = 0; eo < el; ++eo) {
@@ -105,13 +105,15 @@ void dispatch(pto::Tensor x, pto::Tensor expert_ids, pto::Tensor mask, pto::Tens
       const int64_t g = eo * n + r;
       auto rows = counts.at({g + 1, 0});
       auto at = offsets.at({g, 0});
-      auto got = dist::shmem_get(dist::shmem_view(data, {b, h}, {g * b, 0}, {.valid_shape = {{rows, h}}}),
-                                 me, {.pred = {done}});
+      auto got =
+          dist::shmem_get(dist::shmem_view(data, {b, h}, {g * b, 0}, {.valid_shape = {{rows, h}}}),
+                          me, {.pred = {done}});
       pto::assemble(got, {at, 0}, expand_x);
-      auto meta = dist::shmem_get(dist::shmem_view(info, {b, 4}, {g * b, 0}, {.valid_shape = {{rows, 4}}}),
-                                  me, {.pred = {done}});
-      auto src = pto::full({b, 1}, static_cast<double>(r), pto::DT_INT32,
-                           {.valid_shape = {{rows, 1}}});
+      auto meta =
+          dist::shmem_get(dist::shmem_view(info, {b, 4}, {g * b, 0}, {.valid_shape = {{rows, 4}}}),
+                          me, {.pred = {done}});
+      auto src =
+          pto::full({b, 1}, static_cast<double>(r), pto::DT_INT32, {.valid_shape = {{rows, 1}}});
       pto::assemble(pto::view(meta, {b, 2}, {0, 0}, {.valid_shape = {{rows, 2}}}), {at, 0},
                     assist_info);
       pto::assemble(src, {at, 2}, assist_info);
@@ -183,8 +185,9 @@ int main(int argc, char **argv) {
   if (app.count("--experts") == 0)
     d.e = (16 + d.n - 1) / d.n * d.n;
   if (d.e % d.n != 0 || d.k > d.e) {
-    fmt::print(stderr, "error: --experts ({}) must be a multiple of --pes ({}) and >= --topk ({})\n",
-               d.e, d.n, d.k);
+    fmt::print(stderr,
+               "error: --experts ({}) must be a multiple of --pes ({}) and >= --topk ({})\n", d.e,
+               d.n, d.k);
     return 2;
   }
   try {
@@ -323,8 +326,8 @@ int main(int argc, char **argv) {
         }
       }
     }
-    return sample::finish_check(bad, fmt::format("{} PEs x {} tokens x top-{} of {} experts", n,
-                                                  d.b, d.k, d.e));
+    return sample::finish_check(
+        bad, fmt::format("{} PEs x {} tokens x top-{} of {} experts", n, d.b, d.k, d.e));
   } catch (const pto::Error &e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

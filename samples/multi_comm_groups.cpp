@@ -4,13 +4,13 @@
 // numbers are group-local; the two groups' shmem tensors live in separate symmetric heaps.
 //
 //   multi_comm_groups --pes 4 --batch 13 --hidden 256 --check
-#include "common/sample.h"
 #include "pto/pto.h"
 #include "pto/runtime/world.h"
 
-#include <fmt/format.h>
+#include "common/sample.h"
 
 #include <cmath>
+#include <fmt/format.h>
 #include <vector>
 
 namespace dist = pto::distributed;

@@ -15,10 +15,6 @@
 # per-tile put/signal interleaving); they JIT here, which is fine under ASan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
-# With -g ccache hashes the working directory too, so clones would share no object: don't (the
-# debug info of a cached object may then name another checkout's build directory).
-export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
 out=build-asan
 # float-cast-overflow is not part of GCC's "undefined": the interpreter and the host code
 # convert doubles to ints, where an out-of-range value is UB.

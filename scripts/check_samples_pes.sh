@@ -2,7 +2,8 @@
 # check_samples_pes.sh - Every sample's defaults work for every PE count its --help allows: runs
 # each sample (collectives: each op) with --check at its default sizes for every allowed PE
 # count up to 8, plus 16 and 64 (where allowed), reading the allowed range from `--help`; checks
-# that PE counts --help rejects exit 2 without running, that an empty --trace is rejected, and
+# that PE counts --help rejects exit 2 without running, that a bad --seed (negative, past 2^64,
+# not decimal) and an empty or unwritable --trace are flag errors (exit 2) before the run, and
 # that PTO_RUN_MODE=interpret reaches the kernels. Prints one line per failure and ends with
 # "N passed, M failed"; exits 1 on any failure. Usage: scripts/check_samples_pes.sh [BUILD_DIR]
 set -uo pipefail
@@ -56,6 +57,16 @@ for s in "${samples[@]}"; do
   expect_exit 2 "$s" --pes $((lo - 1))
   [ "$even" -eq 1 ] && expect_exit 2 "$s" --pes $((lo + 1))
   expect_exit 2 "$s" --trace ''
+  # --seed is a decimal integer in [0, 2^64) (--help): anything else is a flag error, never a
+  # silently wrapped or saturated seed; the largest one runs.
+  for seed in -1 18446744073709551616 abc 0x10 1e3; do expect_exit 2 "$s" --seed "$seed"; done
+  run "$s" --pes "$lo" --seed 18446744073709551615
+  # A trace file that cannot be written is a flag error before the run (not a failure after
+  # it); one that can is written.
+  expect_exit 2 "$s" --trace "$dump/no/such/dir/t.json"
+  expect_exit 2 "$s" --trace "$dump"
+  run "$s" --pes "$lo" --trace "$dump/t.json"
+  [ -s "$dump/t.json" ] && ok || bad "$s --trace $dump/t.json wrote no trace"
   # PTO_RUN_MODE=interpret reaches the kernels: they pass and no LLVM module is dumped.
   rm -rf "$dump"/*
   if out=$(PTO_RUN_MODE=interpret PTO_DUMP=llvm PTO_DUMP_DIR="$dump" "$bin/$s" --pes "$lo" \

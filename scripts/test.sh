@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # test.sh - The README's second command (and CI's): install what is missing, check the format
 # (clang-format 19) and the tree's habits (scripts/check_tree.sh), build with warnings as
-# errors, run every CTest test (label quick, then slow), the runtime tests under ThreadSanitizer,
-# the suites built with ASan + UBSan, the error and bounds tests with guard pages and under
-# valgrind memcheck, then every sample's --check. Prints each stage's wall time as it ends and,
-# at exit (also when a stage fails), a table of every stage and the total: the whole run must
-# stay under 60 minutes on 2 cores.
+# errors, run every CTest test (label quick, then slow), the codegen tests and a few more with
+# the JIT capped at AVX2 (PTO_ISA=avx2), the runtime tests under ThreadSanitizer, the suites
+# built with ASan + UBSan, the error and bounds tests with guard pages and under valgrind
+# memcheck, then every sample's --check. Prints each stage's wall time as it ends and, at exit
+# (also when a stage fails), a table of every stage and the total: the whole run must stay under
+# 60 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -56,6 +57,32 @@ samples() {
   build/samples/moe_dispatch_combine --pes 2 --tokens 64 --hidden 100 --experts 6 --topk 3 --check
 }
 
+# The AVX2 code paths (what AVX2-only machines run) on any host with AVX2: the JIT capped by
+# PTO_ISA=avx2 (codegen/passes/isa.h). The codegen suites whole (ops, ULP sweep, SLEEF names), a
+# few e2e files and a sample; then a dump of that sample's kernels must hold no AVX-512 register
+# (zmm), which shows that the cap took effect. A subshell: PTO_ISA stays here.
+isa_avx2() (
+  if ! grep -qw avx2 /proc/cpuinfo; then
+    echo "isa-avx2: skipped, this host has no AVX2"
+    exit 0
+  fi
+  export PTO_ISA=avx2
+  build/tests/test_codegen
+  build/tests/test_e2e --test-suite-exclude=slow \
+    --source-file='*/golden_st_test.cpp,*/regressions_test.cpp,*/control_flow_test.cpp,*/fuzz_test.cpp'
+  dumps=$(mktemp -d)
+  trap 'rm -rf "$dumps"' EXIT
+  PTO_DUMP=asm PTO_DUMP_DIR="$dumps" build/samples/allreduce_softmax --pes 2 --check
+  if [ -z "$(ls -A "$dumps")" ]; then
+    echo "isa-avx2: the sample wrote no asm dump"
+    exit 1
+  fi
+  if grep -rlq zmm "$dumps"; then
+    echo "isa-avx2: code compiled with PTO_ISA=avx2 uses AVX-512 registers"
+    exit 1
+  fi
+)
+
 stage bootstrap scripts/bootstrap.sh
 stage format scripts/format.sh --check
 stage tree scripts/check_tree.sh
@@ -63,6 +90,7 @@ stage build scripts/build.sh -DPTO_WERROR=ON
 # The two labels partition the tests (tests/CMakeLists.txt): every case runs exactly once.
 stage ctest-quick ctest --test-dir build --output-on-failure -LE slow
 stage ctest-slow ctest --test-dir build --output-on-failure -L slow
+stage isa-avx2 isa_avx2
 stage tsan scripts/tsan_runtime.sh
 stage asan scripts/asan_tests.sh
 stage guard-pages scripts/valgrind_tests.sh --guard-pages

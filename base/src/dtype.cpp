@@ -42,7 +42,7 @@ constexpr std::array<DTypeFacts, 25> kFacts{{
 const DTypeFacts *facts(DataType dt) {
   auto i = static_cast<int32_t>(dt);
   return (i >= 0 && i < static_cast<int32_t>(kFacts.size())) ? &kFacts[static_cast<size_t>(i)]
-                                                              : nullptr;
+                                                             : nullptr;
 }
 
 /// True for the dtypes PTO_CASE_UNSUPPORTED_DTYPES lists.
@@ -57,8 +57,10 @@ constexpr bool listed_unsupported(DataType dt) {
   case DT_FP16:
   case DT_BF16:
   case DT_FP32:
-  case DT_DOUBLE: return false;
-  PTO_CASE_UNSUPPORTED_DTYPES: return true;
+  case DT_DOUBLE:
+    return false;
+  PTO_CASE_UNSUPPORTED_DTYPES:
+    return true;
   }
   return true;
 }

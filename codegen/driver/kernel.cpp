@@ -1,9 +1,10 @@
 // kernel.cpp - pto::jit's host side: signature keys, tracing, compile-once, argument checks
 // and the call into an Executable on the calling PE.
-#include "driver/trace.h"
-#include "passes/pipeline.h"
 #include "pto/jit.h"
 #include "pto/runtime/context.h"
+
+#include "driver/trace.h"
+#include "passes/pipeline.h"
 
 #include <algorithm>
 #include <chrono>

@@ -18,15 +18,16 @@
 // - No C++ exception escapes for a run-time fault: it is recorded through the ABI and run()
 //   returns PTO_ERR. Only ptojit bugs (InternalError) throw.
 #include "interp/interpreter.h"
-#include "passes/run_checks.h"
-#include "rtlib/run_check.h"
-#include "rtlib/xops.h"
+
+#include "pto/error.h"
+#include "pto/ir/printer.h"
 
 #include "passes/compile.h"
 #include "passes/pipeline.h"
+#include "passes/run_checks.h"
 #include "passes/tile_expand.h"
-#include "pto/error.h"
-#include "pto/ir/printer.h"
+#include "rtlib/run_check.h"
+#include "rtlib/xops.h"
 
 #include <cstdint>
 #include <new>
@@ -65,10 +66,14 @@ Run::Run(const ir::Program &p, const SiteTable &sites, pto_ctx *ctx, void *const
   allocated_.assign(p_.values.size(), 0);
   env_ = [this](const SymExpr &s) -> int64_t {
     switch (s.sym) {
-    case SymKind::InputDim: return dims_[dim_base_.at(static_cast<size_t>(s.a)) + s.b];
-    case SymKind::LoopIndex: return loop_idx_.at(static_cast<size_t>(s.a));
-    case SymKind::MyPe: return pto_rt_my_pe(ctx_, static_cast<int32_t>(s.a));
-    case SymKind::TensorElement: break; // elements_ reads them, at evaluated indices
+    case SymKind::InputDim:
+      return dims_[dim_base_.at(static_cast<size_t>(s.a)) + s.b];
+    case SymKind::LoopIndex:
+      return loop_idx_.at(static_cast<size_t>(s.a));
+    case SymKind::MyPe:
+      return pto_rt_my_pe(ctx_, static_cast<int32_t>(s.a));
+    case SymKind::TensorElement:
+      break; // elements_ reads them, at evaluated indices
     case SymKind::LoopBegin: {
       auto l = static_cast<size_t>(s.a);
       return loop_idx_.at(l) == loop_start_.at(l);
@@ -79,7 +84,8 @@ Run::Run(const ir::Program &p, const SiteTable &sites, pto_ctx *ctx, void *const
       return __builtin_add_overflow(loop_idx_.at(l), loop_step_.at(l), &next) ||
              next >= loop_stop_.at(l);
     }
-    case SymKind::Named: break;
+    case SymKind::Named:
+      break;
     }
     throw InternalError("<interpreter>", "evaluate",
                         "free symbol '" + s.name + "' has no value in a kernel");
@@ -246,37 +252,55 @@ int32_t Run::exec(const std::vector<Op> &ops) {
 
 // Families of one kind are routed by family alone; a second kind there must be dispatched here.
 static_assert(ir::kinds_in(ir::OpFamily::Select) == 1 && ir::kinds_in(ir::OpFamily::Create) == 1 &&
-                  ir::kinds_in(ir::OpFamily::Move) == 1 && ir::kinds_in(ir::OpFamily::Matmul) == 1 &&
-                  ir::kinds_in(ir::OpFamily::Check) == 1,
+                  ir::kinds_in(ir::OpFamily::Move) == 1 &&
+                  ir::kinds_in(ir::OpFamily::Matmul) == 1 && ir::kinds_in(ir::OpFamily::Check) == 1,
               "exec_op routes a family of one kind by its family");
 
 int32_t Run::exec_op(const Op &op) {
   switch (ir::op_info(op.kind).family) {
-  case ir::OpFamily::Unary: return unary(op);
-  case ir::OpFamily::Binary: return binary(op);
-  case ir::OpFamily::Select: return select(op);
-  case ir::OpFamily::Reduce: return reduce(op);
-  case ir::OpFamily::Create: return full(op);
-  case ir::OpFamily::Move: return assemble(op);
-  case ir::OpFamily::Matmul: return matmul(op);
-  case ir::OpFamily::Standalone: return standalone(op);
-  case ir::OpFamily::Library: return library(op);
-  case ir::OpFamily::Check: return check(op);
+  case ir::OpFamily::Unary:
+    return unary(op);
+  case ir::OpFamily::Binary:
+    return binary(op);
+  case ir::OpFamily::Select:
+    return select(op);
+  case ir::OpFamily::Reduce:
+    return reduce(op);
+  case ir::OpFamily::Create:
+    return full(op);
+  case ir::OpFamily::Move:
+    return assemble(op);
+  case ir::OpFamily::Matmul:
+    return matmul(op);
+  case ir::OpFamily::Standalone:
+    return standalone(op);
+  case ir::OpFamily::Library:
+    return library(op);
+  case ir::OpFamily::Check:
+    return check(op);
   case ir::OpFamily::Shmem:
     switch (ir::kind_as<ir::ShmemKind>(op.kind)) {
-    case ir::ShmemKind::ShmemPut: return shmem_put(op);
-    case ir::ShmemKind::ShmemGet: return shmem_get(op);
+    case ir::ShmemKind::ShmemPut:
+      return shmem_put(op);
+    case ir::ShmemKind::ShmemGet:
+      return shmem_get(op);
     case ir::ShmemKind::ShmemSignal:
-    case ir::ShmemKind::ShmemWaitUntil: return shmem_signal_wait(op);
-    case ir::ShmemKind::ShmemClearData: return shmem_clear(op);
-    case ir::ShmemKind::ShmemClearSignal: return shmem_clear_signal(op);
-    case ir::ShmemKind::Nop: return PTO_OK;
+    case ir::ShmemKind::ShmemWaitUntil:
+      return shmem_signal_wait(op);
+    case ir::ShmemKind::ShmemClearData:
+      return shmem_clear(op);
+    case ir::ShmemKind::ShmemClearSignal:
+      return shmem_clear_signal(op);
+    case ir::ShmemKind::Nop:
+      return PTO_OK;
     }
     break;
   case ir::OpFamily::Control:
     switch (ir::kind_as<ir::ControlKind>(op.kind)) {
-    case ir::ControlKind::Loop: return loop(op);
-    case ir::ControlKind::Paths: return paths(op);
+    case ir::ControlKind::Loop:
+      return loop(op);
+    case ir::ControlKind::Paths:
+      return paths(op);
     }
     break;
   }

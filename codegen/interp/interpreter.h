@@ -3,11 +3,12 @@
 // the semantics the interpreter (and the LLVM lowering) implement.
 #pragma once
 
-#include "passes/compile.h"
-#include "passes/sites.h"
 #include "pto/element.h"
 #include "pto/ir/program.h"
 #include "pto/runtime/abi.h"
+
+#include "passes/compile.h"
+#include "passes/sites.h"
 
 #include <cstdint>
 #include <unordered_map>

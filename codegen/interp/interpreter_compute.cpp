@@ -1,12 +1,12 @@
 // interpreter_compute.cpp - The reference interpreter's compute ops: elementwise unary and
 // binary ops, reductions, full and assemble, as loops over tiles; the per-element numerics are
 // scalar_ops.h's (see interpreter.cpp).
-#include "interp/interpreter.h"
-#include "interp/scalar_ops.h"
-
-#include "passes/tile_expand.h"
 #include "pto/error.h"
 #include "pto/half.h"
+
+#include "interp/interpreter.h"
+#include "interp/scalar_ops.h"
+#include "passes/tile_expand.h"
 
 #include <cmath>
 #include <cstring>
@@ -144,17 +144,18 @@ int32_t Run::binary(const Op &op) {
       const uint8_t *pa = a.root + (a.lin0 + dot(idx, as)) * a.esize;
       if (fp) {
         double va = load_f(pa, a.dt);
-        double vb = has_scalar ? scalar_f : load_f(b.root + (b.lin0 + dot(idx, bs)) * b.esize, b.dt);
+        double vb =
+            has_scalar ? scalar_f : load_f(b.root + (b.lin0 + dot(idx, bs)) * b.esize, b.dt);
         if (has_scalar && op.scalar_first)
           std::swap(va, vb);
         if (dt == DT_DOUBLE)
           store_f(dst, out, binary_f<double>(k, va, vb));
         else
-          store_f(dst, out,
-                  binary_f<float>(k, static_cast<float>(va), static_cast<float>(vb)));
+          store_f(dst, out, binary_f<float>(k, static_cast<float>(va), static_cast<float>(vb)));
       } else {
         int64_t va = load_i(pa, a.dt);
-        int64_t vb = has_scalar ? op.scalar->i : load_i(b.root + (b.lin0 + dot(idx, bs)) * b.esize, b.dt);
+        int64_t vb =
+            has_scalar ? op.scalar->i : load_i(b.root + (b.lin0 + dot(idx, bs)) * b.esize, b.dt);
         if (has_scalar && op.scalar_first)
           std::swap(va, vb);
         int64_t res = 0;

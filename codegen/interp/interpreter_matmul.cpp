@@ -1,9 +1,8 @@
-// interpreter_matmul.cpp - The reference interpreter's matmul (matmul.h): for each output element of
-// the valid region, a sequential dot product over the valid K in fp32 (fp16/bf16/fp32 operands;
+// interpreter_matmul.cpp - The reference interpreter's matmul (matmul.h): for each output element
+// of the valid region, a sequential dot product over the valid K in fp32 (fp16/bf16/fp32 operands;
 // the products of fp16/bf16 are exact in fp32) or wrapping int32 (int8 operands), then bias, relu
 // and one rounding to the output dtype. Plain loops: this is the oracle, not the fast path.
 #include "interp/interpreter.h"
-
 #include "passes/tile_expand.h"
 
 #include <algorithm>

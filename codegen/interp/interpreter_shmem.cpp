@@ -1,7 +1,6 @@
 // interpreter_shmem.cpp - The reference interpreter's distributed ops: puts, gets, signals,
 // waits and clears, each split per vec tile into runtime ABI calls (reference §6.3, §6.5).
 #include "interp/interpreter.h"
-
 #include "passes/slots.h"
 #include "passes/tile_expand.h"
 #include "rtlib/abi_codes.h"
@@ -31,8 +30,7 @@ pto_block make_block(const std::vector<int64_t> &ext, const std::vector<int64_t>
 // The window [offs, offs + shape) must lie inside `data` in every dim (checked once per op, as
 // generated code does); fails with the first offending index: the window's last index, or the
 // offset itself when it is past the data (so that a huge offset cannot wrap the end).
-int32_t Run::check_shmem_window(const std::vector<int64_t> &data,
-                                const std::vector<int64_t> &offs,
+int32_t Run::check_shmem_window(const std::vector<int64_t> &data, const std::vector<int64_t> &offs,
                                 const std::vector<int64_t> &shape) {
   for (size_t d = 0; d < offs.size(); ++d) {
     if (offs[d] < 0)
@@ -77,11 +75,10 @@ int32_t Run::shmem_put(const Op &op) {
     for (size_t d = 0; d < r; ++d)
       at[d] = offs[d] + t.offset[d]; // inside the data: the whole window was checked
     pto_block b = make_block(ext, src.strides, data_strides);
-    int32_t st = pto_rt_put(ctx_, s.group_index, static_cast<int32_t>(pe),
-                            abi_atomic(op.atomic),
-                            src.at(t.offset), src.dt,
-                            s.data_offset_bytes + dot(at, data_strides) * esize,
-                            s.data_offset_bytes + s.data_bytes, s.dtype, &b, site_);
+    int32_t st =
+        pto_rt_put(ctx_, s.group_index, static_cast<int32_t>(pe), abi_atomic(op.atomic),
+                   src.at(t.offset), src.dt, s.data_offset_bytes + dot(at, data_strides) * esize,
+                   s.data_offset_bytes + s.data_bytes, s.dtype, &b, site_);
     if (st != PTO_OK)
       return st;
   }
@@ -158,11 +155,10 @@ int32_t Run::shmem_signal_wait(const Op &op) {
     int32_t st;
     if (op.kind == OpKind::ShmemSignal)
       st = pto_rt_signal(ctx_, s.group_index, static_cast<int32_t>(target), off,
-                         abi_atomic(op.atomic),
-                         op.signal, site_);
+                         abi_atomic(op.atomic), op.signal, site_);
     else
-      st = pto_rt_wait_until(ctx_, s.group_index, off, abi_cmp(op.cmp), op.signal,
-                             op.clear ? 1 : 0, slot, site_);
+      st = pto_rt_wait_until(ctx_, s.group_index, off, abi_cmp(op.cmp), op.signal, op.clear ? 1 : 0,
+                             slot, site_);
     if (st != PTO_OK)
       return st;
   }
@@ -178,7 +174,8 @@ int32_t Run::shmem_clear(const Op &op) {
     return st;
   const auto data_strides = row_major(s.shape);
   pto_block b = make_block(op.view_shape, data_strides, data_strides);
-  return pto_rt_clear(ctx_, s.group_index, s.data_offset_bytes + dot(offs, data_strides) * bytes_of(s.dtype),
+  return pto_rt_clear(ctx_, s.group_index,
+                      s.data_offset_bytes + dot(offs, data_strides) * bytes_of(s.dtype),
                       s.data_offset_bytes + s.data_bytes, s.dtype, &b, site_);
 }
 

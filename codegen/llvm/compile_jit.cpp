@@ -1,9 +1,8 @@
 // compile_jit.cpp - The LLVM backend's entry: the process-wide kernel cache (kernel_cache.h)
 // in front of lowering and ORC.
-#include "passes/compile.h"
-
 #include "llvm/kernel_cache.h"
 #include "llvm/lower_llvm.h"
+#include "passes/compile.h"
 #include "passes/pipeline.h"
 
 #include <fmt/format.h>

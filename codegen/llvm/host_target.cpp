@@ -3,7 +3,6 @@
 
 #include "pto/error.h"
 
-#include <llvm/ADT/StringMap.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
@@ -12,21 +11,6 @@
 #include <mutex>
 
 namespace pto::codegen {
-
-namespace {
-/// The highest level whose features the host has: SLEEF's avx512f variants need AVX-512F, its
-/// avx2 ones AVX2 and FMA, its sse4 ones SSE4.1.
-Isa level_of(const llvm::StringMap<bool> &host) {
-  auto has = [&](const char *f) { return host.lookup(f); };
-  if (has("avx512f"))
-    return Isa::Avx512;
-  if (has("avx2") && has("fma"))
-    return Isa::Avx2;
-  if (has("sse4.1") && has("sse4.2"))
-    return Isa::Sse4;
-  return Isa::Sse2;
-}
-} // namespace
 
 HostTarget::HostTarget() = default;
 HostTarget::~HostTarget() = default;
@@ -38,16 +22,7 @@ HostTarget &host_target() {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     llvm::InitializeNativeTargetAsmParser();
-    t.cpu = llvm::sys::getHostCPUName().str();
-    std::string feats;
-    const llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
-    for (auto &f : host) {
-      if (!feats.empty())
-        feats += ",";
-      feats += (f.second ? "+" : "-") + f.first().str();
-    }
-    t.features = feats;
-    t.isa = level_of(host);
+    static_cast<JitTarget &>(t) = jit_target(); // the host's CPU, capped by PTO_ISA
     std::string triple = llvm::sys::getProcessTriple();
     std::string err;
     const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, err);

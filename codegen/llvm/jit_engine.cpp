@@ -1,10 +1,10 @@
 // jit_engine.cpp - See jit_engine.h.
 #include "llvm/jit_engine.h"
 
+#include "pto/error.h"
+
 #include "llvm/abi_decls.h"
 #include "llvm/vector_math.h"
-
-#include "pto/error.h"
 
 #include <llvm/ExecutionEngine/JITLink/JITLinkMemoryManager.h>
 #include <llvm/ExecutionEngine/Orc/EPCEHFrameRegistrar.h>

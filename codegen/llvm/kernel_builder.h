@@ -9,13 +9,12 @@
 #pragma once
 
 #include "pto/ir/program.h"
-
-#include "passes/compile.h"
-#include "passes/sites.h"
+#include "pto/runtime/abi.h"
 
 #include "llvm/abi_decls.h"
 #include "llvm/host_target.h"
-#include "pto/runtime/abi.h"
+#include "passes/compile.h"
+#include "passes/sites.h"
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>

@@ -4,8 +4,9 @@
 // its program only drops the cache's reference, and the code is freed with the last one.
 #pragma once
 
-#include "passes/compile.h"
 #include "pto/jit.h"
+
+#include "passes/compile.h"
 
 #include <cstdint>
 #include <list>

@@ -89,9 +89,10 @@ private:
 
   void bind_pe_numbers() {
     for (size_t g = 0; g < p_.groups.size(); ++g)
-      kb_.bind_my_pe(static_cast<int64_t>(g),
-                     B.CreateSExt(kb_.call_rt(RtFn::MyPe, {kb_.ctx_arg(), B.getInt32(static_cast<int>(g))}),
-                                  B.getInt64Ty()));
+      kb_.bind_my_pe(
+          static_cast<int64_t>(g),
+          B.CreateSExt(kb_.call_rt(RtFn::MyPe, {kb_.ctx_arg(), B.getInt32(static_cast<int>(g))}),
+                       B.getInt64Ty()));
   }
 
   /// pto_rt_kernel_enter with the program's group table (hash, heap bytes, PEs, names, where
@@ -119,8 +120,9 @@ private:
       B.CreateStore(B.CreateGlobalStringPtr(p_.groups[g].layout),
                     B.CreateConstGEP2_64(names_ty, layouts, 0, g));
     }
-    LV *st = kb_.call_rt(RtFn::KernelEnter, {kb_.ctx_arg(), hashes, B.getInt32(static_cast<int>(ng)), heap, npes,
-                          names, wheres, layouts});
+    LV *st =
+        kb_.call_rt(RtFn::KernelEnter, {kb_.ctx_arg(), hashes, B.getInt32(static_cast<int>(ng)),
+                                        heap, npes, names, wheres, layouts});
     kb_.ret_if_error(st);
   }
 
@@ -134,7 +136,7 @@ private:
         LV *t0 = kb_.call_rt(RtFn::TraceNow, {kb_.ctx_arg()});
         lower_fused_group(kb_, plan_, item.group, scratch_);
         kb_.call_rt(RtFn::TraceOp, {kb_.ctx_arg(), B.getInt32(g.ops.front()),
-                     B.getInt32(static_cast<int>(g.ops.size())), t0});
+                                    B.getInt32(static_cast<int>(g.ops.size())), t0});
         continue;
       }
       const Op &op = kb_.op(item.op);
@@ -287,10 +289,11 @@ private:
     LV *arr = kb_.entry_alloca(arr_ty, "check_args");
     for (uint64_t k = 0; k < n; ++k)
       B.CreateStore(kb_.sym(op.args[k]), B.CreateConstGEP2_64(arr_ty, arr, 0, k));
-    LV *st = kb_.call_rt(RtFn::CheckFail,
-                         {kb_.ctx_arg(), B.getInt32(kb_.current_site()),
-                          B.getInt32(check_error_class(op)), B.CreateGlobalStringPtr(op.message),
-                          B.CreateConstGEP2_64(arr_ty, arr, 0, 0), kb_.i64(static_cast<int64_t>(n))});
+    LV *st =
+        kb_.call_rt(RtFn::CheckFail,
+                    {kb_.ctx_arg(), B.getInt32(kb_.current_site()),
+                     B.getInt32(check_error_class(op)), B.CreateGlobalStringPtr(op.message),
+                     B.CreateConstGEP2_64(arr_ty, arr, 0, 0), kb_.i64(static_cast<int64_t>(n))});
     B.CreateRet(st);
     B.SetInsertPoint(cont);
   }
@@ -315,9 +318,8 @@ private:
 
 } // namespace
 
-std::shared_ptr<const Executable> build_llvm_executable(const PlannedProgram &pp,
-                                                        const CompileOptions &opts,
-                                                        const StageDump &dump) {
+std::shared_ptr<const Executable>
+build_llvm_executable(const PlannedProgram &pp, const CompileOptions &opts, const StageDump &dump) {
   const ir::Program &p = pp.program;
   auto t0 = std::chrono::steady_clock::now();
   auto ctx = std::make_unique<llvm::LLVMContext>();

@@ -12,8 +12,7 @@ namespace pto::codegen {
 
 /// Lowers `pp` by its fusion plan and site table, optimizes and JIT-compiles it. Throws
 /// CompileError/InternalError.
-std::shared_ptr<const Executable> build_llvm_executable(const PlannedProgram &pp,
-                                                        const CompileOptions &opts,
-                                                        const StageDump &dump);
+std::shared_ptr<const Executable>
+build_llvm_executable(const PlannedProgram &pp, const CompileOptions &opts, const StageDump &dump);
 
 } // namespace pto::codegen

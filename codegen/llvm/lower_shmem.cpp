@@ -85,9 +85,7 @@ private:
   void if_nonempty(LV *nonempty, const char *name, const std::function<void()> &then);
   void check_slots(const ir::ShmemInfo &s, const ir::SlotGeometry &g, LV *row, const Index &O);
   LV *slot_of(const ir::SlotGeometry &g, const Index &O, const Index &off, LV *row);
-  LV *atomic(const Op &op) {
-    return B.getInt32(abi_atomic(op.atomic));
-  }
+  LV *atomic(const Op &op) { return B.getInt32(abi_atomic(op.atomic)); }
 };
 
 void ShmemLowering::for_tiles(const std::vector<int64_t> &shape, const std::vector<int64_t> &tile,
@@ -233,7 +231,8 @@ TileBody ShmemLowering::prepare_put(const Op &op) {
                     const ir::ShmemInfo &s = *t.s;
                     LV *blk = make_block(c.ext, t.a.strides, t.heap_strides);
                     LV *sp = B.CreateGEP(storage_type(B, t.local->dtype), t.a.base, c.lin);
-                    return kb_.call_rt(RtFn::Put, {kb_.ctx_arg(), B.getInt32(s.group_index), t.pe, atomic(op),
+                    return kb_.call_rt(RtFn::Put,
+                                       {kb_.ctx_arg(), B.getInt32(s.group_index), t.pe, atomic(op),
                                         sp, B.getInt32(t.local->dtype), heap_offset(s, op, off),
                                         kb_.i64(s.data_offset_bytes + s.data_bytes),
                                         B.getInt32(s.dtype), blk, B.getInt32(kb_.current_site())});
@@ -248,7 +247,9 @@ TileBody ShmemLowering::prepare_get(const Op &op) {
                     // documents.
                     LV *blk = make_block(c.ext, t.heap_strides, t.a.strides);
                     LV *dp = B.CreateGEP(storage_type(B, t.local->dtype), t.a.base, c.lin);
-                    return kb_.call_rt(RtFn::Get, {kb_.ctx_arg(), B.getInt32(s.group_index), t.pe, heap_offset(s, op, off),
+                    return kb_.call_rt(
+                        RtFn::Get,
+                        {kb_.ctx_arg(), B.getInt32(s.group_index), t.pe, heap_offset(s, op, off),
                          kb_.i64(s.data_offset_bytes + s.data_bytes), B.getInt32(s.dtype), dp,
                          B.getInt32(t.local->dtype), blk, B.getInt32(kb_.current_site())});
                   });
@@ -303,10 +304,12 @@ TileBody ShmemLowering::prepare_signal_wait(const Op &op) {
     LV *slot_off = B.CreateAdd(kb_.i64(s.signal_offset_bytes), B.CreateMul(slot, kb_.i64(32)));
     LV *st;
     if (op.kind == OpKind::ShmemSignal) {
-      st = kb_.call_rt(RtFn::Signal, {kb_.ctx_arg(), B.getInt32(s.group_index), target, slot_off, atomic(op),
+      st = kb_.call_rt(RtFn::Signal,
+                       {kb_.ctx_arg(), B.getInt32(s.group_index), target, slot_off, atomic(op),
                         B.getInt32(op.signal), B.getInt32(kb_.current_site())});
     } else {
-      st = kb_.call_rt(RtFn::WaitUntil, {kb_.ctx_arg(), B.getInt32(s.group_index), slot_off,
+      st = kb_.call_rt(RtFn::WaitUntil,
+                       {kb_.ctx_arg(), B.getInt32(s.group_index), slot_off,
                         B.getInt32(abi_cmp(op.cmp)), B.getInt32(op.signal),
                         B.getInt32(op.clear ? 1 : 0), slot, B.getInt32(kb_.current_site())});
     }
@@ -317,10 +320,10 @@ TileBody ShmemLowering::prepare_signal_wait(const Op &op) {
 void ShmemLowering::clear_signal(const Op &op) {
   const auto &s = shmem_of(op);
   LV *blk = make_block({kb_.i64(s.signal_bytes / 4)}, {kb_.i64(1)}, {kb_.i64(1)});
-  LV *status =
-      kb_.call_rt(RtFn::Clear, {kb_.ctx_arg(), B.getInt32(s.group_index), kb_.i64(s.signal_offset_bytes),
-                   kb_.i64(s.signal_offset_bytes + s.signal_bytes), B.getInt32(DT_INT32), blk,
-                   B.getInt32(kb_.current_site())});
+  LV *status = kb_.call_rt(
+      RtFn::Clear, {kb_.ctx_arg(), B.getInt32(s.group_index), kb_.i64(s.signal_offset_bytes),
+                    kb_.i64(s.signal_offset_bytes + s.signal_bytes), B.getInt32(DT_INT32), blk,
+                    B.getInt32(kb_.current_site())});
   kb_.ret_if_error(status);
 }
 
@@ -332,9 +335,10 @@ void ShmemLowering::clear(const Op &op) {
   Index ds = constants(shmem_strides(s));
   for_tiles(op.view_shape, op.tile.vec, [&](const Index &off, const Index &size) {
     LV *blk = make_block(size, ds, ds);
-    LV *status = kb_.call_rt(RtFn::Clear, {kb_.ctx_arg(), B.getInt32(s.group_index), heap_offset(s, op, off),
-                              kb_.i64(s.data_offset_bytes + s.data_bytes), B.getInt32(s.dtype), blk,
-                              B.getInt32(kb_.current_site())});
+    LV *status =
+        kb_.call_rt(RtFn::Clear, {kb_.ctx_arg(), B.getInt32(s.group_index), heap_offset(s, op, off),
+                                  kb_.i64(s.data_offset_bytes + s.data_bytes), B.getInt32(s.dtype),
+                                  blk, B.getInt32(kb_.current_site())});
     kb_.ret_if_error(status);
   });
 }

@@ -4,9 +4,9 @@
 #include "pto/error.h"
 #include "pto/ir/program.h"
 
+#include <fmt/format.h>
 #include <iterator>
 #include <string_view>
-#include <fmt/format.h>
 
 // The table: every SLEEF function the lowering may call, as (name, accuracy suffix). A macro,
 // because each row must also name SLEEF's symbols at every level by token pasting: that is what
@@ -76,8 +76,7 @@ static_assert(op_functions_in_table(),
 } // namespace
 
 const std::vector<SleefFunction> &sleef_functions() {
-  static const std::vector<SleefFunction> f(std::begin(kSleefFunctions),
-                                            std::end(kSleefFunctions));
+  static const std::vector<SleefFunction> f(std::begin(kSleefFunctions), std::end(kSleefFunctions));
   return f;
 }
 

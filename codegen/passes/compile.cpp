@@ -3,6 +3,8 @@
 
 #include "pto/error.h"
 
+#include "passes/isa.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
@@ -50,6 +52,7 @@ CompileOptions CompileOptions::from_env(const std::source_location &loc,
                                       mb, kernel, kMaxMb));
     o.cache_limit_bytes = v << 20;
   }
+  check_isa_env(loc, kernel); // read once per process: not an option, not in the cache key
   return o;
 }
 

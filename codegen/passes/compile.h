@@ -17,9 +17,9 @@
 namespace pto::codegen {
 
 struct CompileOptions {
-  int vector_lanes = 16;       ///< fp32 lanes per vector op (<16 x float>)
-  std::string dump_dir = ".";  ///< PTO_DUMP_DIR
-  std::set<std::string> dump;  ///< stages to write, of dump_stages() (PTO_DUMP)
+  int vector_lanes = 16;      ///< fp32 lanes per vector op (<16 x float>)
+  std::string dump_dir = "."; ///< PTO_DUMP_DIR
+  std::set<std::string> dump; ///< stages to write, of dump_stages() (PTO_DUMP)
   /// The compile cache's bound from PTO_JIT_CACHE_MB, in bytes; nullopt when unset.
   std::optional<int64_t> cache_limit_bytes;
   /// The stages PTO_DUMP may name, in pipeline order: "ir" (the verified program, NAME.HASH.ir),
@@ -28,10 +28,11 @@ struct CompileOptions {
   /// first three are written for both executors, the last two by the JIT. PTO_DUMP=all names
   /// every one.
   static const std::vector<std::string> &dump_stages();
-  /// Reads PTO_DUMP, PTO_DUMP_DIR and PTO_JIT_CACHE_MB (unset or empty: the defaults). Throws
-  /// ArgumentError at `loc` naming the variable and the kernel `kernel` for a PTO_DUMP stage
-  /// that does not exist (listing those that do) or a PTO_JIT_CACHE_MB that is not an integer
-  /// in [0, 2^40).
+  /// Reads PTO_DUMP, PTO_DUMP_DIR and PTO_JIT_CACHE_MB (unset or empty: the defaults), and
+  /// checks PTO_ISA (check_isa_env, passes/isa.h). Throws ArgumentError at `loc`
+  /// naming the variable and the kernel `kernel` for a PTO_DUMP stage that does not exist
+  /// (listing those that do), a PTO_JIT_CACHE_MB that is not an integer in [0, 2^40), or a bad
+  /// PTO_ISA.
   static CompileOptions from_env(const std::source_location &loc, const std::string &kernel);
 };
 

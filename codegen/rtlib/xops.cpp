@@ -19,18 +19,30 @@ int32_t dispatch(const XCall &call) {
     throw InternalError("<xop>", "pto_rt_xop", "op kind out of range (a ptojit bug)");
   using L = ir::LibraryKind;
   switch (ir::kind_as<L>(static_cast<ir::OpKind>(call.kind))) {
-  case L::Gather: return xop_gather(call);
-  case L::IndexSelect: return xop_index_select(call);
-  case L::Scatter: return xop_scatter(call);
-  case L::IndexAdd: return xop_index_add(call);
-  case L::IndexPut: return xop_index_put(call);
-  case L::OneHot: return xop_one_hot(call);
-  case L::SegmentReduce: return xop_segment_reduce(call);
-  case L::Sort: return xop_sort(call);
-  case L::Topk: return xop_topk(call);
-  case L::Unique: return xop_unique(call);
-  case L::BesselI0e: return xop_bessel_i0e(call);
-  case L::BesselI1e: return xop_bessel_i1e(call);
+  case L::Gather:
+    return xop_gather(call);
+  case L::IndexSelect:
+    return xop_index_select(call);
+  case L::Scatter:
+    return xop_scatter(call);
+  case L::IndexAdd:
+    return xop_index_add(call);
+  case L::IndexPut:
+    return xop_index_put(call);
+  case L::OneHot:
+    return xop_one_hot(call);
+  case L::SegmentReduce:
+    return xop_segment_reduce(call);
+  case L::Sort:
+    return xop_sort(call);
+  case L::Topk:
+    return xop_topk(call);
+  case L::Unique:
+    return xop_unique(call);
+  case L::BesselI0e:
+    return xop_bessel_i0e(call);
+  case L::BesselI1e:
+    return xop_bessel_i1e(call);
   }
   throw InternalError("<xop>", ir::op_info(static_cast<ir::OpKind>(call.kind)).name,
                       "not a library op (a ptojit bug)");

@@ -32,19 +32,19 @@ struct XTensor {
 /// One call of a library op. Layout is fixed: generated code builds it on the stack.
 struct XCall {
   pto_ctx *ctx;
-  int64_t site;      ///< for pto_rt_fail
-  int64_t kind;      ///< ir::OpKind ordinal
-  int64_t n_inputs;  ///< tensors[0 .. n_inputs) are inputs, the rest outputs
+  int64_t site;     ///< for pto_rt_fail
+  int64_t kind;     ///< ir::OpKind ordinal
+  int64_t n_inputs; ///< tensors[0 .. n_inputs) are inputs, the rest outputs
   int64_t n_tensors;
   const XTensor *tensors;
-  int64_t axis;      ///< ir::Op::axis
-  int64_t keepdim;   ///< ir::Op::keepdim
+  int64_t axis;    ///< ir::Op::axis
+  int64_t keepdim; ///< ir::Op::keepdim
   int64_t n_ints;
   const int64_t *ints; ///< ir::Op::ints
   int64_t n_reals;
   const double *reals; ///< ir::Op::reals, then the op's scalar (as a double) when it has one
   int64_t has_scalar;
-  int64_t scalar_i;  ///< the scalar's integer value (is_int) or its value truncated
+  int64_t scalar_i; ///< the scalar's integer value (is_int) or its value truncated
 };
 
 // The layouts generated code builds (llvm/abi_decls.cpp derives the LLVM types from these

@@ -7,6 +7,7 @@
 // tensor is checked before it addresses memory, and a bad one is reported through
 // pto_rt_fail_msg (RuntimeError) instead of being used.
 #include "pto/element.h"
+
 #include "rtlib/xops.h"
 
 #include <algorithm>
@@ -368,7 +369,8 @@ double extreme(DataType dt, bool lowest) {
   case DT_DOUBLE:
   case DT_INT64:
   case DT_BOOL:
-  PTO_CASE_UNSUPPORTED_DTYPES: break;
+  PTO_CASE_UNSUPPORTED_DTYPES:
+    break;
   }
   return pick(-std::numeric_limits<double>::max(), std::numeric_limits<double>::max());
 }
@@ -502,7 +504,8 @@ int32_t segment_reduce(const XCall &c) {
   case DT_INT64:
   case DT_UINT8:
   case DT_BOOL:
-  PTO_CASE_UNSUPPORTED_DTYPES: break;
+  PTO_CASE_UNSUPPORTED_DTYPES:
+    break;
   }
   return segment_t<int64_t>(c);
 }

@@ -174,9 +174,9 @@ int32_t unique_all(const XCall &c) {
   const auto n = static_cast<int64_t>(elems.size());
   if (vals.rank != 1 || vals.valid[0] < n || count.rank != 1 || count.valid[0] < 1 ||
       (counts && (counts->rank != 1 || counts->valid[0] < n)) ||
-      (inverse &&
-       (inverse->rank != x.rank || !std::equal(x.valid, x.valid + x.rank, inverse->valid,
-                                               [](int64_t a, int64_t b) { return b >= a; }))))
+      (inverse && (inverse->rank != x.rank || !std::equal(
+                                                  x.valid, x.valid + x.rank, inverse->valid,
+                                                  [](int64_t a, int64_t b) { return b >= a; }))))
     return internal(c, "unique: outputs do not match the input");
   std::sort(elems.begin(), elems.end(), before_asc);
   // Runs of equal keys in `elems`: [start, start + size); the run's first pair has the lowest

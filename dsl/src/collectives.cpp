@@ -7,11 +7,11 @@
 #include "pto/ops.h"
 #include "pto/shape_ops.h"
 #include "pto/size_math.h"
+
 #include "shape_rules.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
+#include <fmt/format.h>
 #include <functional>
 #include <map>
 #include <memory>
@@ -67,9 +67,7 @@ std::vector<int64_t> with_rows(std::vector<int64_t> shape, int64_t rows) {
   shape[0] = rows;
   return shape;
 }
-std::vector<SymbolicScalar> sym(const std::vector<int64_t> &v) {
-  return {v.begin(), v.end()};
-}
+std::vector<SymbolicScalar> sym(const std::vector<int64_t> &v) { return {v.begin(), v.end()}; }
 
 /// This PE's number in `group` (registering the group with its size first).
 SymbolicScalar me_in(const std::string &group, int n, const SrcLoc &loc) {
@@ -87,18 +85,21 @@ SymbolicScalar pick(const std::vector<int64_t> &v, const SymbolicScalar &me) {
 
 Tensor combine(Reduction op, const Tensor &a, const Tensor &b, const SrcLoc &loc) {
   switch (op) {
-  case Reduction::SUM: return add(a, b, loc);
-  case Reduction::MAX: return maximum(a, b, loc);
-  case Reduction::MIN: return minimum(a, b, loc);
-  case Reduction::PROD: return mul(a, b, loc);
+  case Reduction::SUM:
+    return add(a, b, loc);
+  case Reduction::MAX:
+    return maximum(a, b, loc);
+  case Reduction::MIN:
+    return minimum(a, b, loc);
+  case Reduction::PROD:
+    return mul(a, b, loc);
   }
   return a;
 }
 
 /// Start-of-collective barrier (see collectives.h): every PE has finished reading the previous
 /// use of this call's buffers before anyone writes them again.
-Tensor entry_barrier(const std::string &group, int n, std::vector<Tensor> pred,
-                     const SrcLoc &loc) {
+Tensor entry_barrier(const std::string &group, int n, std::vector<Tensor> pred, const SrcLoc &loc) {
   auto sig = create_shmem_signal(group, n, loc);
   return shmem_barrier_all(sig, {.pred = std::move(pred)}, loc);
 }
@@ -111,9 +112,9 @@ struct Gathered {
   std::vector<Tensor> blocks;
   Tensor done; ///< joins the waits
 };
-Gathered gather_blocks(const Tensor &x, const std::vector<int64_t> &shape,
-                       const std::string &group, int n, const Tensor &start,
-                       const std::function<Tensor(int p)> &send_block, const SrcLoc &loc) {
+Gathered gather_blocks(const Tensor &x, const std::vector<int64_t> &shape, const std::string &group,
+                       int n, const Tensor &start, const std::function<Tensor(int p)> &send_block,
+                       const SrcLoc &loc) {
   size_t rank = shape.size();
   int64_t rows = shape[0];
   Gathered g;
@@ -155,8 +156,8 @@ Tensor one_shot_sum(const Tensor &x, const std::vector<int64_t> &shape, const st
   auto cleared = shmem_clear_data(acc, {.pred = {start_pred}}, loc);
   auto start = entry_barrier(group, n, {cleared}, loc);
   for (int p = 0; p < n; ++p) {
-    auto put = shmem_put(x, zeros_at(rank), acc, p,
-                         {.put_op = AtomicType::ADD, .pred = {start}}, loc);
+    auto put =
+        shmem_put(x, zeros_at(rank), acc, p, {.put_op = AtomicType::ADD, .pred = {start}}, loc);
     shmem_signal(acc, p, 1, p, {.sig_op = AtomicType::ADD, .pred = {put}}, loc);
   }
   auto ready = shmem_wait_until(acc, me, n, {.clear_signal = true, .pred = {start}}, loc);
@@ -453,9 +454,10 @@ Tensor defer_allreduce(const Tensor &x, const std::vector<int64_t> &shape, Reduc
   static const DataType kData[] = {DT_INT8, DT_INT16, DT_INT32, DT_INT64,
                                    DT_FP16, DT_BF16,  DT_FP32,  DT_DOUBLE};
   if (std::find(std::begin(kData), std::end(kData), xv.dtype) == std::end(kData))
-    throw DTypeError(loc, "allreduce",
-                     "dtype must be one of int8, int16, int32, int64, fp16, bf16, fp32, fp64, got " +
-                         short_name(xv.dtype));
+    throw DTypeError(
+        loc, "allreduce",
+        "dtype must be one of int8, int16, int32, int64, fp16, bf16, fp32, fp64, got " +
+            short_name(xv.dtype));
   FusedCall c;
   c.x = x;
   c.x_root = xv.kind == ir::ValueKind::View ? xv.base : xv.id;
@@ -537,10 +539,14 @@ Reduction parse_reduction(const std::string &s, std::source_location loc) {
 
 const char *name(Reduction r) {
   switch (r) {
-  case Reduction::SUM: return "sum";
-  case Reduction::MAX: return "max";
-  case Reduction::MIN: return "min";
-  case Reduction::PROD: return "prod";
+  case Reduction::SUM:
+    return "sum";
+  case Reduction::MAX:
+    return "max";
+  case Reduction::MIN:
+    return "min";
+  case Reduction::PROD:
+    return "prod";
   }
   return "?";
 }
@@ -553,8 +559,9 @@ int group_pes(const std::string &group, const char *op, SrcLoc loc) {
   if (int size = r.known_group_size(group))
     return size;
   throw DistributedError(loc, op,
-                         "unknown group '" + group + "'; use \"world\" for all PEs or create it "
-                         "with World::create_group");
+                         "unknown group '" + group +
+                             "'; use \"world\" for all PEs or create it "
+                             "with World::create_group");
 }
 } // namespace
 
@@ -617,9 +624,9 @@ Tensor broadcast(const Tensor &x, int root, CollectiveOptions opts, SrcLoc loc) 
   auto shape = static_shape(x, "broadcast", loc);
   int n = group_pes(opts.group, "broadcast", loc);
   if (root < 0 || root >= n)
-    throw DistributedError(loc, "broadcast",
-                           fmt::format("root {} is out of range [0, {}) for group '{}'", root, n,
-                                       opts.group));
+    throw DistributedError(
+        loc, "broadcast",
+        fmt::format("root {} is out of range [0, {}) for group '{}'", root, n, opts.group));
   WholeTile tile(shape, loc);
   size_t rank = shape.size();
   // Pull-based: every PE publishes its x in its own window; after a barrier all read root's.
@@ -640,9 +647,9 @@ Tensor all_to_all(const Tensor &x, const std::vector<std::vector<int64_t>> &coun
   int n = group_pes(opts.group, "all_to_all", loc);
   size_t rank = shape.size();
   if (counts.size() != static_cast<size_t>(n))
-    throw ShapeError(loc, "all_to_all",
-                     fmt::format("counts must be {} x {} (n_pes x n_pes), got {} rows", n, n,
-                                 counts.size()));
+    throw ShapeError(
+        loc, "all_to_all",
+        fmt::format("counts must be {} x {} (n_pes x n_pes), got {} rows", n, n, counts.size()));
   std::vector<int64_t> sent(static_cast<size_t>(n), 0), recv(static_cast<size_t>(n), 0);
   int64_t max_block = 1;
   for (int i = 0; i < n; ++i) {
@@ -653,7 +660,8 @@ Tensor all_to_all(const Tensor &x, const std::vector<std::vector<int64_t>> &coun
     for (int j = 0; j < n; ++j) {
       int64_t c = counts[static_cast<size_t>(i)][static_cast<size_t>(j)];
       if (c < 0)
-        throw ShapeError(loc, "all_to_all", fmt::format("counts[{}][{}] = {} is negative", i, j, c));
+        throw ShapeError(loc, "all_to_all",
+                         fmt::format("counts[{}][{}] = {} is negative", i, j, c));
       auto &si = sent[static_cast<size_t>(i)], &rj = recv[static_cast<size_t>(j)];
       si = checked_extent_add(si, c, "rows sent", "all_to_all", loc);
       rj = checked_extent_add(rj, c, "rows received", "all_to_all", loc);
@@ -663,8 +671,8 @@ Tensor all_to_all(const Tensor &x, const std::vector<std::vector<int64_t>> &coun
   for (int i = 0; i < n; ++i)
     if (sent[static_cast<size_t>(i)] > shape[0])
       throw ShapeError(loc, "all_to_all",
-                       fmt::format("PE {} sends {} rows but x has {}", i, sent[static_cast<size_t>(i)],
-                                   shape[0]));
+                       fmt::format("PE {} sends {} rows but x has {}", i,
+                                   sent[static_cast<size_t>(i)], shape[0]));
   int64_t out_rows = std::max<int64_t>(1, *std::max_element(recv.begin(), recv.end()));
   // The buffer has a block of slack so a max-size window at any receive offset stays inside it
   // (only the valid rows are copied).
@@ -706,8 +714,8 @@ Tensor all_to_all(const Tensor &x, const std::vector<std::vector<int64_t>> &coun
   auto ready = shmem_wait_until(buf, me, n, {.clear_signal = true, .pred = {start}}, loc);
   auto valid = x_valid;
   valid[0] = pick(recv, me);
-  auto all = shmem_view(buf, with_rows(shape, out_rows), zeros_at(rank), {.valid_shape = valid},
-                        loc);
+  auto all =
+      shmem_view(buf, with_rows(shape, out_rows), zeros_at(rank), {.valid_shape = valid}, loc);
   return shmem_get(all, me, {.pred = {ready}}, loc);
 }
 

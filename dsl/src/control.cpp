@@ -1,14 +1,14 @@
 // control.cpp - Traced control flow of control.h: pto::loop and loop_unroll (a body traced once,
 // or once per unroll factor), pto::cond (PyPTO path enumeration), is_loop_begin/end.
 #include "pto/control.h"
+
 #include "pto/ir/recorder.h"
 
 #include "trace_checks.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <exception>
+#include <fmt/format.h>
 
 namespace pto {
 

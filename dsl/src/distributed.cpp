@@ -4,6 +4,7 @@
 
 #include "pto/ir/recorder.h"
 #include "pto/size_math.h"
+
 #include "shape_rules.h"
 
 #include <fmt/format.h>
@@ -40,8 +41,8 @@ const ir::ShmemInfo &shmem_of(Recorder &r, const ShmemTensor &t, const char *op,
   const auto &s = p.shmems[static_cast<size_t>(t.index)];
   // The view fields are public: one edited by hand must still describe a window of the data.
   const size_t rank = s.shape.size();
-  if (rank > 0 && (t.view_shape.size() != rank || t.view_offsets.size() != rank ||
-                   t.view_valid.size() != rank))
+  if (rank > 0 &&
+      (t.view_shape.size() != rank || t.view_offsets.size() != rank || t.view_valid.size() != rank))
     throw ShapeError(loc, op,
                      fmt::format("the view has {} shape, {} offset and {} valid_shape entries for "
                                  "shmem data of rank {}; make views with shmem_view",
@@ -49,9 +50,10 @@ const ir::ShmemInfo &shmem_of(Recorder &r, const ShmemTensor &t, const char *op,
                                  rank));
   for (size_t d = 0; d < t.view_shape.size(); ++d)
     if (t.view_shape[d] <= 0)
-      throw ShapeError(loc, op, fmt::format("view dim {} must be > 0, got {}; make views with "
-                                            "shmem_view",
-                                            d, t.view_shape[d]));
+      throw ShapeError(loc, op,
+                       fmt::format("view dim {} must be > 0, got {}; make views with "
+                                   "shmem_view",
+                                   d, t.view_shape[d]));
   return s;
 }
 
@@ -188,13 +190,14 @@ ir::SlotGeometry slot_geometry(Recorder &r, const ShmemTensor &t, const ir::Tile
     s.slot_tile = g.tile;
     s.slot_where = format_location(loc);
   } else if (s.slot_view != g.view_shape || s.slot_tile != g.tile) {
-    throw DistributedError(loc, op,
-                           fmt::format("view {} with tile {} is not congruent with view {} and tile "
-                                       "{} used by the signal/wait at {}; a signal and its wait "
-                                       "address the same slots only with the same view shape and "
-                                       "vec tile",
-                                       dims_str(g.view_shape), dims_str(g.tile),
-                                       dims_str(s.slot_view), dims_str(s.slot_tile), s.slot_where));
+    throw DistributedError(
+        loc, op,
+        fmt::format("view {} with tile {} is not congruent with view {} and tile "
+                    "{} used by the signal/wait at {}; a signal and its wait "
+                    "address the same slots only with the same view shape and "
+                    "vec tile",
+                    dims_str(g.view_shape), dims_str(g.tile), dims_str(s.slot_view),
+                    dims_str(s.slot_tile), s.slot_where));
   }
   return g;
 }
@@ -204,7 +207,6 @@ int check_group(Recorder &r, const std::string &group, int n_pes, const char *op
   return r.group_index(group, n_pes, op, loc);
 }
 
-
 } // namespace
 
 ShmemTensor create_shmem_tensor(const std::string &group, int n_pes, DataType dtype,
@@ -213,8 +215,8 @@ ShmemTensor create_shmem_tensor(const std::string &group, int n_pes, DataType dt
   auto &r = Recorder::current(op, loc);
   int g = check_group(r, group, n_pes, op, loc);
   if (shape.size() < 2 || shape.size() > 4)
-    throw ShapeError(loc, op, fmt::format("dimensional must be [2, 3, 4], but got {}",
-                                          shape.size()));
+    throw ShapeError(loc, op,
+                     fmt::format("dimensional must be [2, 3, 4], but got {}", shape.size()));
   for (size_t d = 0; d < shape.size(); ++d)
     if (shape[d] <= 0)
       throw ShapeError(loc, op, fmt::format("dim {} must be > 0, got {}", d, shape[d]));
@@ -289,16 +291,19 @@ ShmemTensor shmem_view(const ShmemTensor &src, const std::vector<int64_t> &shape
   auto &r = Recorder::current(op, loc);
   const auto &s = shmem_of(r, src, op, loc);
   if (s.shape.empty())
-    throw DistributedError(loc, op, "a signal-only object (create_shmem_signal) has no data to view");
+    throw DistributedError(loc, op,
+                           "a signal-only object (create_shmem_signal) has no data to view");
   size_t rank = s.shape.size();
   if (shape.size() != rank)
-    throw ShapeError(loc, op, fmt::format("input shape dim should be equal to shmem data dim "
-                                          "{}, got {}",
-                                          rank, shape.size()));
+    throw ShapeError(loc, op,
+                     fmt::format("input shape dim should be equal to shmem data dim "
+                                 "{}, got {}",
+                                 rank, shape.size()));
   if (offsets.size() != rank)
-    throw ShapeError(loc, op, fmt::format("offsets dim should be equal to shmem data dim {}, "
-                                          "got {}",
-                                          rank, offsets.size()));
+    throw ShapeError(loc, op,
+                     fmt::format("offsets dim should be equal to shmem data dim {}, "
+                                 "got {}",
+                                 rank, offsets.size()));
   ShmemTensor t = src;
   t.view_shape = shape;
   t.view_offsets.clear();
@@ -354,8 +359,9 @@ Tensor shmem_put(const Tensor &src, const std::vector<SymbolicScalar> &offsets,
   if (vs.shape.size() < 2 || vs.shape.size() > 4)
     throw ShapeError(loc, op, fmt::format("src rank must be 2 to 4, got {}", vs.shape.size()));
   if (vs.shape.size() != s.shape.size())
-    throw ShapeError(loc, op, fmt::format("src rank {} differs from shmem data rank {}",
-                                          vs.shape.size(), s.shape.size()));
+    throw ShapeError(loc, op,
+                     fmt::format("src rank {} differs from shmem data rank {}", vs.shape.size(),
+                                 s.shape.size()));
   bool widen_add = opts.put_op == AtomicType::ADD && s.dtype == DT_FP32 &&
                    (vs.dtype == DT_FP16 || vs.dtype == DT_BF16);
   if (vs.dtype != s.dtype && !widen_add)
@@ -363,8 +369,8 @@ Tensor shmem_put(const Tensor &src, const std::vector<SymbolicScalar> &offsets,
                      "shmem tensor dtype " + name(s.dtype) + " must match input tensor dtype " +
                          name(vs.dtype) + " (ADD also allows fp16/bf16 into fp32)");
   if (offsets.size() != vs.shape.size())
-    throw ShapeError(loc, op, fmt::format("offsets need {} entries, got {}", vs.shape.size(),
-                                          offsets.size()));
+    throw ShapeError(
+        loc, op, fmt::format("offsets need {} entries, got {}", vs.shape.size(), offsets.size()));
   std::vector<int64_t> shape;
   for (size_t d = 0; d < vs.shape.size(); ++d) {
     if (!vs.shape[d].is_concrete())
@@ -470,8 +476,8 @@ Tensor signal_impl(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t
   o.signal = signal;
   o.atomic = opts.sig_op == AtomicType::ADD ? ir::Atomic::Add : ir::Atomic::Set;
   o.preds = use_preds(r, opts.pred, op, loc);
-  ir::TileShape tile = s.shape.empty() ? signal_only_tile()
-                                       : ir::capture_tile(r, s.shape.size(), op, loc);
+  ir::TileShape tile =
+      s.shape.empty() ? signal_only_tile() : ir::capture_tile(r, s.shape.size(), op, loc);
   o.tile = tile;
   o.slots = slot_geometry(r, src, tile, op, loc);
   o.view_shape = o.slots->view_shape;
@@ -509,8 +515,8 @@ Tensor wait_impl(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t c
   o.cmp = cmp;
   o.clear = opts.clear_signal;
   o.preds = use_preds(r, opts.pred, op, loc);
-  ir::TileShape tile = s.shape.empty() ? signal_only_tile()
-                                       : ir::capture_tile(r, s.shape.size(), op, loc);
+  ir::TileShape tile =
+      s.shape.empty() ? signal_only_tile() : ir::capture_tile(r, s.shape.size(), op, loc);
   o.tile = tile;
   o.slots = slot_geometry(r, src, tile, op, loc);
   o.view_shape = o.slots->view_shape;

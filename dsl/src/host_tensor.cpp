@@ -6,15 +6,13 @@
 #include "pto/error.h"
 #include "pto/size_math.h"
 
-#include <fmt/format.h>
-
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <fmt/format.h>
 #include <new>
+#include <sys/mman.h>
+#include <unistd.h>
 
 namespace pto {
 
@@ -179,8 +177,8 @@ std::string HostTensor::guard_damage() const {
 void HostTensor::check_index(int64_t i, const char *op, const std::source_location &loc) const {
   if (i < 0 || i >= numel_)
     throw ShapeError(loc, op,
-                     fmt::format("index {} is outside [0, {}) (the elements of a {} {} tensor)",
-                                 i, numel_, dims_str(shape_), name(dtype_)));
+                     fmt::format("index {} is outside [0, {}) (the elements of a {} {} tensor)", i,
+                                 numel_, dims_str(shape_), name(dtype_)));
 }
 
 double HostTensor::get(int64_t i, std::source_location loc) const {

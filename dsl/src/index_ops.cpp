@@ -1,6 +1,6 @@
 // index_ops.cpp - Tracing of the indexing ops of index_ops.h: operand checks, result shapes and
-// valid shapes, then one library ir::Op each (attribute layouts in pto/ir/op_kinds.def). The routines that
-// run them are in codegen/rtlib/xops_index.cpp.
+// valid shapes, then one library ir::Op each (attribute layouts in pto/ir/op_kinds.def). The
+// routines that run them are in codegen/rtlib/xops_index.cpp.
 #include "pto/index_ops.h"
 
 #include "trace_checks.h"
@@ -143,9 +143,7 @@ Tensor segment(int64_t mode, const char *op, const Tensor &data, const Tensor &s
   shape.insert(shape.end(), x.shape.begin() + static_cast<long>(k), x.shape.end());
   valid.insert(valid.end(), x.valid.begin() + static_cast<long>(k), x.valid.end());
   return emit(r, OpKind::SegmentReduce, op, {x.id, ids.id}, x.dtype, std::move(shape),
-              std::move(valid), loc, [&](ir::Op &o) {
-                o.ints = {mode, num_segments};
-              });
+              std::move(valid), loc, [&](ir::Op &o) { o.ints = {mode, num_segments}; });
 }
 
 } // namespace

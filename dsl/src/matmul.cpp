@@ -26,13 +26,13 @@ void check_levels(const char *what, const std::vector<int64_t> &v, const SrcLoc 
       throw TileShapeError(loc, op, fmt::format("{} = {}: entry {} must be > 0", what, ints(v), i));
   for (size_t i = 1; i < v.size(); ++i) {
     if (v[0] > v[i])
-      throw TileShapeError(loc, op,
-                           fmt::format("{} = {}: L0 {} exceeds L1 {}; need L0 <= L1", what,
-                                       ints(v), v[0], v[i]));
+      throw TileShapeError(
+          loc, op,
+          fmt::format("{} = {}: L0 {} exceeds L1 {}; need L0 <= L1", what, ints(v), v[0], v[i]));
     if (v[i] % v[0] != 0)
-      throw TileShapeError(loc, op,
-                           fmt::format("{} = {}: L1 {} is not a multiple of L0 {}", what, ints(v),
-                                       v[i], v[0]));
+      throw TileShapeError(
+          loc, op,
+          fmt::format("{} = {}: L1 {} is not a multiple of L0 {}", what, ints(v), v[i], v[0]));
   }
 }
 
@@ -61,9 +61,9 @@ bool same_dim(const SymbolicScalar &a, const SymbolicScalar &b) {
 const Value &operand(Recorder &r, const Tensor &t, const char *what, const SrcLoc &loc) {
   const Value &v = r.program().value(r.use(t, "matmul", loc));
   if (v.kind == ValueKind::Token)
-    throw DTypeError(loc, "matmul",
-                     fmt::format("{} '{}' is a dependency token; pass it as `pred`, not as data",
-                                 what, v.name));
+    throw DTypeError(
+        loc, "matmul",
+        fmt::format("{} '{}' is a dependency token; pass it as `pred`, not as data", what, v.name));
   if (v.shmem >= 0)
     throw DTypeError(loc, "matmul",
                      fmt::format("{} '{}' is shmem data; read it with "
@@ -74,17 +74,22 @@ const Value &operand(Recorder &r, const Tensor &t, const char *what, const SrcLo
 
 bool dtype_pair_ok(DataType in, DataType out) {
   switch (in) {
-  case DT_FP16: return out == DT_FP16 || out == DT_FP32;
-  case DT_BF16: return out == DT_BF16 || out == DT_FP32;
-  case DT_FP32: return out == DT_FP32;
-  case DT_INT8: return out == DT_INT32;
+  case DT_FP16:
+    return out == DT_FP16 || out == DT_FP32;
+  case DT_BF16:
+    return out == DT_BF16 || out == DT_FP32;
+  case DT_FP32:
+    return out == DT_FP32;
+  case DT_INT8:
+    return out == DT_INT32;
   case DT_INT16:
   case DT_INT32:
   case DT_INT64:
   case DT_UINT8:
   case DT_BOOL:
   case DT_DOUBLE:
-  PTO_CASE_UNSUPPORTED_DTYPES: return false;
+  PTO_CASE_UNSUPPORTED_DTYPES:
+    return false;
   }
   return false;
 }
@@ -98,9 +103,9 @@ void set_cube_tile_shapes(const std::vector<int64_t> &m, const std::vector<int64
   if (m.size() != 2)
     throw TileShapeError(loc, op, fmt::format("m needs 2 entries [mL0, mL1], got {}", m.size()));
   if (k.size() != 2 && k.size() != 3)
-    throw TileShapeError(loc, op,
-                         fmt::format("k needs 2 entries [kL0, kL1] or 3 [kL0, kAL1, kBL1], got {}",
-                                     k.size()));
+    throw TileShapeError(
+        loc, op,
+        fmt::format("k needs 2 entries [kL0, kL1] or 3 [kL0, kAL1, kBL1], got {}", k.size()));
   if (n.size() != 2)
     throw TileShapeError(loc, op, fmt::format("n needs 2 entries [nL0, nL1], got {}", n.size()));
   check_levels("m", m, loc);
@@ -138,8 +143,8 @@ Tensor matmul(const Tensor &a, const Tensor &b, DataType out_dtype, MatmulOption
   const Value vb = operand(r, b, "b", loc);
   const size_t rank = va.shape.size();
   if (rank < 2 || rank > 4)
-    throw ShapeError(loc, op, fmt::format("a '{}' has rank {}; matmul takes rank 2, 3 or 4",
-                                          va.name, rank));
+    throw ShapeError(loc, op,
+                     fmt::format("a '{}' has rank {}; matmul takes rank 2, 3 or 4", va.name, rank));
   if (vb.shape.size() != rank)
     throw ShapeError(loc, op,
                      fmt::format("a has rank {} and b rank {}; both operands need the same rank",
@@ -166,7 +171,8 @@ Tensor matmul(const Tensor &a, const Tensor &b, DataType out_dtype, MatmulOption
     const auto &da = va.shape[d], &db = vb.shape[d];
     if (same_dim(da, db)) {
       shape.push_back(da);
-      valid.push_back(va.valid[d].same_as(vb.valid[d]) ? va.valid[d] : min(va.valid[d], vb.valid[d]));
+      valid.push_back(va.valid[d].same_as(vb.valid[d]) ? va.valid[d]
+                                                       : min(va.valid[d], vb.valid[d]));
     } else if (is_one(da)) {
       shape.push_back(db);
       valid.push_back(vb.valid[d]);
@@ -195,7 +201,7 @@ Tensor matmul(const Tensor &a, const Tensor &b, DataType out_dtype, MatmulOption
   if (opts.bias) {
     const Value vbias = operand(r, *opts.bias, "bias", loc);
     const auto &n = shape.back();
-    bool ok = vbias.shape.size() == 1 ? same_dim(vbias.shape[0], n)
+    bool ok = vbias.shape.size() == 1   ? same_dim(vbias.shape[0], n)
               : vbias.shape.size() == 2 ? is_one(vbias.shape[0]) && same_dim(vbias.shape[1], n)
                                         : false;
     if (!ok)

@@ -3,13 +3,12 @@
 #include "pto/ops.h"
 
 #include "pto/ir/recorder.h"
-#include "shape_rules.h"
 
+#include "shape_rules.h"
 #include "trace_checks.h"
 
-#include <fmt/format.h>
-
 #include <cmath>
+#include <fmt/format.h>
 
 namespace pto {
 
@@ -86,8 +85,9 @@ std::vector<SymbolicScalar> broadcast_valid(const Value &a, const Value &b, size
 
 void check_rank(const Value &v, const char *op, const SrcLoc &loc) {
   if (v.shape.empty() || v.shape.size() > 4)
-    throw ShapeError(loc, op, fmt::format("tensor '{}' has rank {}; ops take rank 1 to 4", v.name,
-                                          v.shape.size()));
+    throw ShapeError(
+        loc, op,
+        fmt::format("tensor '{}' has rank {}; ops take rank 1 to 4", v.name, v.shape.size()));
 }
 
 void check_dtype_supported(DataType dt, const char *op, const SrcLoc &loc) {
@@ -142,25 +142,29 @@ using ir::Accepts;
 /// The result dtype of elementwise `kind` on operands of dtype `in` (`to`: Cast's target).
 DataType result_dtype(OpKind kind, DataType in, DataType to, const char *op, const SrcLoc &loc) {
   switch (ir::op_info(kind).result) {
-  case ir::ResultType::Same: return in;
-  case ir::ResultType::Bool: return DT_BOOL;
-  case ir::ResultType::To: return to;
-  case ir::ResultType::Own: break;
+  case ir::ResultType::Same:
+    return in;
+  case ir::ResultType::Bool:
+    return DT_BOOL;
+  case ir::ResultType::To:
+    return to;
+  case ir::ResultType::Own:
+    break;
   }
   throw InternalError(loc, op, "not an elementwise op (a ptojit bug)");
 }
 
 /// Integer ops whose zero divisor is a run-time failure (a literal zero scalar fails at trace).
 bool int_divides(OpKind k) {
-  return k == OpKind::Div || k == OpKind::FloorDiv || k == OpKind::Remainder ||
-         k == OpKind::Fmod;
+  return k == OpKind::Div || k == OpKind::FloorDiv || k == OpKind::Remainder || k == OpKind::Fmod;
 }
 
 /// The dtype rule of `kind` (op_kinds.def) applied to operand dtype `dt`.
 void check_accepts(OpKind kind, DataType dt, const char *op, const SrcLoc &loc) {
   const Accepts a = ir::op_info(kind).accepts;
   switch (a) {
-  case Accepts::Any: return;
+  case Accepts::Any:
+    return;
   case Accepts::Arith:
   case Accepts::Signed:
     if (dt == DT_BOOL)
@@ -305,8 +309,7 @@ std::vector<SymbolicScalar> check_shape_dims(const std::vector<SymbolicScalar> &
     throw ShapeError(loc, op, fmt::format("expected rank 1 to 4, got {}", shape.size()));
   for (size_t i = 0; i < shape.size(); ++i)
     if (shape[i].is_concrete() && shape[i].concrete() <= 0)
-      throw ShapeError(loc, op,
-                       fmt::format("dim {} must be > 0, got {}", i, shape[i].concrete()));
+      throw ShapeError(loc, op, fmt::format("dim {} must be > 0, got {}", i, shape[i].concrete()));
   return shape;
 }
 
@@ -323,13 +326,13 @@ using BinaryFn = Tensor (*)(const Operand &, const Operand &, SrcLoc);
 #define PTO_BINARY(kind, name, accepts, result, vec_fn, vec_acc, api) PTO_BINARY_##api(kind, name)
 #define PTO_UNARY_Own(kind, name)
 #define PTO_BINARY_Own(kind, name)
-#define PTO_UNARY_Plain(kind, name)                                                               \
-  [[maybe_unused]] constexpr UnaryFn declared_##name = &pto::name;                                \
+#define PTO_UNARY_Plain(kind, name)                                                                \
+  [[maybe_unused]] constexpr UnaryFn declared_##name = &pto::name;                                 \
   Tensor name(const Tensor &x, SrcLoc loc) { return unary(OpKind::kind, x, loc); }
-#define PTO_BINARY_Plain(kind, name)                                                              \
-  [[maybe_unused]] constexpr BinaryFn declared_##name = &pto::name;                               \
-  Tensor name(const Operand &a, const Operand &b, SrcLoc loc) {                                   \
-    return binary(OpKind::kind, a, b, loc);                                                       \
+#define PTO_BINARY_Plain(kind, name)                                                               \
+  [[maybe_unused]] constexpr BinaryFn declared_##name = &pto::name;                                \
+  Tensor name(const Operand &a, const Operand &b, SrcLoc loc) {                                    \
+    return binary(OpKind::kind, a, b, loc);                                                        \
   }
 #include "pto/ir/op_kinds.def"
 #undef PTO_UNARY_Own
@@ -352,9 +355,9 @@ Tensor elu(const Tensor &x, double alpha, SrcLoc loc) {
 }
 Tensor lrelu(const Tensor &x, double negative_slope, SrcLoc loc) {
   if (!std::isfinite(negative_slope) || negative_slope < 0)
-    throw ArgumentError(loc, "lrelu",
-                        fmt::format("negative_slope must be finite and >= 0, got {}",
-                                    negative_slope));
+    throw ArgumentError(
+        loc, "lrelu",
+        fmt::format("negative_slope must be finite and >= 0, got {}", negative_slope));
   return unary(OpKind::Lrelu, x, loc, DT_BOTTOM, float_attr(negative_slope));
 }
 
@@ -373,9 +376,8 @@ Tensor where(const Tensor &cond, const Operand &a, const Operand &b, SrcLoc loc)
       continue;
     DataType odt = data_operand(r, o->tensor, op, loc).dtype;
     if (dt != DT_BOTTOM && odt != dt)
-      throw DTypeError(loc, op,
-                       "a and b have dtypes " + name(dt) + " and " + name(odt) +
-                           "; cast one of them");
+      throw DTypeError(
+          loc, op, "a and b have dtypes " + name(dt) + " and " + name(odt) + "; cast one of them");
     dt = odt;
   }
   if (dt == DT_BOTTOM) {
@@ -455,13 +457,12 @@ Tensor trace::full_as(const char *op, const std::vector<SymbolicScalar> &shape, 
 
 Tensor trace::full_as(const char *op, const std::vector<SymbolicScalar> &shape, double value,
                       DataType dtype, FullOptions opts, const SrcLoc &loc) {
-  Element e = is_float(dtype) ? Element(dtype, value)
-                              : Element(dtype, ir::trunc_saturate_int64(value));
+  Element e =
+      is_float(dtype) ? Element(dtype, value) : Element(dtype, ir::trunc_saturate_int64(value));
   return full_as(op, shape, e, std::move(opts), loc);
 }
 
-Tensor full(const std::vector<SymbolicScalar> &shape, Element value, FullOptions opts,
-            SrcLoc loc) {
+Tensor full(const std::vector<SymbolicScalar> &shape, Element value, FullOptions opts, SrcLoc loc) {
   return trace::full_as("full", shape, value, std::move(opts), loc);
 }
 
@@ -532,13 +533,13 @@ void assemble(const Tensor &x, const std::vector<SymbolicScalar> &offsets, const
                      "input dtype " + name(vx.dtype) + " differs from output dtype " +
                          name(vo.dtype) + "; cast first");
   if (vx.shape.size() != vo.shape.size())
-    throw ShapeError(loc, "assemble",
-                     fmt::format("input rank {} differs from output rank {}", vx.shape.size(),
-                                 vo.shape.size()));
+    throw ShapeError(
+        loc, "assemble",
+        fmt::format("input rank {} differs from output rank {}", vx.shape.size(), vo.shape.size()));
   if (offsets.size() != vx.shape.size())
-    throw ShapeError(loc, "assemble",
-                     fmt::format("offsets need {} entries, got {}", vx.shape.size(),
-                                 offsets.size()));
+    throw ShapeError(
+        loc, "assemble",
+        fmt::format("offsets need {} entries, got {}", vx.shape.size(), offsets.size()));
   // The destination window is a view of `out` with the input's shape (dynamic dims span it);
   // assemble writes the input's valid region, so that is what must fit.
   check_window(r,

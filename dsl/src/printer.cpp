@@ -8,11 +8,16 @@ namespace {
 
 const char *kind_name(ValueKind k) {
   switch (k) {
-  case ValueKind::Param: return "param";
-  case ValueKind::Local: return "local";
-  case ValueKind::View: return "view";
-  case ValueKind::ShmemData: return "shmem";
-  case ValueKind::Token: return "token";
+  case ValueKind::Param:
+    return "param";
+  case ValueKind::Local:
+    return "local";
+  case ValueKind::View:
+    return "view";
+  case ValueKind::ShmemData:
+    return "shmem";
+  case ValueKind::Token:
+    return "token";
   }
   return "?";
 }
@@ -39,13 +44,21 @@ void standalone_attrs(const Op &op, std::vector<std::string> &attrs) {
   using S = StandaloneKind;
   switch (kind_as<S>(op.kind)) {
   case S::Argmax:
-  case S::Argmin: reduce_attrs(op, attrs); break;
+  case S::Argmin:
+    reduce_attrs(op, attrs);
+    break;
   case S::Cumsum:
   case S::Cumprod:
-  case S::Concat: attrs.push_back(fmt::format("axis={}", op.axis)); break;
-  case S::Permute: attrs.push_back(fmt::format("perm=[{}]", fmt::join(op.perm, ", "))); break;
+  case S::Concat:
+    attrs.push_back(fmt::format("axis={}", op.axis));
+    break;
+  case S::Permute:
+    attrs.push_back(fmt::format("perm=[{}]", fmt::join(op.perm, ", ")));
+    break;
   case S::Tril:
-  case S::Triu: attrs.push_back("diagonal=" + op.diagonal.str()); break;
+  case S::Triu:
+    attrs.push_back("diagonal=" + op.diagonal.str());
+    break;
   case S::Arange:
     attrs.push_back("start=" + op.start.str());
     attrs.push_back("step=" + op.step.str());
@@ -59,7 +72,8 @@ void standalone_attrs(const Op &op, std::vector<std::string> &attrs) {
   case S::Reshape:
   case S::Expand:
   case S::Tile:
-  case S::Pad: break;
+  case S::Pad:
+    break;
   }
 }
 
@@ -71,9 +85,11 @@ void shmem_attrs(const Op &op, std::vector<std::string> &attrs) {
   case H::ShmemGet:
   case H::ShmemSignal:
   case H::ShmemWaitUntil:
-  case H::ShmemClearData: break;
+  case H::ShmemClearData:
+    break;
   case H::Nop:
-  case H::ShmemClearSignal: return;
+  case H::ShmemClearSignal:
+    return;
   }
   attrs.push_back(fmt::format("shmem={}", op.shmem));
   attrs.push_back("view=" + ints(op.view_shape) + "@" + str(op.view_offsets));
@@ -125,8 +141,12 @@ void print_op(const Program &p, const Op &op, int depth, std::string &out) {
   std::string line = ind + print_op_head(p, op);
   std::vector<std::string> attrs;
   switch (op_info(op.kind).family) {
-  case OpFamily::Reduce: reduce_attrs(op, attrs); break;
-  case OpFamily::Standalone: standalone_attrs(op, attrs); break;
+  case OpFamily::Reduce:
+    reduce_attrs(op, attrs);
+    break;
+  case OpFamily::Standalone:
+    standalone_attrs(op, attrs);
+    break;
   case OpFamily::Unary:
     if (op.kind == OpKind::Cast)
       attrs.push_back("to=" + name(op.to));
@@ -140,7 +160,9 @@ void print_op(const Program &p, const Op &op, int depth, std::string &out) {
       attrs.push_back("relu");
     attrs.push_back("cube=" + ints(op.tile.cube) + (op.tile.split_k ? " split_k" : ""));
     break;
-  case OpFamily::Shmem: shmem_attrs(op, attrs); break;
+  case OpFamily::Shmem:
+    shmem_attrs(op, attrs);
+    break;
   case OpFamily::Library:
     attrs.push_back(fmt::format("axis={}", op.axis));
     if (op.keepdim)

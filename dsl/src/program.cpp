@@ -1,14 +1,15 @@
-// program.cpp - Scalar elements, call-site names, value roots, strides and the symmetric-heap layout.
+// program.cpp - Scalar elements, call-site names, value roots, strides and the symmetric-heap
+// layout.
 #include "pto/ir/program.h"
 
+#include "pto/element.h"
 #include "pto/error.h"
 #include "pto/size_math.h"
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-#include "pto/element.h"
 
 #include <array>
 #include <charconv>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <stdexcept>
 #include <string>
 

@@ -3,6 +3,8 @@
 // shapes of tails (`min(n - i * 16, 16)`) cost no Check op.
 #include "shape_rules.h"
 
+#include "pto/size_math.h"
+
 #include <fmt/format.h>
 #include <optional>
 
@@ -19,29 +21,33 @@ struct Range {
 
 using Bound = std::optional<int64_t>;
 
-Bound add(Bound a, Bound b) {
-  int64_t r = 0;
-  if (!a || !b || __builtin_add_overflow(*a, *b, &r))
-    return std::nullopt;
-  return r;
+/// `f(a, b)` when both bounds are known, else unknown (f may say unknown: an overflow).
+template <class F> Bound known(Bound a, Bound b, F f) {
+  return a && b ? Bound(f(*a, *b)) : std::nullopt;
 }
+Bound add(Bound a, Bound b) { return known(a, b, add_checked); }
+Bound mul(Bound a, Bound b) { return known(a, b, mul_checked); }
 Bound sub(Bound a, Bound b) {
-  int64_t r = 0;
-  if (!a || !b || __builtin_sub_overflow(*a, *b, &r))
-    return std::nullopt;
-  return r;
+  return known(a, b, [](int64_t x, int64_t y) {
+    int64_t r = 0;
+    return __builtin_sub_overflow(x, y, &r) ? Bound() : Bound(r);
+  });
 }
-Bound mul(Bound a, Bound b) {
-  int64_t r = 0;
-  if (!a || !b || __builtin_mul_overflow(*a, *b, &r))
-    return std::nullopt;
-  return r;
+Bound lower(Bound a, Bound b) {
+  return known(a, b, [](int64_t x, int64_t y) { return std::min(x, y); });
 }
-Bound lower(Bound a, Bound b) { return a && b ? Bound(std::min(*a, *b)) : std::nullopt; }
-Bound upper(Bound a, Bound b) { return a && b ? Bound(std::max(*a, *b)) : std::nullopt; }
+Bound upper(Bound a, Bound b) {
+  return known(a, b, [](int64_t x, int64_t y) { return std::max(x, y); });
+}
 /// The tighter of two bounds that both hold (either may be unknown).
 Bound tighter_hi(Bound a, Bound b) { return a && b ? lower(a, b) : (a ? a : b); }
 Bound tighter_lo(Bound a, Bound b) { return a && b ? upper(a, b) : (a ? a : b); }
+
+/// The range of an op non-decreasing in both operands: {lo(a.lo, b.lo), hi(a.hi, b.hi)}.
+Range monotone(const Range &a, const Range &b, Bound (*lo)(Bound, Bound),
+               Bound (*hi)(Bound, Bound)) {
+  return {lo(a.lo, b.lo), hi(a.hi, b.hi)};
+}
 
 Range range_of(const Recorder &r, const SymExpr &e);
 
@@ -89,10 +95,8 @@ Range range_of(const Recorder &r, const SymExpr &e) {
   }
   auto arg = [&](size_t i) { return range_of(r, *e.args[i]); };
   switch (e.op) {
-  case SymOp::Add: {
-    Range a = arg(0), b = arg(1);
-    return {add(a.lo, b.lo), add(a.hi, b.hi)};
-  }
+  case SymOp::Add:
+    return monotone(arg(0), arg(1), add, add);
   case SymOp::Sub: {
     Range a = arg(0), b = arg(1);
     return {sub(a.lo, b.hi), sub(a.hi, b.lo)};
@@ -100,21 +104,15 @@ Range range_of(const Recorder &r, const SymExpr &e) {
   case SymOp::Mul: { // only for non-negative factors
     Range a = arg(0), b = arg(1);
     if (a.lo && b.lo && *a.lo >= 0 && *b.lo >= 0)
-      return {mul(a.lo, b.lo), mul(a.hi, b.hi)};
+      return monotone(a, b, mul, mul);
     return {};
   }
-  case SymOp::Min: {
-    Range a = arg(0), b = arg(1);
-    return {lower(a.lo, b.lo), tighter_hi(a.hi, b.hi)};
-  }
-  case SymOp::Max: {
-    Range a = arg(0), b = arg(1);
-    return {tighter_lo(a.lo, b.lo), upper(a.hi, b.hi)};
-  }
-  case SymOp::Select: {
-    Range a = arg(1), b = arg(2);
-    return {lower(a.lo, b.lo), upper(a.hi, b.hi)};
-  }
+  case SymOp::Min:
+    return monotone(arg(0), arg(1), lower, tighter_hi);
+  case SymOp::Max:
+    return monotone(arg(0), arg(1), tighter_lo, upper);
+  case SymOp::Select: // either branch
+    return monotone(arg(1), arg(2), lower, upper);
   case SymOp::Eq:
   case SymOp::Ne:
   case SymOp::Lt:

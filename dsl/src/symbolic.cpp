@@ -2,9 +2,8 @@
 // SymbolicScalar expressions. Folding follows C semantics (truncating division), as PyPTO's.
 #include "pto/symbolic.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
+#include <fmt/format.h>
 #include <limits>
 #include <set>
 #include <unordered_map>
@@ -99,48 +98,80 @@ int64_t c_mod(int64_t a, int64_t b) {
 /// The infix form of a binary operator, with its spaces (" + ").
 const char *infix(SymOp op) {
   switch (op) {
-  case SymOp::Add: return " + ";
-  case SymOp::Sub: return " - ";
-  case SymOp::Mul: return " * ";
-  case SymOp::Div: return " / ";
-  case SymOp::Mod: return " % ";
-  case SymOp::Eq: return " == ";
-  case SymOp::Ne: return " != ";
-  case SymOp::Lt: return " < ";
-  case SymOp::Le: return " <= ";
-  case SymOp::Gt: return " > ";
-  case SymOp::Ge: return " >= ";
-  case SymOp::And: return " & ";
-  case SymOp::Or: return " | ";
+  case SymOp::Add:
+    return " + ";
+  case SymOp::Sub:
+    return " - ";
+  case SymOp::Mul:
+    return " * ";
+  case SymOp::Div:
+    return " / ";
+  case SymOp::Mod:
+    return " % ";
+  case SymOp::Eq:
+    return " == ";
+  case SymOp::Ne:
+    return " != ";
+  case SymOp::Lt:
+    return " < ";
+  case SymOp::Le:
+    return " <= ";
+  case SymOp::Gt:
+    return " > ";
+  case SymOp::Ge:
+    return " >= ";
+  case SymOp::And:
+    return " & ";
+  case SymOp::Or:
+    return " | ";
   case SymOp::Min:
   case SymOp::Max:
   case SymOp::Neg:
   case SymOp::Not:
-  case SymOp::Select: break; // printed as calls or prefixes
+  case SymOp::Select:
+    break; // printed as calls or prefixes
   }
   return " ? ";
 }
 
 const char *op_token(SymOp op) {
   switch (op) {
-  case SymOp::Add: return "+";
-  case SymOp::Sub: return "-";
-  case SymOp::Mul: return "*";
-  case SymOp::Div: return "/";
-  case SymOp::Mod: return "%";
-  case SymOp::Min: return "min";
-  case SymOp::Max: return "max";
-  case SymOp::Eq: return "==";
-  case SymOp::Ne: return "!=";
-  case SymOp::Lt: return "<";
-  case SymOp::Le: return "<=";
-  case SymOp::Gt: return ">";
-  case SymOp::Ge: return ">=";
-  case SymOp::And: return "&";
-  case SymOp::Or: return "|";
-  case SymOp::Neg: return "-";
-  case SymOp::Not: return "~";
-  case SymOp::Select: return "ternary";
+  case SymOp::Add:
+    return "+";
+  case SymOp::Sub:
+    return "-";
+  case SymOp::Mul:
+    return "*";
+  case SymOp::Div:
+    return "/";
+  case SymOp::Mod:
+    return "%";
+  case SymOp::Min:
+    return "min";
+  case SymOp::Max:
+    return "max";
+  case SymOp::Eq:
+    return "==";
+  case SymOp::Ne:
+    return "!=";
+  case SymOp::Lt:
+    return "<";
+  case SymOp::Le:
+    return "<=";
+  case SymOp::Gt:
+    return ">";
+  case SymOp::Ge:
+    return ">=";
+  case SymOp::And:
+    return "&";
+  case SymOp::Or:
+    return "|";
+  case SymOp::Neg:
+    return "-";
+  case SymOp::Not:
+    return "~";
+  case SymOp::Select:
+    return "ternary";
   }
   return "?";
 }
@@ -158,9 +189,12 @@ int64_t sym_fold(SymOp op, const std::vector<int64_t> &v, bool *div_zero, bool *
     *overflow = *overflow || over;
   }
   switch (op) {
-  case SymOp::Add: return wrap_add(v[0], v[1]);
-  case SymOp::Sub: return wrap_sub(v[0], v[1]);
-  case SymOp::Mul: return wrap_mul(v[0], v[1]);
+  case SymOp::Add:
+    return wrap_add(v[0], v[1]);
+  case SymOp::Sub:
+    return wrap_sub(v[0], v[1]);
+  case SymOp::Mul:
+    return wrap_mul(v[0], v[1]);
   case SymOp::Div:
     if (v[1] == 0) {
       *div_zero = true;
@@ -173,19 +207,32 @@ int64_t sym_fold(SymOp op, const std::vector<int64_t> &v, bool *div_zero, bool *
       return 0;
     }
     return c_mod(v[0], v[1]);
-  case SymOp::Min: return std::min(v[0], v[1]);
-  case SymOp::Max: return std::max(v[0], v[1]);
-  case SymOp::Eq: return v[0] == v[1];
-  case SymOp::Ne: return v[0] != v[1];
-  case SymOp::Lt: return v[0] < v[1];
-  case SymOp::Le: return v[0] <= v[1];
-  case SymOp::Gt: return v[0] > v[1];
-  case SymOp::Ge: return v[0] >= v[1];
-  case SymOp::And: return (v[0] != 0) && (v[1] != 0);
-  case SymOp::Or: return (v[0] != 0) || (v[1] != 0);
-  case SymOp::Neg: return wrap_sub(0, v[0]);
-  case SymOp::Not: return v[0] == 0;
-  case SymOp::Select: return v[0] != 0 ? v[1] : v[2];
+  case SymOp::Min:
+    return std::min(v[0], v[1]);
+  case SymOp::Max:
+    return std::max(v[0], v[1]);
+  case SymOp::Eq:
+    return v[0] == v[1];
+  case SymOp::Ne:
+    return v[0] != v[1];
+  case SymOp::Lt:
+    return v[0] < v[1];
+  case SymOp::Le:
+    return v[0] <= v[1];
+  case SymOp::Gt:
+    return v[0] > v[1];
+  case SymOp::Ge:
+    return v[0] >= v[1];
+  case SymOp::And:
+    return (v[0] != 0) && (v[1] != 0);
+  case SymOp::Or:
+    return (v[0] != 0) || (v[1] != 0);
+  case SymOp::Neg:
+    return wrap_sub(0, v[0]);
+  case SymOp::Not:
+    return v[0] == 0;
+  case SymOp::Select:
+    return v[0] != 0 ? v[1] : v[2];
   }
   return 0;
 }
@@ -282,7 +329,9 @@ std::string SymbolicScalar::str() const {
     }
     const SymExpr &e = *it.e;
     switch (e.tag) {
-    case SymExpr::Tag::Const: out += std::to_string(e.value); continue;
+    case SymExpr::Tag::Const:
+      out += std::to_string(e.value);
+      continue;
     case SymExpr::Tag::Symbol:
       out += e.name;
       if (e.sym == SymKind::TensorElement) {
@@ -295,7 +344,8 @@ std::string SymbolicScalar::str() const {
         lit("[");
       }
       continue;
-    case SymExpr::Tag::Op: break;
+    case SymExpr::Tag::Op:
+      break;
     }
     switch (e.op) {
     case SymOp::Min:
@@ -382,7 +432,9 @@ uint64_t SymbolicScalar::hash() const {
   walk(*e_, /*post=*/true, [&](const SymExpr &e) {
     uint64_t h = static_cast<uint64_t>(e.tag) + 1;
     switch (e.tag) {
-    case SymExpr::Tag::Const: h = mix(h, static_cast<uint64_t>(e.value)); break;
+    case SymExpr::Tag::Const:
+      h = mix(h, static_cast<uint64_t>(e.value));
+      break;
     case SymExpr::Tag::Symbol:
       h = mix(h, static_cast<uint64_t>(e.sym));
       h = mix(h, static_cast<uint64_t>(e.a));
@@ -390,7 +442,9 @@ uint64_t SymbolicScalar::hash() const {
       if (e.sym == SymKind::Named)
         h = mix(h, std::hash<std::string>{}(e.name));
       break;
-    case SymExpr::Tag::Op: h = mix(h, static_cast<uint64_t>(e.op)); break;
+    case SymExpr::Tag::Op:
+      h = mix(h, static_cast<uint64_t>(e.op));
+      break;
     }
     for (auto &a : e.args)
       h = mix(h, of.at(a.get()));
@@ -472,7 +526,8 @@ SymbolicScalar sym_apply(SymOp op, std::vector<SymbolicScalar> args, std::source
   case SymOp::And:
   case SymOp::Or:
   case SymOp::Neg:
-  case SymOp::Not: break; // no identity to simplify by
+  case SymOp::Not:
+    break; // no identity to simplify by
   }
   auto e = std::make_shared<SymExpr>();
   e->tag = SymExpr::Tag::Op;

@@ -6,11 +6,10 @@
 
 #include "trace_checks.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <fmt/format.h>
 #include <functional>
 
 namespace pto::ir {
@@ -435,9 +434,8 @@ bool Recorder::cond(const SymbolicScalar &c, const std::source_location &loc) {
 int Recorder::group_index(const std::string &group, int n_pes, const char *op,
                           const std::source_location &loc) {
   if (group.empty() || group.size() > 127)
-    throw DistributedError(loc, op,
-                           fmt::format("group name must be 1-127 bytes, got {} bytes",
-                                       group.size()));
+    throw DistributedError(
+        loc, op, fmt::format("group name must be 1-127 bytes, got {} bytes", group.size()));
   if (n_pes <= 0)
     throw DistributedError(loc, op, fmt::format("n_pes must be > 0, got {}", n_pes));
   for (size_t i = 0; i < prog_.groups.size(); ++i)
@@ -561,8 +559,7 @@ void set_vec_tile_shapes(int64_t d0, int64_t d1, std::source_location loc) {
 void set_vec_tile_shapes(int64_t d0, int64_t d1, int64_t d2, std::source_location loc) {
   set_vec_tile_shapes(std::vector<int64_t>{d0, d1, d2}, loc);
 }
-void set_vec_tile_shapes(int64_t d0, int64_t d1, int64_t d2, int64_t d3,
-                         std::source_location loc) {
+void set_vec_tile_shapes(int64_t d0, int64_t d1, int64_t d2, int64_t d3, std::source_location loc) {
   set_vec_tile_shapes(std::vector<int64_t>{d0, d1, d2, d3}, loc);
 }
 std::vector<int64_t> get_vec_tile_shapes() {
@@ -609,8 +606,8 @@ SymbolicScalar Tensor::at(const std::vector<SymbolicScalar> &indices,
   uint32_t offset_reads = 0;
   for (auto &o : v.offsets)
     offset_reads = std::max(offset_reads, o.expr().reads);
-  SymbolicScalar e = SymbolicScalar::tensor_element(id, r.program().trace_id, v.name, idx,
-                                                    offset_reads);
+  SymbolicScalar e =
+      SymbolicScalar::tensor_element(id, r.program().trace_id, v.name, idx, offset_reads);
   if (e.expr().reads > kMaxReadNesting)
     throw SymbolicError(loc, op,
                         fmt::format("element reads nest {} deep here (reads in the indices, or "

@@ -43,8 +43,8 @@ inline const ir::Value &data_operand(ir::Recorder &r, const Tensor &t, const cha
 /// Checks that a result of `shape` and `dt` fits the size limit (pto/size_math.h: at most 2^62
 /// bytes, zero dims counted as 1): over its static dims at trace time (ShapeError naming `op`);
 /// dynamic dims are checked when the kernel runs and sizes the result.
-inline void check_result_size(const std::vector<SymbolicScalar> &shape, DataType dt,
-                              const char *op, const SrcLoc &loc) {
+inline void check_result_size(const std::vector<SymbolicScalar> &shape, DataType dt, const char *op,
+                              const SrcLoc &loc) {
   std::vector<int64_t> known;
   for (auto &d : shape)
     if (d.is_concrete() && d.concrete() >= 0)

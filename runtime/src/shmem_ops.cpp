@@ -1,13 +1,12 @@
 // shmem_ops.cpp - The data-movement and signal entry points of the ABI: put, get, signal,
 // wait_until, clear, heap_base. Bounds are checked once per call against the block's byte range;
 // the element loops then run unchecked, with a memmove fast path for contiguous same-dtype rows.
+#include "pto/dtype.h"
+#include "pto/element.h"
 #include "pto/runtime/signal.h"
 
 #include "boundary.h"
 #include "world_state.h"
-
-#include "pto/dtype.h"
-#include "pto/element.h"
 
 #include <algorithm>
 #include <atomic>

@@ -108,8 +108,8 @@ int64_t effective_timeout_ms(int64_t requested, const std::source_location &loc)
   if (errno != 0 || end == env || *end != '\0' || v <= 0)
     throw ArgumentError(loc, kWorldOp,
                         fmt::format("PTO_DEADLOCK_TIMEOUT_MS='{}' is not a positive integer "
-                                       "number of milliseconds",
-                                       env));
+                                    "number of milliseconds",
+                                    env));
   return v;
 }
 

@@ -63,8 +63,8 @@ struct pto_ctx {
   /// in each. Set by kernel entry.
   std::vector<pto::runtime::detail::GroupState *> groups;
   std::vector<int> group_pe;
-  std::atomic<int32_t *> waiting_on{nullptr}; ///< signal word this PE blocks on, for abort
-  std::atomic<bool> finished{false};          ///< its run() function returned
+  std::atomic<int32_t *> waiting_on{nullptr};          ///< signal word this PE blocks on, for abort
+  std::atomic<bool> finished{false};                   ///< its run() function returned
   std::vector<pto::runtime::detail::TraceEvent> trace; ///< this PE's timeline (when tracing)
   int64_t call_start_ns = 0;
   std::string call_name;

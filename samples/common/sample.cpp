@@ -1,14 +1,19 @@
 // sample.cpp - See sample.h.
 #include "sample.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <fstream>
 #include <random>
+#include <unistd.h>
 
 namespace sample {
 
@@ -38,6 +43,38 @@ std::string bytes_str(int64_t b) {
   }
   return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.1f} {}", v, units[u]);
 }
+
+/// --seed's rule: decimal digits only, within uint64_t. (CLI11 alone takes -1 as 2^64 - 1,
+/// saturates 2^64 and above, and reads 0x10 as hex: three ways to run another seed silently.)
+std::string seed_error(const std::string &s) {
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size())
+    return fmt::format("must be a decimal integer in [0, {}], got '{}'", UINT64_MAX, s);
+  return "";
+}
+
+/// Why the trace cannot be written to `path` ("" when it can), found by opening it for writing
+/// now, so that a run never ends in a failed write. A file this creates is removed again; an
+/// existing one is left as it is (no truncation); O_NONBLOCK: a FIFO must not block the check.
+std::string trace_path_error(const std::string &path) {
+  if (path.empty())
+    return "the trace file path is empty";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK, 0644);
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlink(path.c_str());
+    return "";
+  }
+  if (errno == EEXIST) {
+    fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd >= 0) {
+      ::close(fd);
+      return "";
+    }
+  }
+  return fmt::format("cannot write the trace file '{}': {}", path, std::strerror(errno));
+}
 } // namespace
 
 void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::string> &dtypes,
@@ -53,7 +90,9 @@ void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::stri
                                                                : "must be even, got " + s;
         },
         "EVEN"));
-  app.add_option("--seed", f.seed, "seed of the input generator")->capture_default_str();
+  app.add_option("--seed", f.seed, "seed of the input generator, a decimal integer in [0, 2^64)")
+      ->check(CLI::Validator(seed_error, "UINT64"))
+      ->capture_default_str();
   app.add_option("--dtype", f.dtype, "element type of the inputs and outputs")
       ->check(CLI::IsMember(dtypes))
       ->capture_default_str();
@@ -65,11 +104,9 @@ void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::stri
                "(PTO_RUN_MODE=interpret does the same)");
   app.add_option("--trace", f.trace,
                  "write a Chrome trace JSON of the run to FILE (one lane per PE; open in "
-                 "Perfetto)")
+                 "Perfetto); checked for writing before the run")
       ->type_name("FILE")
-      ->check(CLI::Validator(
-          [](std::string &s) { return s.empty() ? "the trace file path is empty" : ""; },
-          "NONEMPTY"));
+      ->check(CLI::Validator(trace_path_error, "WRITABLE"));
   app.add_option("--backend", f.backend, "PE backend (threads: one process, one thread per PE)")
       ->check(CLI::IsMember({"threads"}))
       ->capture_default_str();
@@ -161,7 +198,8 @@ void write_trace(const pto::runtime::World &world, const CommonFlags &f) {
   fmt::print("  trace  {} ({} events; open in Perfetto)\n", f.trace, world.trace_events());
 }
 
-pto::HostTensor random_tensor(pto::DataType dtype, const std::vector<int64_t> &shape, uint64_t seed) {
+pto::HostTensor random_tensor(pto::DataType dtype, const std::vector<int64_t> &shape,
+                              uint64_t seed) {
   pto::HostTensor t(dtype, shape);
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
@@ -208,11 +246,15 @@ int finish_check(int64_t bad, const std::string &what) {
 
 double tolerance(pto::DataType dt) {
   switch (dt) {
-  case pto::DT_FP32: return 1e-5;
+  case pto::DT_FP32:
+    return 1e-5;
   case pto::DT_FP16:
-  case pto::DT_BF16: return 1e-2;
-  case pto::DT_DOUBLE: return 1e-12;
-  default: return 0;
+  case pto::DT_BF16:
+    return 1e-2;
+  case pto::DT_DOUBLE:
+    return 1e-12;
+  default:
+    return 0;
   }
 }
 

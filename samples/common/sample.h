@@ -8,7 +8,6 @@
 #include "pto/runtime/world.h"
 
 #include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -33,8 +32,10 @@ struct PeLimits {
   bool even = false;
 };
 
-/// Adds --pes (checked against `limits`), --seed, --check, --interpret, --trace (a non-empty
-/// path), --backend and --dtype (restricted to `dtypes`) to `app`.
+/// Adds --pes (checked against `limits`), --seed (a decimal integer in [0, 2^64)), --check,
+/// --interpret, --trace (a path that can be written now: opened for writing at parse time, so a
+/// bad one is a flag error before the run, not a failure after it), --backend and --dtype
+/// (restricted to `dtypes`) to `app`.
 void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::string> &dtypes,
                       PeLimits limits = {});
 

@@ -186,6 +186,20 @@ private:
   decltype(zeros_kernel(pto::RunMode::Jit)) k_;
 };
 
+/// Runs `body(run, dt)` in each run mode for each float dtype, with a fresh Runner each time.
+void for_each_mode_and_float(const std::function<void(Runner &, DataType)> &body) {
+  for (auto mode : support::run_modes()) {
+    const std::string mode_name = support::mode_name(mode);
+    CAPTURE(mode_name);
+    for (DataType dt : kFloats) {
+      const std::string dtype = pto::short_name(dt);
+      CAPTURE(dtype);
+      Runner run(mode);
+      body(run, dt);
+    }
+  }
+}
+
 /// A [rows, cols] tensor of dtype `dt` with element i = f(i).
 pto::HostTensor make(DataType dt, int64_t rows, int64_t cols,
                      const std::function<double(int64_t)> &f) {
@@ -198,57 +212,36 @@ pto::HostTensor make(DataType dt, int64_t rows, int64_t cols,
 } // namespace
 
 TEST_CASE("reductions and scans of only -0: sum, mean, amax, amin -0; prod, cumprod by parity") {
-  for (auto mode : support::run_modes()) {
-    const std::string mode_name = support::mode_name(mode);
-    CAPTURE(mode_name);
-    for (DataType dt : kFloats) {
-      const std::string dtype = pto::short_name(dt);
-      CAPTURE(dtype);
-      Runner run(mode);
-      for (int64_t n : {1, 2, 15, 16, 17, 33}) // around one 16-lane vector
-        for (int64_t rows : {1, 3})
-          run.check(make(dt, rows, n, [](int64_t) { return -0.0; }));
-    }
-  }
+  for_each_mode_and_float([](Runner &run, DataType dt) {
+    for (int64_t n : {1, 2, 15, 16, 17, 33}) // around one 16-lane vector
+      for (int64_t rows : {1, 3})
+        run.check(make(dt, rows, n, [](int64_t) { return -0.0; }));
+  });
 }
 
 TEST_CASE("reductions and scans of -0 and +0 mixed: a +0 makes the sum +0") {
-  for (auto mode : support::run_modes()) {
-    const std::string mode_name = support::mode_name(mode);
-    CAPTURE(mode_name);
-    for (DataType dt : kFloats) {
-      const std::string dtype = pto::short_name(dt);
-      CAPTURE(dtype);
-      Runner run(mode);
-      for (int64_t n : {2, 17}) {
-        // Row r has its one +0 at column r (row 2 at the last column); the rest -0.
-        run.check(make(dt, 3, n, [n](int64_t i) {
-          const int64_t r = i / n, c = i % n;
-          return c == (r == 2 ? n - 1 : r) ? 0.0 : -0.0;
-        }));
-      }
-      // +-1 alternating along rows of even length: 1 + -1 = +0 (IEEE), so the row sums cancel to
-      // +0 (means +0 / n); columns are +-4 (means +-1), all exact.
-      for (int64_t n : {2, 16, 18})
-        run.check(make(dt, 4, n, [](int64_t i) { return i % 2 ? -1.0 : 1.0; }));
+  for_each_mode_and_float([](Runner &run, DataType dt) {
+    for (int64_t n : {2, 17}) {
+      // Row r has its one +0 at column r (row 2 at the last column); the rest -0.
+      run.check(make(dt, 3, n, [n](int64_t i) {
+        const int64_t r = i / n, c = i % n;
+        return c == (r == 2 ? n - 1 : r) ? 0.0 : -0.0;
+      }));
     }
-  }
+    // +-1 alternating along rows of even length: 1 + -1 = +0 (IEEE), so the row sums cancel to
+    // +0 (means +0 / n); columns are +-4 (means +-1), all exact.
+    for (int64_t n : {2, 16, 18})
+      run.check(make(dt, 4, n, [](int64_t i) { return i % 2 ? -1.0 : 1.0; }));
+  });
 }
 
 TEST_CASE("empty reductions: sum +0, prod 1, amax -inf, amin +inf, mean NaN") {
-  for (auto mode : support::run_modes()) {
-    const std::string mode_name = support::mode_name(mode);
-    CAPTURE(mode_name);
-    for (DataType dt : kFloats) {
-      const std::string dtype = pto::short_name(dt);
-      CAPTURE(dtype);
-      Runner run(mode);
-      for (int64_t n : {1, 16, 17}) {
-        run.check(make(dt, n, 0, [](int64_t) { return 0.0; })); // an empty last axis
-        run.check(make(dt, 0, n, [](int64_t) { return 0.0; })); // an empty axis 0
-      }
+  for_each_mode_and_float([](Runner &run, DataType dt) {
+    for (int64_t n : {1, 16, 17}) {
+      run.check(make(dt, n, 0, [](int64_t) { return 0.0; })); // an empty last axis
+      run.check(make(dt, 0, n, [](int64_t) { return 0.0; })); // an empty axis 0
     }
-  }
+  });
 }
 
 TEST_CASE("static shapes: an empty or -0 valid extent, one column or many, fused or not") {

@@ -428,13 +428,11 @@ TEST_CASE("index ops match naive index loops for every dtype, rank 1-4, tails an
       const Array X5 = window(A, {5, 37}, {0, 0});
       auto x1 = memo([](const T &t) { return pto::reshape(pto::view(t, {1, 37}, {3, 0}), {37}); });
       const Array X1 = reshaped(window(A, {1, 37}, {3, 0}), {37});
-      auto x3 = memo([](const T &t) {
-        return pto::reshape(pto::view(t, {4, 30}, {1, 2}), {4, 5, 6});
-      });
+      auto x3 =
+          memo([](const T &t) { return pto::reshape(pto::view(t, {4, 30}, {1, 2}), {4, 5, 6}); });
       const Array X3 = reshaped(window(A, {4, 30}, {1, 2}), {4, 5, 6});
-      auto x4 = memo([](const T &t) {
-        return pto::reshape(pto::view(t, {4, 30}, {0, 0}), {2, 3, 4, 5});
-      });
+      auto x4 = memo(
+          [](const T &t) { return pto::reshape(pto::view(t, {4, 30}, {0, 0}), {2, 3, 4, 5}); });
       const Array X4 = reshaped(window(A, {4, 30}, {0, 0}), {2, 3, 4, 5});
       const auto i32 = pto::DT_INT32;
 
@@ -618,16 +616,12 @@ TEST_CASE("index ops match naive index loops for every dtype, rank 1-4, tails an
         const Array V6 = reshaped(window(A, {1, 6}, {7, 0}), {6});
         add(
             "index_put elements",
-            [=](T t, T b) {
-              return pto::index_put(x5(t), {pr(b), pc(b)}, v6(t));
-            },
+            [=](T t, T b) { return pto::index_put(x5(t), {pr(b), pc(b)}, v6(t)); },
             index_put_ref(X5, {pr, pc}, &V6, 0, false, dt));
         auto p1 = bank.values({1}, {3});
         add(
             "index_put a length-1 index repeats",
-            [=](T t, T b) {
-              return pto::index_put(x5(t), {p1(b), pc(b)}, v6(t));
-            },
+            [=](T t, T b) { return pto::index_put(x5(t), {p1(b), pc(b)}, v6(t)); },
             index_put_ref(X5, {p1, pc}, &V6, 0, false, dt));
         auto vrow = [](const T &t) { return pto::view(t, {1, 37}, {6, 0}); };
         const Array VROW = window(A, {1, 37}, {6, 0});
@@ -636,10 +630,7 @@ TEST_CASE("index ops match naive index loops for every dtype, rank 1-4, tails an
             [=](T t, T b) { return pto::index_put(x5(t), {p0(b)}, vrow(t)); },
             index_put_ref(X5, {p0}, &VROW, 0, false, dt));
         add(
-            "index_put scalar",
-            [=](T t, T b) {
-              return pto::index_put(x5(t), {pr(b), pc(b)}, 1);
-            },
+            "index_put scalar", [=](T t, T b) { return pto::index_put(x5(t), {pr(b), pc(b)}, 1); },
             index_put_ref(X5, {pr, pc}, nullptr, 1, false, dt));
         auto q0 = bank.draw({5}, -2, 2);
         auto q1 = bank.draw({5}, -3, 3);
@@ -647,9 +638,7 @@ TEST_CASE("index ops match naive index loops for every dtype, rank 1-4, tails an
         const Array V45 = reshaped(window(A, {1, 5}, {2, 0}), {5});
         add(
             "index_put rank 4 with two indices, values broadcast [5]",
-            [=](T t, T b) {
-              return pto::index_put(x4(t), {q0(b), q1(b)}, v45(t));
-            },
+            [=](T t, T b) { return pto::index_put(x4(t), {q0(b), q1(b)}, v45(t)); },
             index_put_ref(X4, {q0, q1}, &V45, 0, false, dt));
         if (arith) {
           add(
@@ -711,8 +700,7 @@ TEST_CASE("index ops match naive index loops for every dtype, rank 1-4, tails an
       // one_hot does not depend on the data: once, with int32 and int64 indices.
       if (dt == pto::DT_FP32) {
         auto h1 = bank.draw({7}, 0, 9);
-        add(
-            "one_hot [7] x 9", [=](T, T b) { return pto::one_hot(h1(b), 9); }, one_hot_ref(h1, 9));
+        add("one_hot [7] x 9", [=](T, T b) { return pto::one_hot(h1(b), 9); }, one_hot_ref(h1, 9));
         auto h2 = bank.draw({2, 3}, 0, 5, i32);
         add(
             "one_hot [2, 3] x 5", [=](T, T b) { return pto::one_hot(h2(b), 5); },
@@ -830,9 +818,7 @@ TEST_CASE("index ops walk only the valid regions of their operands and say so in
       auto h = bank.draw({7}, 0, 9);
       add(
           "one_hot: index valid [5]",
-          [=](T, T b) {
-            return expect_valid(pto::one_hot(vview(h(b), {7}, {5}), 9), {5, 9});
-          },
+          [=](T, T b) { return expect_valid(pto::one_hot(vview(h(b), {7}, {5}), 9), {5, 9}); },
           masked(one_hot_ref(h, 9), {5, 9}));
       auto ids = bank.draw({8}, -1, 5);
       add(
@@ -949,10 +935,7 @@ TEST_CASE("index ops: an index out of range at run time is a RuntimeError naming
                            Contains("index -1 at index[0, 1] is out of range [0, 5)"),
                            pto::RuntimeError);
       // A value inside the shape but beyond the valid extent is out of range too.
-      CHECK_THROWS_WITH_AS(run(
-                               [](T t, T i) {
-                                 return pto::gather(vview(t, {5, 8}, {5, 6}), 1, i);
-                               },
+      CHECK_THROWS_WITH_AS(run([](T t, T i) { return pto::gather(vview(t, {5, 8}, {5, 6}), 1, i); },
                                {0, 1, 2, 3, 6, 0}),
                            Contains("index 6 at index[1, 1] is out of range [0, 6)"),
                            pto::RuntimeError);
@@ -966,13 +949,10 @@ TEST_CASE("index ops: an index out of range at run time is a RuntimeError naming
       CHECK_THROWS_WITH_AS(
           run([](T t, T i) { return pto::scatter(t, 1, i, 1.0); }, {0, 1, 2, 3, 4, 9}),
           Contains("scatter: index 9 at index[1, 2] is out of range [0, 8)"), pto::RuntimeError);
-      CHECK_THROWS_WITH_AS(run(
-                               [&](T t, T i) {
-                                 return pto::index_add(t, 1, flat(i), pto::view(t, {5, 6}, {0, 0}));
-                               },
-                               {0, 1, -2, 3, 4, 5}),
-                           Contains("index_add: index -2 at index[2] is out of range [0, 8)"),
-                           pto::RuntimeError);
+      CHECK_THROWS_WITH_AS(
+          run([&](T t, T i) { return pto::index_add(t, 1, flat(i), pto::view(t, {5, 6}, {0, 0})); },
+              {0, 1, -2, 3, 4, 5}),
+          Contains("index_add: index -2 at index[2] is out of range [0, 8)"), pto::RuntimeError);
       CHECK_THROWS_WITH_AS(
           run([&](T t, T i) { return pto::index_put(t, {flat(i)}, 0.5); }, {0, 1, -5, -6, 4, 5}),
           Contains("index_put: index -6 at indices[0][3] is out of range [-5, 5)"),
@@ -1009,9 +989,7 @@ TEST_CASE("index ops: bad ranks, shapes, dtypes and arguments are typed errors a
   CHECK_THROWS_WITH_AS(run([&](T x, T, T i, T) { pto::gather(x, 1, row(i)); }),
                        Contains("gather: index has rank 1 ([8]), expected rank 2"),
                        pto::ShapeError);
-  CHECK_THROWS_WITH_AS(run([](T x, T, T i, T) {
-                         pto::gather(pto::view(x, {3, 8}, {0, 0}), 1, i);
-                       }),
+  CHECK_THROWS_WITH_AS(run([](T x, T, T i, T) { pto::gather(pto::view(x, {3, 8}, {0, 0}), 1, i); }),
                        Contains("dim 0 of index [5, 8] and x [3, 8]: 5 exceeds 3"),
                        pto::ShapeError);
   CHECK_THROWS_WITH_AS(run([](T x, T, T i, T) { pto::gather(x, 2, i); }),
@@ -1025,10 +1003,9 @@ TEST_CASE("index ops: bad ranks, shapes, dtypes and arguments are typed errors a
   CHECK_THROWS_WITH_AS(run([&](T x, T, T i, T) { pto::embedding(row(x), i); }),
                        Contains("embedding: weight has rank 1 ([8]), expected rank 2"),
                        pto::ShapeError);
-  CHECK_THROWS_WITH_AS(run([](T x, T, T i, T) {
-                         pto::embedding(x, pto::reshape(i, {2, 2, 2, 5}));
-                       }),
-                       Contains("embedding: the result would have rank 5"), pto::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      run([](T x, T, T i, T) { pto::embedding(x, pto::reshape(i, {2, 2, 2, 5})); }),
+      Contains("embedding: the result would have rank 5"), pto::ShapeError);
   CHECK_THROWS_WITH_AS(run([](T x, T, T i, T) { pto::embedding(x, i, {.padding_idx = 5}); }),
                        Contains("embedding: padding_idx 5 is out of range [-5, 5)"),
                        pto::ArgumentError);
@@ -1040,16 +1017,12 @@ TEST_CASE("index ops: bad ranks, shapes, dtypes and arguments are typed errors a
   CHECK_THROWS_WITH_AS(run([](T, T xi, T i, T) { pto::scatter(xi, 1, i, 0.5); }),
                        Contains("scatter: floating scalar 0.5 with an integer x of dtype DT_INT32"),
                        pto::DTypeError);
-  CHECK_THROWS_WITH_AS(run([](T x, T, T i, T) {
-                         pto::scatter(x, 1, i, pto::view(x, {5, 4}, {0, 0}));
-                       }),
-                       Contains("dim 1 of index [5, 8] and src [5, 4]: 8 exceeds 4"),
-                       pto::ShapeError);
-  CHECK_THROWS_WITH_AS(run([](T x, T, T i, T) {
-                         pto::scatter(pto::view(x, {5, 4}, {0, 0}), 0, i, x);
-                       }),
-                       Contains("dim 1 of index [5, 8] and x [5, 4]: 8 exceeds 4"),
-                       pto::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      run([](T x, T, T i, T) { pto::scatter(x, 1, i, pto::view(x, {5, 4}, {0, 0})); }),
+      Contains("dim 1 of index [5, 8] and src [5, 4]: 8 exceeds 4"), pto::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      run([](T x, T, T i, T) { pto::scatter(pto::view(x, {5, 4}, {0, 0}), 0, i, x); }),
+      Contains("dim 1 of index [5, 8] and x [5, 4]: 8 exceeds 4"), pto::ShapeError);
   CHECK_THROWS_AS(run([&](T x, T, T i, T) { pto::scatter(x, 1, row(i), x); }), pto::ShapeError);
   CHECK_THROWS_WITH_AS(
       run([](T, T, T i, T b) { pto::scatter(b, 1, i, b, {.reduce = pto::ScatterMode::ADD}); }),
@@ -1067,11 +1040,9 @@ TEST_CASE("index ops: bad ranks, shapes, dtypes and arguments are typed errors a
                        Contains("src [5, 8] on axis 0 and the length of index [8]: 5 differs "
                                 "from 8"),
                        pto::ShapeError);
-  CHECK_THROWS_WITH_AS(run([&](T x, T, T i, T) {
-                         pto::index_add(x, 1, row(i), pto::view(x, {4, 8}, {0, 0}));
-                       }),
-                       Contains("dim 0 of src [4, 8] and x [5, 8]: 4 differs from 5"),
-                       pto::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      run([&](T x, T, T i, T) { pto::index_add(x, 1, row(i), pto::view(x, {4, 8}, {0, 0})); }),
+      Contains("dim 0 of src [4, 8] and x [5, 8]: 4 differs from 5"), pto::ShapeError);
   CHECK_THROWS_AS(run([](T x, T, T i, T) { pto::index_add(x, 0, i, x); }), pto::ShapeError);
   CHECK_THROWS_WITH_AS(run([&](T x, T, T i, T) { pto::index_add(x, 0, row(i), row(x)); }),
                        Contains("index_add: src has rank 1 ([8]), expected rank 2"),
@@ -1084,14 +1055,11 @@ TEST_CASE("index ops: bad ranks, shapes, dtypes and arguments are typed errors a
   CHECK_THROWS_WITH_AS(run([](T x, T, T, T) { pto::index_put(x, {}, 1.0); }),
                        Contains("index_put: takes 1 to 2 index tensors for x [5, 8], got 0"),
                        pto::ShapeError);
-  CHECK_THROWS_AS(run([&](T x, T, T i, T) {
-                    pto::index_put(x, {row(i), row(i), row(i)}, 1.0);
-                  }),
+  CHECK_THROWS_AS(run([&](T x, T, T i, T) { pto::index_put(x, {row(i), row(i), row(i)}, 1.0); }),
                   pto::ShapeError);
-  CHECK_THROWS_WITH_AS(run([&](T x, T, T i, T) {
-                         pto::index_put(x, {row(i), pto::view(row(i), {3}, {0})}, 1.0);
-                       }),
-                       Contains("index tensor 1 has length 3, an earlier one 8"), pto::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      run([&](T x, T, T i, T) { pto::index_put(x, {row(i), pto::view(row(i), {3}, {0})}, 1.0); }),
+      Contains("index tensor 1 has length 3, an earlier one 8"), pto::ShapeError);
   CHECK_THROWS_WITH_AS(run([&](T x, T, T i, T) { pto::index_put(x, {i}, 1.0); }),
                        Contains("index_put: index tensor 0 has rank 2"), pto::ShapeError);
   CHECK_THROWS_WITH_AS(run([&](T x, T, T i, T) { pto::index_put(x, {row(i)}, x); }),
@@ -1112,9 +1080,7 @@ TEST_CASE("index ops: bad ranks, shapes, dtypes and arguments are typed errors a
   CHECK_THROWS_WITH_AS(run([](T, T, T i, T) { pto::one_hot(i, -1); }),
                        Contains("one_hot: num_classes must be >= 1, got -1"), pto::ArgumentError);
   CHECK_THROWS_AS(run([](T, T, T i, T) { pto::one_hot(i, 0); }), pto::ArgumentError);
-  CHECK_THROWS_WITH_AS(run([](T, T, T i, T) {
-                         pto::one_hot(pto::reshape(i, {2, 2, 2, 5}), 3);
-                       }),
+  CHECK_THROWS_WITH_AS(run([](T, T, T i, T) { pto::one_hot(pto::reshape(i, {2, 2, 2, 5}), 3); }),
                        Contains("one_hot: the result would have rank 5"), pto::ShapeError);
   CHECK_THROWS_AS(run([](T x, T, T, T) { pto::one_hot(x, 3); }), pto::DTypeError);
   // unsorted_segment_*
@@ -1124,15 +1090,14 @@ TEST_CASE("index ops: bad ranks, shapes, dtypes and arguments are typed errors a
   CHECK_THROWS_WITH_AS(run([&](T x, T, T i, T) { pto::unsorted_segment_max(x, row(i), 3); }),
                        Contains("dim 0 of segment_ids [8] and data [5, 8]: 8 differs from 5"),
                        pto::ShapeError);
-  CHECK_THROWS_AS(
-      run([](T x, T, T i, T) {
-        pto::unsorted_segment_min(pto::view(x, {5, 1}, {0, 0}), pto::reshape(i, {5, 8, 1}), 3);
-      }),
-      pto::ShapeError);
-  CHECK_THROWS_WITH_AS(run([&](T, T, T i, T b) {
-                         pto::unsorted_segment_prod(b, pto::view(i, {5, 8}, {0, 0}), 3);
-                       }),
-                       Contains("segment reductions of DT_BOOL"), pto::DTypeError);
+  CHECK_THROWS_AS(run([](T x, T, T i, T) {
+                    pto::unsorted_segment_min(pto::view(x, {5, 1}, {0, 0}),
+                                              pto::reshape(i, {5, 8, 1}), 3);
+                  }),
+                  pto::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      run([&](T, T, T i, T b) { pto::unsorted_segment_prod(b, pto::view(i, {5, 8}, {0, 0}), 3); }),
+      Contains("segment reductions of DT_BOOL"), pto::DTypeError);
   CHECK_THROWS_WITH_AS(run([](T x, T, T, T) { pto::unsorted_segment_sum(x, x, 3); }),
                        Contains("segment_ids must be DT_INT32 or DT_INT64"), pto::DTypeError);
   // every op needs a vec tile (captured, though the library routine does not split by it)

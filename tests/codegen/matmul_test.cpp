@@ -3,6 +3,7 @@
 // under the 6 x 16 register block, several K chunks, transposes, bias, relu, batch broadcasting at
 // ranks 3 and 4; then every set_cube_tile_shapes / matmul check with its exact error type.
 #include "pto/pto.h"
+
 #include "support/naive.h"
 #include "support/support.h"
 
@@ -20,7 +21,7 @@ struct Case {
   pto::DataType in = pto::DT_FP32, out = pto::DT_FP32;
   std::vector<int64_t> a_shape, b_shape; ///< as stored (already transposed when *_trans)
   bool a_trans = false, b_trans = false, relu = false;
-  int bias_rank = 0; ///< 0: no bias; 1: [N]; 2: [1, N]
+  int bias_rank = 0;                                    ///< 0: no bias; 1: [N]; 2: [1, N]
   std::vector<int64_t> m{16, 32}, k{16, 32}, n{16, 32}; ///< the cube tile
 };
 
@@ -64,10 +65,10 @@ std::string check(const Case &c, pto::RunMode mode, uint64_t seed) {
   auto b = naive::random_tensor(c.in, c.b_shape, seed + 1, lo, hi);
   auto shape = out_shape(c);
   int64_t N = shape.back();
-  std::vector<int64_t> bias_shape = c.bias_rank == 1 ? std::vector<int64_t>{N}
-                                                     : std::vector<int64_t>{1, N};
-  auto bias = naive::random_tensor(c.out, bias_shape, seed + 2, is_int ? -1000 : -1,
-                                   is_int ? 1000 : 1);
+  std::vector<int64_t> bias_shape =
+      c.bias_rank == 1 ? std::vector<int64_t>{N} : std::vector<int64_t>{1, N};
+  auto bias =
+      naive::random_tensor(c.out, bias_shape, seed + 2, is_int ? -1000 : -1, is_int ? 1000 : 1);
   pto::HostTensor y(c.out, shape);
   pto::MatmulOptions o{.a_trans = c.a_trans, .b_trans = c.b_trans, .relu = c.relu};
   auto setup = [&] {
@@ -132,8 +133,8 @@ TEST_CASE("matmul: every dtype pair matches a naive loop, with tails in M, K and
 TEST_CASE("matmul: sizes around the 6 x 16 register block and odd K") {
   for (auto mode : support::run_modes())
     for (auto dt : {pto::DT_FP32, pto::DT_INT8})
-      for (auto [M, K, N] : {std::tuple{1, 1, 1}, {5, 3, 15}, {6, 16, 16}, {7, 17, 17},
-                             {12, 33, 32}, {13, 2, 31}}) {
+      for (auto [M, K, N] :
+           {std::tuple{1, 1, 1}, {5, 3, 15}, {6, 16, 16}, {7, 17, 17}, {12, 33, 32}, {13, 2, 31}}) {
         CAPTURE(support::mode_name(mode));
         CAPTURE(pto::name(dt));
         CAPTURE(M);
@@ -260,8 +261,9 @@ namespace {
 void trace(const std::function<void(pto::Tensor, pto::Tensor)> &body,
            pto::DataType dt = pto::DT_FP32, std::vector<int64_t> b_shape = {64, 48}) {
   pto::HostTensor a(dt, {32, 64}), b(dt, b_shape);
-  auto k = pto::jit("mm_err", [&](pto::Tensor ta, pto::Tensor tb) { body(ta, tb); },
-                    support::opts(pto::RunMode::Interpret));
+  auto k = pto::jit(
+      "mm_err", [&](pto::Tensor ta, pto::Tensor tb) { body(ta, tb); },
+      support::opts(pto::RunMode::Interpret));
   k(a, b);
 }
 
@@ -298,12 +300,12 @@ TEST_CASE("set_cube_tile_shapes: every PyPTO check is a TileShapeError naming th
                        pto::TileShapeError);
   CHECK_THROWS_WITH_AS(cube({16, 32}, {16, 32}, {32, 48}), Contains("not a multiple of L0 32"),
                        pto::TileShapeError);
-  CHECK_THROWS_WITH_AS(cube({16, 32}, {8, 32}, {16, 32}),
-                       Contains("kL0 8 is not a multiple of 16"), pto::TileShapeError);
+  CHECK_THROWS_WITH_AS(cube({16, 32}, {8, 32}, {16, 32}), Contains("kL0 8 is not a multiple of 16"),
+                       pto::TileShapeError);
   CHECK_THROWS_WITH_AS(cube({16, 32}, {16, 32}, {24, 48}),
                        Contains("nL0 24 is not a multiple of 16"), pto::TileShapeError);
-  CHECK_THROWS_WITH_AS(cube({16, 40}, {16, 32}, {16, 32}),
-                       Contains("matmul_test.cpp:"), pto::TileShapeError);
+  CHECK_THROWS_WITH_AS(cube({16, 40}, {16, 32}, {16, 32}), Contains("matmul_test.cpp:"),
+                       pto::TileShapeError);
 }
 
 TEST_CASE("get_cube_tile_shapes returns the tile as set") {
@@ -325,43 +327,38 @@ TEST_CASE("matmul: bad input is the exact typed error naming matmul and the call
       f(a, b);
     };
   };
-  CHECK_THROWS_WITH_AS(trace([](pto::Tensor a, pto::Tensor b) { pto::matmul(a, b, pto::DT_FP32); }),
-                       Contains("matmul: no cube tile shape is set; call set_cube_tile_shapes first"),
-                       pto::TileShapeError);
+  CHECK_THROWS_WITH_AS(
+      trace([](pto::Tensor a, pto::Tensor b) { pto::matmul(a, b, pto::DT_FP32); }),
+      Contains("matmul: no cube tile shape is set; call set_cube_tile_shapes first"),
+      pto::TileShapeError);
   CHECK_THROWS_WITH_AS(trace([](pto::Tensor a, pto::Tensor b) { pto::matmul(a, b, pto::DT_FP32); }),
                        Contains("matmul_test.cpp:"), pto::TileShapeError);
   // dtype pairs
-  CHECK_THROWS_WITH_AS(trace(with_cube([](pto::Tensor a, pto::Tensor b) {
-                         pto::matmul(a, b, pto::DT_FP16);
-                       })),
-                       Contains("DT_FP32 x DT_FP32 -> DT_FP16 is not supported"), pto::DTypeError);
-  CHECK_THROWS_AS(trace(with_cube([](pto::Tensor a, pto::Tensor b) {
-                    pto::matmul(a, b, pto::DT_FP32);
-                  }),
-                        pto::DT_INT8),
-                  pto::DTypeError);
-  CHECK_THROWS_AS(trace(with_cube([](pto::Tensor a, pto::Tensor b) {
-                    pto::matmul(a, b, pto::DT_BF16);
-                  }),
-                        pto::DT_FP16),
-                  pto::DTypeError);
+  CHECK_THROWS_WITH_AS(
+      trace(with_cube([](pto::Tensor a, pto::Tensor b) { pto::matmul(a, b, pto::DT_FP16); })),
+      Contains("DT_FP32 x DT_FP32 -> DT_FP16 is not supported"), pto::DTypeError);
+  CHECK_THROWS_AS(
+      trace(with_cube([](pto::Tensor a, pto::Tensor b) { pto::matmul(a, b, pto::DT_FP32); }),
+            pto::DT_INT8),
+      pto::DTypeError);
+  CHECK_THROWS_AS(
+      trace(with_cube([](pto::Tensor a, pto::Tensor b) { pto::matmul(a, b, pto::DT_BF16); }),
+            pto::DT_FP16),
+      pto::DTypeError);
   CHECK_THROWS_AS(trace(with_cube([](pto::Tensor a, pto::Tensor b) {
                     pto::set_vec_tile_shapes(16, 16);
                     pto::matmul(a, pto::cast(b, pto::DT_FP16), pto::DT_FP32);
                   })),
                   pto::DTypeError);
-  CHECK_THROWS_AS(trace(with_cube([](pto::Tensor a, pto::Tensor b) {
-                    pto::matmul(a, b, pto::DT_INT32);
-                  }),
-                        pto::DT_INT32),
-                  pto::DTypeError);
+  CHECK_THROWS_AS(
+      trace(with_cube([](pto::Tensor a, pto::Tensor b) { pto::matmul(a, b, pto::DT_INT32); }),
+            pto::DT_INT32),
+      pto::DTypeError);
   // shapes
-  CHECK_THROWS_WITH_AS(trace(with_cube([](pto::Tensor a, pto::Tensor b) {
-                         pto::matmul(a, b, pto::DT_FP32);
-                       }),
-                             pto::DT_FP32, {48, 64}),
-                       Contains("K of a [32, 64] is 64 but K of b [48, 64] is 48"),
-                       pto::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      trace(with_cube([](pto::Tensor a, pto::Tensor b) { pto::matmul(a, b, pto::DT_FP32); }),
+            pto::DT_FP32, {48, 64}),
+      Contains("K of a [32, 64] is 64 but K of b [48, 64] is 48"), pto::ShapeError);
   CHECK_NOTHROW(trace(with_cube([](pto::Tensor a, pto::Tensor b) {
                         pto::set_vec_tile_shapes(16, 16);
                         pto::matmul(a, b, pto::DT_FP32, {.b_trans = true});

@@ -368,22 +368,28 @@ TEST_CASE("softmax family, normalizations and losses match naive double loops (t
           {"softmax -1", [](T x, T) { return pto::softmax(x, -1); }, R(along(A, 1, softmax_v)),
            tol},
           {"softmax 0", [](T x, T) { return pto::softmax(x, 0); }, R(along(A, 0, softmax_v)), tol},
-          r1("softmax rank 1", [](T x, T) { return pto::softmax(rank1(x), 0); },
-             R(along(rank1(A), 0, softmax_v)), tol),
-          {"softmax over a length-1 axis is 1", [](T x, T) { return pto::softmax(col3(x), 1); },
-           filled({6, 1}, 1), {}},
+          r1(
+              "softmax rank 1", [](T x, T) { return pto::softmax(rank1(x), 0); },
+              R(along(rank1(A), 0, softmax_v)), tol),
+          {"softmax over a length-1 axis is 1",
+           [](T x, T) { return pto::softmax(col3(x), 1); },
+           filled({6, 1}, 1),
+           {}},
           {"softmax of equal huge values is uniform",
            [=](T, T) { return pto::softmax(pto::full({3, 37}, huge, dt), -1); },
            R(filled({3, 37}, 1.0 / 37)), tol},
           {"softmax of a row of -inf is NaN",
            [=](T, T) { return pto::softmax(pto::full({2, 37}, -INFINITY, dt), 1); },
-           filled({2, 37}, NAN), {}},
+           filled({2, 37}, NAN),
+           {}},
           {"log_softmax -1", [](T x, T) { return pto::log_softmax(x, -1); },
            R(along(A, 1, log_softmax_v)), tol},
           {"log_softmax 0", [](T x, T) { return pto::log_softmax(x, 0); },
            R(along(A, 0, log_softmax_v)), tol},
           {"log_softmax over a length-1 axis is 0",
-           [](T x, T) { return pto::log_softmax(col3(x), -1); }, filled({6, 1}, 0), {}},
+           [](T x, T) { return pto::log_softmax(col3(x), -1); },
+           filled({6, 1}, 0),
+           {}},
           {"log_softmax of equal huge values",
            [=](T, T) { return pto::log_softmax(pto::full({2, 37}, huge, dt), -1); },
            R(filled({2, 37}, -std::log(37.0))), tol},
@@ -391,15 +397,21 @@ TEST_CASE("softmax family, normalizations and losses match naive double loops (t
            R(fold(A, 1, false, logsumexp_v)), tol},
           {"logsumexp 0 keepdim", [](T x, T) { return pto::logsumexp(x, 0, {.keepdim = true}); },
            R(fold(A, 0, true, logsumexp_v)), tol},
-          r1("logsumexp rank 1", [](T x, T) { return pto::logsumexp(rank1(x), 0); },
-             R(fold(rank1(A), 0, false, logsumexp_v)), tol),
+          r1(
+              "logsumexp rank 1", [](T x, T) { return pto::logsumexp(rank1(x), 0); },
+              R(fold(rank1(A), 0, false, logsumexp_v)), tol),
           {"logsumexp over a length-1 axis is the identity",
-           [](T x, T) { return pto::logsumexp(col3(x), 1, {.keepdim = true}); }, C3, {}},
+           [](T x, T) { return pto::logsumexp(col3(x), 1, {.keepdim = true}); },
+           C3,
+           {}},
           {"logsumexp of -inf rows is -inf",
            [=](T, T) { return pto::logsumexp(pto::full({2, 37}, -INFINITY, dt), 1); },
-           filled({2}, -INFINITY), {}},
+           filled({2}, -INFINITY),
+           {}},
           {"logsumexp of an empty row is -inf",
-           [](T x, T) { return pto::logsumexp(empty_cols(x), 1); }, filled({6}, -INFINITY), {}},
+           [](T x, T) { return pto::logsumexp(empty_cols(x), 1); },
+           filled({6}, -INFINITY),
+           {}},
           // normalizations
           {"layer_norm last axis", [](T x, T) { return pto::layer_norm(x); },
            R(along(A, 1, layer_norm_v(1e-5))), tol},
@@ -416,21 +428,24 @@ TEST_CASE("softmax family, normalizations and losses match naive double loops (t
            [](T x, T) {
              return pto::layer_norm(col3(x), -1, {.bias = pto::full({1}, 0.25, x.dtype())});
            },
-           filled({6, 1}, 0.25), {}},
+           filled({6, 1}, 0.25),
+           {}},
           {"rms_norm", [](T x, T) { return pto::rms_norm(x); }, R(along(A, 1, rms_norm_v(1e-6))),
            tol},
           {"rms_norm gamma epsilon",
            [=](T x, T y) { return pto::rms_norm(x, {.gamma = w37(y), .epsilon = 0.1}); },
            R(zip(along(A, 1, rms_norm_v(0.1)), W37, std::multiplies<>())), tol},
-          r1("rms_norm rank 1", [](T x, T) { return pto::rms_norm(rank1(x)); },
-             R(along(rank1(A), 0, rms_norm_v(1e-6))), tol),
+          r1(
+              "rms_norm rank 1", [](T x, T) { return pto::rms_norm(rank1(x)); },
+              R(along(rank1(A), 0, rms_norm_v(1e-6))), tol),
           {"l2_normalize 1", [](T x, T) { return pto::l2_normalize(x, 1); },
            R(along(A, 1, l2_v(1e-4))), tol},
           {"l2_normalize 0 with a large epsilon",
            [](T x, T) { return pto::l2_normalize(x, 0, 30.0); }, R(along(A, 0, l2_v(30))), tol},
           {"l2_normalize over a length-1 axis is the sign",
            [](T x, T) { return pto::l2_normalize(col3(x), 1, 0.0); },
-           map(C3, [](double v) { return v / std::fabs(v); }), {}},
+           map(C3, [](double v) { return v / std::fabs(v); }),
+           {}},
           // losses
           {"sigmoid_cross_entropy_with_logits",
            [](T x, T y) { return pto::sigmoid_cross_entropy_with_logits(x, y); }, R(zip(A, B, sce)),
@@ -444,17 +459,19 @@ TEST_CASE("softmax family, normalizations and losses match naive double loops (t
           {"softmax_cross_entropy_with_logits backprop",
            [](T x, T y) { return pto::softmax_cross_entropy_with_logits(x, y).backprop; },
            R(zip(along(A, 1, softmax_v), B, std::minus<>())), tol},
-          r1("softmax_cross_entropy_with_logits rank 1 loss",
-             [](T x, T y) {
-               return pto::softmax_cross_entropy_with_logits(rank1(x), rank1(y)).loss;
-             },
-             reshaped(ce_loss(reshaped(rank1(A), {1, 37}), reshaped(rank1(B), {1, 37}), dt), {1}),
-             sum_tol),
+          r1(
+              "softmax_cross_entropy_with_logits rank 1 loss",
+              [](T x, T y) {
+                return pto::softmax_cross_entropy_with_logits(rank1(x), rank1(y)).loss;
+              },
+              reshaped(ce_loss(reshaped(rank1(A), {1, 37}), reshaped(rank1(B), {1, 37}), dt), {1}),
+              sum_tol),
           {"softmax_cross_entropy_with_logits of an empty row is 0",
            [](T x, T y) {
              return pto::softmax_cross_entropy_with_logits(empty_cols(x), empty_cols(y)).loss;
            },
-           filled({6}, 0), {}},
+           filled({6}, 0),
+           {}},
       };
       // fp32 compiles every case; the other dtypes compile one case per op (the interpreter
       // runs all of them): the composites' dtype handling is shared by all their shapes.
@@ -703,9 +720,7 @@ TEST_CASE("dropout keeps the elements whose Philox uniform is >= p, scales them 
            filled(kShape, 0),
            {}},
           {"dropout_gen_mask",
-           [](T, T) {
-             return pto::cast(pto::dropout_gen_mask({6, 37}, 0.5, 5, 0), pto::DT_INT32);
-           },
+           [](T, T) { return pto::cast(pto::dropout_gen_mask({6, 37}, 0.5, 5, 0), pto::DT_INT32); },
            [] {
              Array m = filled({6, 37}, 0);
              for (int64_t i = 0; i < m.numel(); ++i)
@@ -940,11 +955,10 @@ TEST_CASE("movement composites: gathermask, interleave, deinterleave, strided_sl
       cases.push_back(r1("gathermask rank 1",
                          [=](T x, T) { return pto::gathermask(pto::reshape(a36(x), {216}), 4); },
                          pick(reshaped(A36, {216}), 4, 1), {}));
-      cases.push_back(r4("gathermask rank 4",
-                         [=](T x, T) {
-                           return pto::gathermask(pto::reshape(a36(x), {2, 3, 3, 12}), 2);
-                         },
-                         reshaped(pick(A36, 2, 1), {2, 3, 3, 6}), {}));
+      cases.push_back(
+          r4("gathermask rank 4",
+             [=](T x, T) { return pto::gathermask(pto::reshape(a36(x), {2, 3, 3, 12}), 2); },
+             reshaped(pick(A36, 2, 1), {2, 3, 3, 6}), {}));
       cases.push_back(r3("gathermask rank 3", [=](T x, T) { return pto::gathermask(rank3(x), 6); },
                          pick(rank3(A), 4, 3), {}));
       cases.push_back({"interleave first",
@@ -1025,34 +1039,25 @@ TEST_CASE("movement composites: gathermask, interleave, deinterleave, strided_sl
         return out;
       };
       cases.push_back({"strided_slice 2-D, a padded row window",
-                       [](T x, T) {
-                         return pto::strided_slice(x, {1, 2}, {6, 37}, {2, 5});
-                       },
+                       [](T x, T) { return pto::strided_slice(x, {1, 2}, {6, 37}, {2, 5}); },
                        slice_ref(A, {1, 2}, {6, 37}, {2, 5}),
                        {}});
       cases.push_back({"strided_slice negative indices",
-                       [](T x, T) {
-                         return pto::strided_slice(x, {-4, -30}, {-1, 37}, {1, 3});
-                       },
+                       [](T x, T) { return pto::strided_slice(x, {-4, -30}, {-1, 37}, {1, 3}); },
                        slice_ref(A, {-4, -30}, {-1, 37}, {1, 3}),
                        {}});
       cases.push_back({"strided_slice clamps",
-                       [](T x, T) {
-                         return pto::strided_slice(x, {0, 0}, {100, 100}, {4, 16});
-                       },
+                       [](T x, T) { return pto::strided_slice(x, {0, 0}, {100, 100}, {4, 16}); },
                        slice_ref(A, {0, 0}, {100, 100}, {4, 16}),
                        {}});
       cases.push_back({"strided_slice stride 1 is a view",
-                       [](T x, T) {
-                         return pto::strided_slice(x, {2, 3}, {5, 30}, {1, 1});
-                       },
+                       [](T x, T) { return pto::strided_slice(x, {2, 3}, {5, 30}, {1, 1}); },
                        slice_ref(A, {2, 3}, {5, 30}, {1, 1}),
                        {}});
-      cases.push_back(r3("strided_slice rank 3",
-                         [](T x, T) {
-                           return pto::strided_slice(rank3(x), {0, 0, 1}, {6, 3, 12}, {2, 1, 4});
-                         },
-                         slice_ref(rank3(A), {0, 0, 1}, {6, 3, 12}, {2, 1, 4}), {}));
+      cases.push_back(
+          r3("strided_slice rank 3",
+             [](T x, T) { return pto::strided_slice(rank3(x), {0, 0, 1}, {6, 3, 12}, {2, 1, 4}); },
+             slice_ref(rank3(A), {0, 0, 1}, {6, 3, 12}, {2, 1, 4}), {}));
       std::vector<std::string> jit_only = {"gathermask 1", "interleave first",
                                            "deinterleave one input even",
                                            "strided_slice 2-D, a padded row window"};
@@ -1249,10 +1254,9 @@ TEST_CASE("nn_ops: bad input is a typed error naming the composite and the call 
   CHECK_THROWS_WITH_AS(
       f([](T x, T) { pto::layer_norm(x, -1, {.weight = pto::cast(x, pto::DT_FP16)}); }),
       Contains("layer_norm: weight has dtype DT_FP16"), pto::DTypeError);
-  CHECK_THROWS_AS(f([](T x, T) {
-                    pto::bias_add(x, pto::cast(pto::view(x, {1, 8}, {0, 0}), pto::DT_FP16));
-                  }),
-                  pto::DTypeError);
+  CHECK_THROWS_AS(
+      f([](T x, T) { pto::bias_add(x, pto::cast(pto::view(x, {1, 8}, {0, 0}), pto::DT_FP16)); }),
+      pto::DTypeError);
   CHECK_THROWS_WITH_AS(f([](T x, T) { pto::dropout_do_mask(x, x, 0.5); }),
                        Contains("dropout_do_mask: mask has dtype DT_FP32"), pto::DTypeError);
   CHECK_THROWS_AS(f([](T x, T) { pto::axpy(pto::cast(x, pto::DT_FP16), x); }), pto::DTypeError);
@@ -1269,51 +1273,34 @@ TEST_CASE("nn_ops: bad input is a typed error naming the composite and the call 
   CHECK_THROWS_AS(f([](T x, T) { pto::logsumexp(x, -3); }), pto::ShapeError);
   CHECK_THROWS_WITH_AS(f([](T x, T) { pto::layer_norm(x, 2); }),
                        Contains("layer_norm: begin_axis 2 is out of range"), pto::ShapeError);
-  CHECK_THROWS_WITH_AS(f([](T x, T) {
-                         pto::layer_norm(x, 0, {.weight = pto::view(x, {1, 8}, {0, 0})});
-                       }),
-                       Contains("layer_norm: weight has shape [1, 8], expected [4, 8]"),
-                       pto::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      f([](T x, T) { pto::layer_norm(x, 0, {.weight = pto::view(x, {1, 8}, {0, 0})}); }),
+      Contains("layer_norm: weight has shape [1, 8], expected [4, 8]"), pto::ShapeError);
   CHECK_THROWS_AS(f([](T x, T) { pto::rms_norm(x, {.gamma = x}); }), pto::ShapeError);
-  CHECK_THROWS_AS(f([](T x, T) {
-                    pto::sigmoid_cross_entropy_with_logits(x, pto::view(x, {4, 3}, {0, 0}));
-                  }),
-                  pto::ShapeError);
-  CHECK_THROWS_WITH_AS(f([](T x, T) {
-                         pto::softmax_cross_entropy_with_logits(x, pto::view(x, {1, 8}, {0, 0}));
-                       }),
-                       Contains("must have the same shape"), pto::ShapeError);
+  CHECK_THROWS_AS(
+      f([](T x, T) { pto::sigmoid_cross_entropy_with_logits(x, pto::view(x, {4, 3}, {0, 0})); }),
+      pto::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      f([](T x, T) { pto::softmax_cross_entropy_with_logits(x, pto::view(x, {1, 8}, {0, 0})); }),
+      Contains("must have the same shape"), pto::ShapeError);
   CHECK_THROWS_WITH_AS(f([](T x, T) { pto::bias_add(x, x); }),
                        Contains("bias_add: bias has shape [4, 8], expected [8]"), pto::ShapeError);
-  CHECK_THROWS_AS(f([](T x, T) {
-                    pto::bias_add(pto::reshape(x, {32}), pto::view(x, {1, 1}, {0, 0}));
-                  }),
-                  pto::ShapeError);
-  CHECK_THROWS_WITH_AS(f([](T x, T) {
-                         pto::prelu(x, pto::reshape(pto::view(x, {1, 3}, {0, 0}), {3}));
-                       }),
-                       Contains("prelu: weight has shape [3], expected [1] or [8]"),
-                       pto::ShapeError);
-  CHECK_THROWS_AS(f([](T x, T) {
-                    pto::div_no_nan(x, pto::view(x, {4, 3}, {0, 0}));
-                  }),
+  CHECK_THROWS_AS(
+      f([](T x, T) { pto::bias_add(pto::reshape(x, {32}), pto::view(x, {1, 1}, {0, 0})); }),
+      pto::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      f([](T x, T) { pto::prelu(x, pto::reshape(pto::view(x, {1, 3}, {0, 0}), {3})); }),
+      Contains("prelu: weight has shape [3], expected [1] or [8]"), pto::ShapeError);
+  CHECK_THROWS_AS(f([](T x, T) { pto::div_no_nan(x, pto::view(x, {4, 3}, {0, 0})); }),
                   pto::ShapeError);
   CHECK_THROWS_AS(f([](T, T) { pto::div_no_nan(2, 3); }), pto::ShapeError);
-  CHECK_THROWS_WITH_AS(f([](T x, T) {
-                         pto::axpy(pto::view(x, {1, 8}, {0, 0}), x);
-                       }),
+  CHECK_THROWS_WITH_AS(f([](T x, T) { pto::axpy(pto::view(x, {1, 8}, {0, 0}), x); }),
                        Contains("y is never broadcast"), pto::ShapeError);
-  CHECK_THROWS_WITH_AS(f([](T x, T) {
-                         pto::gathermask(pto::view(x, {4, 6}, {0, 0}), 3);
-                       }),
+  CHECK_THROWS_WITH_AS(f([](T x, T) { pto::gathermask(pto::view(x, {4, 6}, {0, 0}), 3); }),
                        Contains("multiple of 4, got 6"), pto::ShapeError);
-  CHECK_THROWS_AS(f([](T x, T) {
-                    pto::deinterleave(pto::view(x, {4, 7}, {0, 0}));
-                  }),
+  CHECK_THROWS_AS(f([](T x, T) { pto::deinterleave(pto::view(x, {4, 7}, {0, 0})); }),
                   pto::ShapeError);
-  CHECK_THROWS_AS(f([](T x, T) {
-                    pto::interleave(x, pto::view(x, {2, 8}, {0, 0}));
-                  }),
+  CHECK_THROWS_AS(f([](T x, T) { pto::interleave(x, pto::view(x, {2, 8}, {0, 0})); }),
                   pto::ShapeError);
   CHECK_THROWS_AS(f([](T x, T y) { pto::quantize(x, y, pto::DT_INT8, -1); }), pto::ShapeError);
   CHECK_THROWS_WITH_AS(f([](T x, T y) {
@@ -1354,25 +1341,15 @@ TEST_CASE("nn_ops: bad input is a typed error naming the composite and the call 
   // a literal zero divisor fails at trace time, a run-time one when the kernel runs
   CHECK_THROWS_WITH_AS(run([](T x, T) { pto::ceil_div(x, 0); }, i32),
                        Contains("ceil_div: integer division by a zero scalar"), pto::RuntimeError);
-  CHECK_THROWS_AS(run(
-                      [](T x, T y) {
-                        pto::assemble(pto::ceil_div(x, y), {0, 0}, x);
-                      },
-                      i32),
+  CHECK_THROWS_AS(run([](T x, T y) { pto::assemble(pto::ceil_div(x, y), {0, 0}, x); }, i32),
                   pto::RuntimeError);
   CHECK_THROWS_AS(run([](T x, T) { pto::fillpad(x, 0.5); }, i32), pto::DTypeError);
   CHECK_THROWS_AS(f([](T, T) { pto::dropout_gen_mask({4, 0}, 0.5, 1, 2); }), pto::ShapeError);
-  CHECK_THROWS_WITH_AS(f([](T x, T) {
-                         pto::strided_slice(x, {0, 0}, {4, 8}, {1, 0});
-                       }),
+  CHECK_THROWS_WITH_AS(f([](T x, T) { pto::strided_slice(x, {0, 0}, {4, 8}, {1, 0}); }),
                        Contains("strided_slice: strides must be > 0"), pto::ArgumentError);
-  CHECK_THROWS_AS(f([](T x, T) {
-                    pto::strided_slice(x, {0, 0}, {4, 8}, {-1, 1});
-                  }),
+  CHECK_THROWS_AS(f([](T x, T) { pto::strided_slice(x, {0, 0}, {4, 8}, {-1, 1}); }),
                   pto::ArgumentError);
-  CHECK_THROWS_WITH_AS(f([](T x, T) {
-                         pto::strided_slice(x, {3, 0}, {2, 8}, {1, 1});
-                       }),
+  CHECK_THROWS_WITH_AS(f([](T x, T) { pto::strided_slice(x, {3, 0}, {2, 8}, {1, 1}); }),
                        Contains("selects nothing"), pto::ShapeError);
   CHECK_THROWS_AS(f([](T x, T) { pto::strided_slice(x, {0}, {4}, {1}); }), pto::ShapeError);
   {
@@ -1389,8 +1366,7 @@ TEST_CASE("nn_ops: bad input is a typed error naming the composite and the call 
   // No vec tile: the composites' own intermediates do not hide the missing tile.
   auto untiled = [](auto fn) {
     pto::HostTensor x(pto::DT_FP32, {4, 8});
-    pto::jit(
-        "untiled", [&](T t) { fn(t); }, support::opts(pto::RunMode::Interpret))(x);
+    pto::jit("untiled", [&](T t) { fn(t); }, support::opts(pto::RunMode::Interpret))(x);
   };
   CHECK_THROWS_WITH_AS(untiled([](T x) { pto::gathermask(x, 1); }),
                        Contains("gathermask: no vec tile shape is set"), pto::TileShapeError);

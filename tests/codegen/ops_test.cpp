@@ -2,6 +2,7 @@
 // naive double / int64 loops (support/naive.h). Shapes have tails ([5, 37] under a [2, 16] tile),
 // size-1 dims and broadcasting; dtypes cover fp32, fp16, bf16, fp64 and the integer types.
 #include "pto/pto.h"
+
 #include "support/naive.h"
 #include "support/support.h"
 
@@ -62,9 +63,12 @@ pto::HostTensor run_binary(pto::RunMode m, const pto::HostTensor &a, const pto::
 /// wrap), and ranges whose products stay exact in double for the wider types.
 std::pair<double, double> int_range(pto::DataType dt) {
   switch (dt) {
-  case pto::DT_INT8: return {-128, 127};
-  case pto::DT_INT32: return {-100000, 100000}; // products up to 1e10 wrap in int32
-  default: return {-1000000, 1000000};
+  case pto::DT_INT8:
+    return {-128, 127};
+  case pto::DT_INT32:
+    return {-100000, 100000}; // products up to 1e10 wrap in int32
+  default:
+    return {-1000000, 1000000};
   }
 }
 
@@ -86,12 +90,12 @@ TEST_CASE("unary float ops match naive double loops") {
        OpClass::Basic},
       {"unary -", [](const pto::Tensor &x) { return -x; }, [](double v) { return -v; }, -4, 4,
        OpClass::Basic},
-      {"abs", [](const pto::Tensor &x) { return pto::abs(x); }, [](double v) { return std::fabs(v); },
-       -4, 4, OpClass::Basic},
-      {"exp", [](const pto::Tensor &x) { return pto::exp(x); }, [](double v) { return std::exp(v); },
-       -5, 5, OpClass::Transcendental},
-      {"log", [](const pto::Tensor &x) { return pto::log(x); }, [](double v) { return std::log(v); },
-       0.01, 50, OpClass::Transcendental},
+      {"abs", [](const pto::Tensor &x) { return pto::abs(x); },
+       [](double v) { return std::fabs(v); }, -4, 4, OpClass::Basic},
+      {"exp", [](const pto::Tensor &x) { return pto::exp(x); },
+       [](double v) { return std::exp(v); }, -5, 5, OpClass::Transcendental},
+      {"log", [](const pto::Tensor &x) { return pto::log(x); },
+       [](double v) { return std::log(v); }, 0.01, 50, OpClass::Transcendental},
       {"sqrt", [](const pto::Tensor &x) { return pto::sqrt(x); },
        [](double v) { return std::sqrt(v); }, 0, 50, OpClass::Basic},
       {"rsqrt", [](const pto::Tensor &x) { return pto::rsqrt(x); },
@@ -103,7 +107,8 @@ TEST_CASE("unary float ops match naive double loops") {
     SUBCASE(support::mode_name(m)) {
       for (const auto &op : ops) {
         for (auto dt : kFloatTypes) {
-          for (const auto &shape : {kShape, std::vector<int64_t>{1, 37}, std::vector<int64_t>{5, 1}}) {
+          for (const auto &shape :
+               {kShape, std::vector<int64_t>{1, 37}, std::vector<int64_t>{5, 1}}) {
             CAPTURE(op.name);
             CAPTURE(pto::name(dt));
             CAPTURE(shape[0]);
@@ -131,14 +136,16 @@ TEST_CASE("unary float ops: special values (NaN, infinities, signed zero)") {
     SUBCASE(support::mode_name(m)) {
       auto shape = x.shape();
       auto exp_y = run_unary(m, x, pto::DT_FP32, shape, [](auto &t) { return pto::exp(t); });
-      CHECK(support::mismatch(exp_y, naive::map(ax, [](double v) { return std::exp(v); }), tol) == "");
+      CHECK(support::mismatch(exp_y, naive::map(ax, [](double v) { return std::exp(v); }), tol) ==
+            "");
       auto log_y = run_unary(m, x, pto::DT_FP32, shape, [](auto &t) { return pto::log(t); });
-      CHECK(support::mismatch(log_y, naive::map(ax, [](double v) { return std::log(v); }), tol) == "");
+      CHECK(support::mismatch(log_y, naive::map(ax, [](double v) { return std::log(v); }), tol) ==
+            "");
       auto sqrt_y = run_unary(m, x, pto::DT_FP32, shape, [](auto &t) { return pto::sqrt(t); });
       CHECK(std::signbit(sqrt_y.get(1))); // sqrt(-0) = -0
-      CHECK(support::mismatch(sqrt_y, naive::map(ax, [](double v) { return std::sqrt(v); }), tol) == "");
-      auto rec_y =
-          run_unary(m, x, pto::DT_FP32, shape, [](auto &t) { return pto::reciprocal(t); });
+      CHECK(support::mismatch(sqrt_y, naive::map(ax, [](double v) { return std::sqrt(v); }), tol) ==
+            "");
+      auto rec_y = run_unary(m, x, pto::DT_FP32, shape, [](auto &t) { return pto::reciprocal(t); });
       CHECK(support::mismatch(rec_y, naive::map(ax, [](double v) { return 1 / v; }), tol) == "");
     }
   }
@@ -155,14 +162,18 @@ TEST_CASE("unary int ops (neg, abs) wrap like two's complement") {
           x.set(0, -128); // -(-128) wraps to -128
         Array ax = naive::from(x);
         auto neg = run_unary(m, x, dt, kShape, [](auto &t) { return pto::neg(t); });
-        CHECK(support::mismatch(neg, naive::map(ax, [&](double v) {
-                                  return naive::wrap_int(-static_cast<int64_t>(v), dt);
-                                }),
-                                {}) == "");
+        CHECK(support::mismatch(
+                  neg,
+                  naive::map(
+                      ax, [&](double v) { return naive::wrap_int(-static_cast<int64_t>(v), dt); }),
+                  {}) == "");
         auto ab = run_unary(m, x, dt, kShape, [](auto &t) { return pto::abs(t); });
-        CHECK(support::mismatch(ab, naive::map(ax, [&](double v) {
-                                  return naive::wrap_int(std::llabs(static_cast<int64_t>(v)), dt);
-                                }),
+        CHECK(support::mismatch(ab,
+                                naive::map(ax,
+                                           [&](double v) {
+                                             return naive::wrap_int(
+                                                 std::llabs(static_cast<int64_t>(v)), dt);
+                                           }),
                                 {}) == "");
       }
     }
@@ -230,7 +241,8 @@ TEST_CASE("binary ops match naive loops, with broadcasting") {
             Array want = naive::zip(naive::from(a), naive::from(b), [&](double x, double z) {
               if (fp)
                 return op.want_f(x, z);
-              auto r = static_cast<uint64_t>(op.want_i(static_cast<int64_t>(x), static_cast<int64_t>(z)));
+              auto r = static_cast<uint64_t>(
+                  op.want_i(static_cast<int64_t>(x), static_cast<int64_t>(z)));
               return naive::wrap_int(static_cast<int64_t>(r), dt);
             });
             CHECK(support::mismatch(y, want, support::tolerance(dt)) == "");
@@ -276,8 +288,8 @@ TEST_CASE("binary ops with a scalar operand, on either side") {
           CAPTURE(pto::name(dt));
           auto x = naive::random_tensor(dt, kShape, /*seed=*/3, 0.5, 4);
           auto y = run_unary(m, x, dt, kShape, op.f);
-          CHECK(support::mismatch(y, naive::map(naive::from(x), op.want),
-                                  support::tolerance(dt)) == "");
+          CHECK(support::mismatch(y, naive::map(naive::from(x), op.want), support::tolerance(dt)) ==
+                "");
         }
       for (auto dt : kIntTypes)
         for (const auto &op : int_ops) {
@@ -288,9 +300,12 @@ TEST_CASE("binary ops with a scalar operand, on either side") {
             if (x.get(i) == 0)
               x.set(i, 1);
           auto y = run_unary(m, x, dt, kShape, op.f);
-          CHECK(support::mismatch(y, naive::map(naive::from(x), [&](double v) {
-                                    return naive::wrap_int(static_cast<int64_t>(op.want(v)), dt);
-                                  }),
+          CHECK(support::mismatch(y,
+                                  naive::map(naive::from(x),
+                                             [&](double v) {
+                                               return naive::wrap_int(
+                                                   static_cast<int64_t>(op.want(v)), dt);
+                                             }),
                                   {}) == "");
         }
     }
@@ -332,8 +347,8 @@ TEST_CASE("cast between dtypes: round to nearest even, truncate, saturate, wrap"
       {pto::DT_FP32, pto::DT_DOUBLE, -100, 100},
       {pto::DT_DOUBLE, pto::DT_FP32, -100, 100},
       {pto::DT_DOUBLE, pto::DT_FP16, -100, 100},
-      {pto::DT_FP32, pto::DT_INT32, -1000, 1000},   // truncation toward zero
-      {pto::DT_FP32, pto::DT_INT8, -300, 300},      // saturation
+      {pto::DT_FP32, pto::DT_INT32, -1000, 1000}, // truncation toward zero
+      {pto::DT_FP32, pto::DT_INT8, -300, 300},    // saturation
       {pto::DT_FP16, pto::DT_INT8, -300, 300},
       {pto::DT_FP32, pto::DT_INT64, -1e6, 1e6},
       {pto::DT_INT32, pto::DT_FP32, -100000, 100000},
@@ -374,7 +389,8 @@ TEST_CASE("cast between dtypes: round to nearest even, truncate, saturate, wrap"
       s.set(0, NAN);
       s.set(1, INFINITY);
       s.set(2, -INFINITY);
-      auto y = run_unary(m, s, pto::DT_INT32, {1, 3}, [](auto &t) { return pto::cast(t, pto::DT_INT32); });
+      auto y = run_unary(m, s, pto::DT_INT32, {1, 3},
+                         [](auto &t) { return pto::cast(t, pto::DT_INT32); });
       CHECK(y.get(0) == 0);
       CHECK(y.get(1) == 2147483647.0);
       CHECK(y.get(2) == -2147483648.0);
@@ -396,7 +412,7 @@ TEST_CASE("reductions (sum, amax, amin) over either axis, with and without keepd
       {"amin", [](auto &x, int a, bool k) { return pto::amin(x, a, {.keepdim = k}); },
        naive::Reduce::Min},
   };
-  const pto::DataType dts[] = {pto::DT_FP32, pto::DT_FP16, pto::DT_BF16, pto::DT_DOUBLE,
+  const pto::DataType dts[] = {pto::DT_FP32, pto::DT_FP16,  pto::DT_BF16, pto::DT_DOUBLE,
                                pto::DT_INT8, pto::DT_INT32, pto::DT_INT64};
   for (auto m : support::run_modes()) {
     SUBCASE(support::mode_name(m)) {
@@ -415,11 +431,10 @@ TEST_CASE("reductions (sum, amax, amin) over either axis, with and without keepd
                 auto x = naive::random_tensor(dt, shape, /*seed=*/11, lo, hi);
                 Array want = naive::reduce(naive::from(x), axis, keep, op.kind);
                 if (!fp) // int sums wrap to the dtype (int8 rows of 37 overflow)
-                  want = naive::map(want, [&](double v) {
-                    return naive::wrap_int(static_cast<int64_t>(v), dt);
-                  });
-                auto y = run_unary(m, x, dt, want.shape,
-                                   [&](auto &t) { return op.f(t, axis, keep); });
+                  want = naive::map(
+                      want, [&](double v) { return naive::wrap_int(static_cast<int64_t>(v), dt); });
+                auto y =
+                    run_unary(m, x, dt, want.shape, [&](auto &t) { return op.f(t, axis, keep); });
                 CHECK(support::mismatch(y, want, support::tolerance(dt)) == "");
               }
     }
@@ -440,8 +455,8 @@ TEST_CASE("reductions of a rank-1 tensor keep one element") {
 TEST_CASE("full fills the valid region with the converted value") {
   for (auto m : support::run_modes()) {
     SUBCASE(support::mode_name(m)) {
-      for (auto dt : {pto::DT_FP32, pto::DT_FP16, pto::DT_BF16, pto::DT_INT8, pto::DT_INT32,
-                      pto::DT_INT64}) {
+      for (auto dt :
+           {pto::DT_FP32, pto::DT_FP16, pto::DT_BF16, pto::DT_INT8, pto::DT_INT32, pto::DT_INT64}) {
         CAPTURE(pto::name(dt));
         pto::HostTensor y(dt, kShape);
         auto k = pto::jit(
@@ -464,8 +479,8 @@ TEST_CASE("full fills the valid region with the converted value") {
           "full_valid",
           [&](pto::Tensor ty) {
             pto::set_vec_tile_shapes(kTile);
-            pto::assemble(pto::full({5, 37}, 1.5, pto::DT_FP32, {.valid_shape = {{3, 20}}}),
-                          {0, 0}, ty);
+            pto::assemble(pto::full({5, 37}, 1.5, pto::DT_FP32, {.valid_shape = {{3, 20}}}), {0, 0},
+                          ty);
           },
           support::opts(m));
       k(y);
@@ -516,8 +531,8 @@ TEST_CASE("view and assemble move windows; elements outside the valid region are
         for (int c = 0; c < 7; ++c)
           wantz.v[static_cast<size_t>(r * 20 + c)] =
               std::exp(ax.v[static_cast<size_t>((r + 1) * 45 + c + 5)]);
-      CHECK(support::mismatch(z, wantz, support::tolerance(pto::DT_FP32, OpClass::Transcendental)) ==
-            "");
+      CHECK(support::mismatch(z, wantz,
+                              support::tolerance(pto::DT_FP32, OpClass::Transcendental)) == "");
 
       // assemble [5, 37] into [8, 45] at (2, 3); the rest keeps its sentinel.
       auto s = naive::random_tensor(pto::DT_FP32, kShape, /*seed=*/22);

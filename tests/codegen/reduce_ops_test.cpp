@@ -217,19 +217,14 @@ TEST_CASE("fp32 reductions match naive double loops (fused and standalone paths,
       {"mean 1", [](T, T y) { return pto::mean(y, 1); }, reduce_axes(Bv, {1}, false, fmean), tol},
       {"mean 0 keepdim", [](T, T y) { return pto::mean(y, 0, {.keepdim = true}); },
        reduce_axes(Bv, {0}, true, fmean), tol},
-      {"mean {0,1}",
-       [](T, T y) {
-         return pto::mean(y, std::vector<int>{0, 1});
-       },
+      {"mean {0,1}", [](T, T y) { return pto::mean(y, std::vector<int>{0, 1}); },
        reduce_axes(Bv, {0, 1}, false, fmean), tol},
       {"mean {} keepdim",
        [](T, T y) { return pto::mean(y, std::vector<int>{}, {.keepdim = true}); },
        reduce_axes(Bv, {}, true, fmean), tol},
       {"var 1", [](T, T y) { return pto::var(y, 1); }, reduce_axes(Bv, {1}, false, fvar(1)), tol},
       {"var {0,1} correction 0",
-       [](T, T y) {
-         return pto::var(y, std::vector<int>{0, 1}, {.correction = 0});
-       },
+       [](T, T y) { return pto::var(y, std::vector<int>{0, 1}, {.correction = 0}); },
        reduce_axes(Bv, {0, 1}, false, fvar(0)), tol},
       {"var 0 correction 2 keepdim",
        [](T, T y) { return pto::var(y, 0, {.correction = 2, .keepdim = true}); },
@@ -250,27 +245,16 @@ TEST_CASE("fp32 reductions match naive double loops (fused and standalone paths,
        scan(Bv, 1, 1, [](double s, double v) { return s * v; }), tol},
       {"cumprod 0 NaN", [](T x, T) { return pto::cumprod(x, 0); },
        scan(A, 0, 1, [](double s, double v) { return s * v; }), tol},
-      {"sum {0,1}",
-       [](T, T y) {
-         return pto::sum(y, std::vector<int>{0, 1});
-       },
+      {"sum {0,1}", [](T, T y) { return pto::sum(y, std::vector<int>{0, 1}); },
        reduce_axes(Bv, {0, 1}, false, fsum), tol},
-      {"sum {-1,0} keepdim",
-       [](T, T y) {
-         return pto::sum(y, {-1, 0}, {.keepdim = true});
-       },
+      {"sum {-1,0} keepdim", [](T, T y) { return pto::sum(y, {-1, 0}, {.keepdim = true}); },
        reduce_axes(Bv, {0, 1}, true, fsum), tol},
       {"amax {} NaN", [](T x, T) { return pto::amax(x, std::vector<int>{}); },
        reduce_axes(A, {}, false, max_nan), exact},
-      {"amin {1, 0}",
-       [](T, T y) {
-         return pto::amin(y, {1, 0});
-       },
+      {"amin {1, 0}", [](T, T y) { return pto::amin(y, {1, 0}); },
        reduce_axes(Bv, {}, false, min_nan), exact},
       {"prod {0,1} of 2 rows",
-       [](T, T y) {
-         return pto::prod(pto::view(y, {2, 37}, {0, 0}), std::vector<int>{0, 1});
-       },
+       [](T, T y) { return pto::prod(pto::view(y, {2, 37}, {0, 0}), std::vector<int>{0, 1}); },
        reduce_axes(rows(Bv, 2), {}, false, fprod), tol},
       // Empty valid extents (the documented rule) and length-1 axes (the identity).
       {"empty sum", [&](T, T y) { return pto::sum(empty(y), 1, {.keepdim = true}); },
@@ -320,10 +304,7 @@ TEST_CASE("integer reductions: prod wraps, arg-reductions take the first tie, cu
            scan(A, 1, 0, [](double s, double v) { return s + v; }), exact},
           {"cumprod 0 int64", [](T x, T) { return pto::cumprod(x, 0); },
            scan(A, 0, 1, [](double s, double v) { return s * v; }), exact},
-          {"sum {0,1}",
-           [](T x, T) {
-             return pto::sum(x, std::vector<int>{0, 1});
-           },
+          {"sum {0,1}", [](T x, T) { return pto::sum(x, std::vector<int>{0, 1}); },
            wrapped(reduce_axes(A, {}, false, fsum), dt), exact},
       };
       check_all(a, b, cases);
@@ -340,10 +321,7 @@ TEST_CASE("fp16 and bf16 reductions accumulate in fp32 and round once") {
       std::vector<Case> cases = {
           {"prod 1 keepdim", [](T x, T) { return pto::prod(x, 1, {.keepdim = true}); },
            reduce_axes(A, {1}, true, fprod), tol},
-          {"sum {0,1}",
-           [](T x, T) {
-             return pto::sum(x, std::vector<int>{0, 1});
-           },
+          {"sum {0,1}", [](T x, T) { return pto::sum(x, std::vector<int>{0, 1}); },
            reduce_axes(A, {}, false, fsum), tol},
           {"mean 1", [](T x, T) { return pto::mean(x, 1); }, reduce_axes(A, {1}, false, fmean),
            tol},
@@ -392,17 +370,9 @@ TEST_CASE("reduce_ops: bad axes and dtypes are typed errors naming the call site
                        pto::ShapeError);
   CHECK_THROWS_WITH_AS(run([](T t) { pto::prod(t, 2); }, f32),
                        Contains("prod: axis 2 is out of range for rank 2"), pto::ShapeError);
-  CHECK_THROWS_WITH_AS(run(
-                           [](T t) {
-                             pto::sum(t, {0, -2});
-                           },
-                           f32),
+  CHECK_THROWS_WITH_AS(run([](T t) { pto::sum(t, {0, -2}); }, f32),
                        Contains("sum: axis -2 appears twice"), pto::ShapeError);
-  CHECK_THROWS_WITH_AS(run(
-                           [](T t) {
-                             pto::amax(t, {0, 5});
-                           },
-                           f32),
+  CHECK_THROWS_WITH_AS(run([](T t) { pto::amax(t, {0, 5}); }, f32),
                        Contains("amax: axis 5 is out of range"), pto::ShapeError);
   CHECK_THROWS_WITH_AS(run([](T t) { pto::mean(t, 0); }, pto::DT_INT32),
                        Contains("reduce_ops_test.cpp:"), pto::DTypeError);

@@ -124,151 +124,55 @@ std::vector<Case> movement_cases(const Array &A, const Array &Bv, support::Toler
   auto x4 = [](const T &a) { return pto::reshape(pto::view(a, {4, 30}, {0, 0}), {2, 3, 4, 5}); };
   auto same = [&](const Idx &shape) { return reshaped(A, shape); };
   return {
-      {"reshape [37, 5]",
-       [](T a, T) {
-         return pto::reshape(a, {37, 5});
-       },
-       same({37, 5}), tol},
+      {"reshape [37, 5]", [](T a, T) { return pto::reshape(a, {37, 5}); }, same({37, 5}), tol},
       {"reshape [-1]", [](T a, T) { return pto::reshape(a, {-1}); }, same({185}), tol},
-      {"reshape [5, -1, 37]",
-       [](T a, T) {
-         return pto::reshape(a, {5, -1, 37});
-       },
-       same({5, 1, 37}), tol},
+      {"reshape [5, -1, 37]", [](T a, T) { return pto::reshape(a, {5, -1, 37}); }, same({5, 1, 37}),
+       tol},
       {"unsqueeze 1", [](T a, T) { return pto::unsqueeze(a, 1); }, same({5, 1, 37}), tol},
       {"unsqueeze -1", [](T a, T) { return pto::unsqueeze(a, -1); }, same({5, 37, 1}), tol},
       {"squeeze all", [](T a, T) { return pto::squeeze(pto::unsqueeze(a, 0)); }, A, tol},
       {"squeeze dim 0 of a row",
-       [](T a, T) {
-         return pto::squeeze(pto::view(a, {1, 37}, {2, 0}), {0});
-       },
+       [](T a, T) { return pto::squeeze(pto::view(a, {1, 37}, {2, 0}), {0}); },
        reshaped(window(A, {1, 37}, {2, 0}), {37}), tol},
-      {"expand a row",
-       [](T a, T) {
-         return pto::expand(pto::view(a, {1, 37}, {1, 0}), {4, 37});
-       },
-       build({4, 37},
-             [&](const Idx &o) {
-               return at(A, {1, o[1]});
-             }),
-       tol},
+      {"expand a row", [](T a, T) { return pto::expand(pto::view(a, {1, 37}, {1, 0}), {4, 37}); },
+       build({4, 37}, [&](const Idx &o) { return at(A, {1, o[1]}); }), tol},
       {"expand a column -1",
-       [](T a, T) {
-         return pto::expand(pto::view(a, {5, 1}, {0, 2}), {-1, 7});
-       },
-       build({5, 7},
-             [&](const Idx &o) {
-               return at(A, {o[0], 2});
-             }),
-       tol},
+       [](T a, T) { return pto::expand(pto::view(a, {5, 1}, {0, 2}), {-1, 7}); },
+       build({5, 7}, [&](const Idx &o) { return at(A, {o[0], 2}); }), tol},
       {"broadcast_to rank 3",
-       [](T a, T) {
-         return pto::broadcast_to(pto::view(a, {1, 37}, {0, 0}), {2, 3, 37});
-       },
-       build({2, 3, 37},
-             [&](const Idx &o) {
-               return at(A, {0, o[2]});
-             }),
-       tol},
+       [](T a, T) { return pto::broadcast_to(pto::view(a, {1, 37}, {0, 0}), {2, 3, 37}); },
+       build({2, 3, 37}, [&](const Idx &o) { return at(A, {0, o[2]}); }), tol},
       {"transpose 0 1", [](T a, T) { return pto::transpose(a, 0, 1); },
-       build({37, 5},
-             [&](const Idx &o) {
-               return at(A, {o[1], o[0]});
-             }),
-       tol},
+       build({37, 5}, [&](const Idx &o) { return at(A, {o[1], o[0]}); }), tol},
       {"transpose rank 4 (1, 3)", [&](T a, T) { return pto::transpose(x4(a), 1, -1); },
-       build({2, 5, 4, 3},
-             [&](const Idx &o) {
-               return at(X4, {o[0], o[3], o[2], o[1]});
-             }),
+       build({2, 5, 4, 3}, [&](const Idx &o) { return at(X4, {o[0], o[3], o[2], o[1]}); }), tol},
+      {"permute rank 4", [&](T a, T) { return pto::permute(x4(a), {3, 1, 0, 2}); },
+       build({5, 3, 2, 4}, [&](const Idx &o) { return at(X4, {o[2], o[1], o[3], o[0]}); }), tol},
+      {"concat dim 0", [](T a, T b) { return pto::concat({a, b}, 0); },
+       build({8, 37}, [&](const Idx &o) { return o[0] < 5 ? at(A, o) : at(Bv, {o[0] - 5, o[1]}); }),
        tol},
-      {"permute rank 4",
-       [&](T a, T) {
-         return pto::permute(x4(a), {3, 1, 0, 2});
-       },
-       build({5, 3, 2, 4},
-             [&](const Idx &o) {
-               return at(X4, {o[2], o[1], o[3], o[0]});
-             }),
-       tol},
-      {"concat dim 0",
-       [](T a, T b) {
-         return pto::concat({a, b}, 0);
-       },
-       build({8, 37},
-             [&](const Idx &o) {
-               return o[0] < 5 ? at(A, o) : at(Bv, {o[0] - 5, o[1]});
-             }),
-       tol},
-      {"concat three dim 1",
-       [](T a, T) {
-         return pto::concat({a, a, a}, 1);
-       },
-       build({5, 111},
-             [&](const Idx &o) {
-               return at(A, {o[0], o[1] % 37});
-             }),
-       tol},
+      {"concat three dim 1", [](T a, T) { return pto::concat({a, a, a}, 1); },
+       build({5, 111}, [&](const Idx &o) { return at(A, {o[0], o[1] % 37}); }), tol},
       {"split 2 piece 1", [](T a, T) { return pto::split(a, 2, 0).at(1); },
        window(A, {2, 37}, {2, 0}), tol},
       {"split 2 piece 2 (tail)", [](T a, T) { return pto::split(a, 2, 0).at(2); },
        window(A, {1, 37}, {4, 0}), tol},
-      {"split sizes piece 1",
-       [](T a, T) {
-         return pto::split(a, {10, 27}, -1).at(1);
-       },
+      {"split sizes piece 1", [](T a, T) { return pto::split(a, {10, 27}, -1).at(1); },
        window(A, {5, 27}, {0, 10}), tol},
-      {"stack dim 1",
-       [](T a, T) {
-         return pto::stack({a, a}, 1);
-       },
-       build({5, 2, 37},
-             [&](const Idx &o) {
-               return at(A, {o[0], o[2]});
-             }),
-       tol},
-      {"stack dim 0",
-       [](T, T b) {
-         return pto::stack({b, b, b}, 0);
-       },
-       build({3, 3, 37},
-             [&](const Idx &o) {
-               return at(Bv, {o[1], o[2]});
-             }),
-       tol},
-      {"tile {2, 1}",
-       [](T a, T) {
-         return pto::tile(a, {2, 1});
-       },
-       build({10, 37},
-             [&](const Idx &o) {
-               return at(A, {o[0] % 5, o[1]});
-             }),
-       tol},
+      {"stack dim 1", [](T a, T) { return pto::stack({a, a}, 1); },
+       build({5, 2, 37}, [&](const Idx &o) { return at(A, {o[0], o[2]}); }), tol},
+      {"stack dim 0", [](T, T b) { return pto::stack({b, b, b}, 0); },
+       build({3, 3, 37}, [&](const Idx &o) { return at(Bv, {o[1], o[2]}); }), tol},
+      {"tile {2, 1}", [](T a, T) { return pto::tile(a, {2, 1}); },
+       build({10, 37}, [&](const Idx &o) { return at(A, {o[0] % 5, o[1]}); }), tol},
       {"tile {2}", [](T a, T) { return pto::tile(a, {2}); },
-       build({5, 74},
-             [&](const Idx &o) {
-               return at(A, {o[0], o[1] % 37});
-             }),
-       tol},
+       build({5, 74}, [&](const Idx &o) { return at(A, {o[0], o[1] % 37}); }), tol},
       {"tile {2, 2, 3} adds a dim",
-       [](T a, T) {
-         return pto::tile(pto::view(a, {2, 3}, {0, 0}), {2, 2, 3});
-       },
-       build({2, 4, 9},
-             [&](const Idx &o) {
-               return at(A, {o[1] % 2, o[2] % 3});
-             }),
-       tol},
-      {"pad right 3 with 1",
-       [](T a, T) {
-         return pto::pad(a, {0, 3}, 1);
-       },
+       [](T a, T) { return pto::tile(pto::view(a, {2, 3}, {0, 0}), {2, 2, 3}); },
+       build({2, 4, 9}, [&](const Idx &o) { return at(A, {o[1] % 2, o[2] % 3}); }), tol},
+      {"pad right 3 with 1", [](T a, T) { return pto::pad(a, {0, 3}, 1); },
        build({5, 40}, [&](const Idx &o) { return o[1] < 37 ? at(A, o) : 1.0; }), tol},
-      {"pad right 2 bottom 1",
-       [](T a, T) {
-         return pto::pad(a, {0, 2, 0, 1});
-       },
+      {"pad right 2 bottom 1", [](T a, T) { return pto::pad(a, {0, 2, 0, 1}); },
        build({6, 39}, [&](const Idx &o) { return o[0] < 5 && o[1] < 37 ? at(A, o) : 0.0; }), tol},
       {"tril", [](T a, T) { return pto::tril(a); },
        build({5, 37}, [&](const Idx &o) { return o[1] - o[0] <= 0 ? at(A, o) : 0.0; }), tol},
@@ -278,9 +182,7 @@ std::vector<Case> movement_cases(const Array &A, const Array &Bv, support::Toler
        build({5, 37}, [&](const Idx &o) { return o[1] - o[0] <= -2 ? at(A, o) : 0.0; }), tol},
       {"triu 30 rank 3", [](T, T b) { return pto::triu(pto::unsqueeze(b, 0), 30); },
        build({1, 3, 37},
-             [&](const Idx &o) {
-               return o[2] - o[1] >= 30 ? at(Bv, {o[1], o[2]}) : 0.0;
-             }),
+             [&](const Idx &o) { return o[2] - o[1] >= 30 ? at(Bv, {o[1], o[2]}) : 0.0; }),
        tol},
   };
 }
@@ -305,15 +207,9 @@ TEST_CASE("fp32 movement and creation ops match naive index loops") {
   auto cases = movement_cases(A, Bv, exact);
   const uint64_t key = 0x0123456789abcdefull, ctr = 0xfeedface00000007ull;
   std::vector<Case> more = {
-      {"ones fp32",
-       [](T, T) {
-         return pto::ones({3, 4});
-       },
+      {"ones fp32", [](T, T) { return pto::ones({3, 4}); },
        build({3, 4}, [](const Idx &) { return 1.0; }), exact},
-      {"ones int32",
-       [](T, T) {
-         return pto::ones({2, 5}, pto::DT_INT32);
-       },
+      {"ones int32", [](T, T) { return pto::ones({2, 5}, pto::DT_INT32); },
        build({2, 5}, [](const Idx &) { return 1.0; }), exact},
       {"arange 10", [](T, T) { return pto::arange(10); },
        build({10}, [](const Idx &o) { return static_cast<double>(o[0]); }), exact},
@@ -328,10 +224,7 @@ TEST_CASE("fp32 movement and creation ops match naive index loops") {
                return static_cast<double>(static_cast<float>(0.1 * static_cast<double>(o[0])));
              }),
        exact},
-      {"uniform fp32",
-       [=](T, T) {
-         return pto::uniform({4, 37}, key, ctr);
-       },
+      {"uniform fp32", [=](T, T) { return pto::uniform({4, 37}, key, ctr); },
        uniform_ref({4, 37}, key, ctr, 0, 1, pto::DT_FP32), exact},
       {"uniform fp16 [-2, 3)",
        [=](T, T) {
@@ -339,15 +232,10 @@ TEST_CASE("fp32 movement and creation ops match naive index loops") {
                           pto::DT_FP32);
        },
        uniform_ref({3, 5}, key, ctr + 1, -2, 3, pto::DT_FP16), exact},
-      {"normal fp32",
-       [=](T, T) {
-         return pto::normal({6, 37}, key, ctr);
-       },
+      {"normal fp32", [=](T, T) { return pto::normal({6, 37}, key, ctr); },
        normal_ref({6, 37}, key, ctr, 0, 1, pto::DT_FP32), support::tolerance(pto::DT_FP32)},
       {"normal bf16 mean 1 std 2",
-       [=](T, T) {
-         return pto::normal({2, 9}, 7, 0, pto::DT_BF16, {.mean = 1, .std = 2});
-       },
+       [=](T, T) { return pto::normal({2, 9}, 7, 0, pto::DT_BF16, {.mean = 1, .std = 2}); },
        normal_ref({2, 9}, 7, 0, 1, 2, pto::DT_BF16), support::tolerance(pto::DT_BF16)},
   };
   cases.insert(cases.end(), more.begin(), more.end());
@@ -409,12 +297,9 @@ TEST_CASE("tril with a run-time diagonal; reshape and concat of DYNAMIC dims") {
       CHECK(support::mismatch(
                 y, build({6, 37}, [&](const Idx &o) { return o[1] - o[0] <= 2 ? at(X, o) : 0.0; }),
                 {}) == "");
-      CHECK(support::mismatch(z,
-                              build({12, 37},
-                                    [&](const Idx &o) {
-                                      return at(X, {o[0] % 6, o[1]});
-                                    }),
-                              {}) == "");
+      CHECK(support::mismatch(
+                z, build({12, 37}, [&](const Idx &o) { return at(X, {o[0] % 6, o[1]}); }), {}) ==
+            "");
     }
   }
 }
@@ -432,68 +317,42 @@ TEST_CASE("shape_ops: bad shapes, dims and dtypes are typed errors naming the ca
     k(x, y);
   };
   using doctest::Contains;
-  CHECK_THROWS_WITH_AS(run([](T t, T) {
-                         pto::reshape(t, {5, 5});
-                       }),
+  CHECK_THROWS_WITH_AS(run([](T t, T) { pto::reshape(t, {5, 5}); }),
                        Contains("shape_ops_test.cpp:"), pto::ShapeError);
-  CHECK_THROWS_WITH_AS(run([](T t, T) {
-                         pto::reshape(t, {5, 5});
-                       }),
+  CHECK_THROWS_WITH_AS(run([](T t, T) { pto::reshape(t, {5, 5}); }),
                        Contains("reshape: cannot reshape [4, 6] (24 elements) into [5, 5]"),
                        pto::ShapeError);
-  CHECK_THROWS_WITH_AS(run([](T t, T) {
-                         pto::reshape(t, {-1, -1});
-                       }),
+  CHECK_THROWS_WITH_AS(run([](T t, T) { pto::reshape(t, {-1, -1}); }),
                        Contains("only one dim may be -1"), pto::ShapeError);
   CHECK_THROWS_AS(run([](T t, T) { pto::reshape(t, {5, -1}); }), pto::ShapeError);
   CHECK_THROWS_AS(run([](T t, T) { pto::reshape(t, {1, 2, 3, 4, 1}); }), pto::ShapeError);
   CHECK_THROWS_WITH_AS(run([](T t, T) { pto::unsqueeze(t, 3); }),
                        Contains("unsqueeze: dim 3 is out of range for rank 3"), pto::ShapeError);
-  CHECK_THROWS_AS(run([](T t, T) {
-                    pto::unsqueeze(pto::reshape(t, {1, 2, 3, 4}), 0);
-                  }),
+  CHECK_THROWS_AS(run([](T t, T) { pto::unsqueeze(pto::reshape(t, {1, 2, 3, 4}), 0); }),
                   pto::ShapeError);
-  CHECK_THROWS_WITH_AS(run([](T t, T) {
-                         pto::expand(t, {4, 7});
-                       }),
+  CHECK_THROWS_WITH_AS(run([](T t, T) { pto::expand(t, {4, 7}); }),
                        Contains("expand: cannot expand [4, 6] to [4, 7]"), pto::ShapeError);
   CHECK_THROWS_WITH_AS(run([](T t, T) { pto::transpose(t, 0, 2); }),
                        Contains("transpose: dim 2 is out of range for rank 2"), pto::ShapeError);
-  CHECK_THROWS_WITH_AS(run([](T t, T) {
-                         pto::permute(t, {0, 0});
-                       }),
+  CHECK_THROWS_WITH_AS(run([](T t, T) { pto::permute(t, {0, 0}); }),
                        Contains("permute: dim 0 appears twice"), pto::ShapeError);
   CHECK_THROWS_AS(run([](T t, T) { pto::permute(t, {1, 0, 2}); }), pto::ShapeError);
-  CHECK_THROWS_WITH_AS(run([](T t, T u) {
-                         pto::concat({t, u}, 0);
-                       }),
+  CHECK_THROWS_WITH_AS(run([](T t, T u) { pto::concat({t, u}, 0); }),
                        Contains("concat: tensor 1 has dtype"), pto::DTypeError);
-  CHECK_THROWS_WITH_AS(run([](T t, T) {
-                         pto::concat({t, pto::transpose(t, 0, 1)}, 0);
-                       }),
+  CHECK_THROWS_WITH_AS(run([](T t, T) { pto::concat({t, pto::transpose(t, 0, 1)}, 0); }),
                        Contains("they may differ only in dim 0"), pto::ShapeError);
   CHECK_THROWS_AS(run([](T, T) { pto::concat({}, 0); }), pto::ShapeError);
-  CHECK_THROWS_WITH_AS(run([](T t, T) {
-                         pto::split(t, {1, 2}, 0);
-                       }),
+  CHECK_THROWS_WITH_AS(run([](T t, T) { pto::split(t, {1, 2}, 0); }),
                        Contains("split: piece sizes sum to 3, dim 0 has size 4"), pto::ShapeError);
   CHECK_THROWS_AS(run([](T t, T) { pto::split(t, 0, 0); }), pto::ShapeError);
-  CHECK_THROWS_AS(run([](T t, T) {
-                    pto::stack({t, pto::transpose(t, 0, 1)}, 0);
-                  }),
+  CHECK_THROWS_AS(run([](T t, T) { pto::stack({t, pto::transpose(t, 0, 1)}, 0); }),
                   pto::ShapeError);
-  CHECK_THROWS_WITH_AS(run([](T t, T) {
-                         pto::tile(t, {0, 1});
-                       }),
+  CHECK_THROWS_WITH_AS(run([](T t, T) { pto::tile(t, {0, 1}); }),
                        Contains("tile: repeats must be >= 1"), pto::ShapeError);
-  CHECK_THROWS_WITH_AS(run([](T t, T) {
-                         pto::pad(t, {1, 2});
-                       }),
+  CHECK_THROWS_WITH_AS(run([](T t, T) { pto::pad(t, {1, 2}); }),
                        Contains("pad: only right/bottom padding"), pto::ShapeError);
   CHECK_THROWS_AS(run([](T t, T) { pto::pad(t, {0, 1, 0}); }), pto::ShapeError);
-  CHECK_THROWS_WITH_AS(run([](T, T u) {
-                         pto::pad(u, {0, 1}, 0.5);
-                       }),
+  CHECK_THROWS_WITH_AS(run([](T, T u) { pto::pad(u, {0, 1}, 0.5); }),
                        Contains("pad: non-integral value 0.5"), pto::DTypeError);
   CHECK_THROWS_WITH_AS(run([](T t, T) { pto::tril(pto::reshape(t, {24})); }),
                        Contains("tril: needs rank >= 2"), pto::ShapeError);
@@ -502,17 +361,12 @@ TEST_CASE("shape_ops: bad shapes, dims and dtypes are typed errors naming the ca
   CHECK_THROWS_WITH_AS(run([](T, T) { pto::arange(5, 1); }), Contains("arange(5, 1, 1) is empty"),
                        pto::ShapeError);
   CHECK_THROWS_AS(run([](T, T) { pto::arange(0, int64_t{1} << 40); }), pto::ShapeError);
-  CHECK_THROWS_WITH_AS(run([](T, T) {
-                         pto::uniform({4, 4}, 1, 2, pto::DT_INT32);
-                       }),
+  CHECK_THROWS_WITH_AS(run([](T, T) { pto::uniform({4, 4}, 1, 2, pto::DT_INT32); }),
                        Contains("uniform: expected a floating dtype"), pto::DTypeError);
-  CHECK_THROWS_AS(run([](T, T) {
-                    pto::uniform({4, 4}, 1, 2, pto::DT_FP32, {.low = 2, .high = 1});
-                  }),
-                  pto::ArgumentError);
-  CHECK_THROWS_AS(run([](T, T) {
-                    pto::normal({4, 4}, 1, 2, pto::DT_FP32, {.std = -1});
-                  }),
+  CHECK_THROWS_AS(
+      run([](T, T) { pto::uniform({4, 4}, 1, 2, pto::DT_FP32, {.low = 2, .high = 1}); }),
+      pto::ArgumentError);
+  CHECK_THROWS_AS(run([](T, T) { pto::normal({4, 4}, 1, 2, pto::DT_FP32, {.std = -1}); }),
                   pto::ArgumentError);
   CHECK_THROWS_AS(run([](T, T) { pto::ones({4, 0}); }), pto::ShapeError);
 }

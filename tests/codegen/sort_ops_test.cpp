@@ -924,13 +924,9 @@ TEST_CASE("sort_ops: bad axes, k, dtypes, ranks and missing tiles are typed erro
                        Contains("unique: tensor"), pto::DTypeError);
   // Lengths that int32 indices (or unique's int32 count) cannot hold; traced only, never run.
   const pto::SymbolicScalar huge(int64_t{3000000000});
-  CHECK_THROWS_WITH_AS(run(
-                           [&](T t) {
-                             pto::sort(pto::expand(pto::view(t, {1, 1}, {0, 0}), {1, huge}));
-                           },
-                           f32),
-                       Contains("sort: axis length 3000000000 does not fit DT_INT32 indices"),
-                       pto::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      run([&](T t) { pto::sort(pto::expand(pto::view(t, {1, 1}, {0, 0}), {1, huge})); }, f32),
+      Contains("sort: axis length 3000000000 does not fit DT_INT32 indices"), pto::ShapeError);
   // With DT_INT64 indices the same trace goes on (stopped right after, before anything runs).
   CHECK_THROWS_WITH_AS(run(
                            [&](T t) {
@@ -940,13 +936,9 @@ TEST_CASE("sort_ops: bad axes, k, dtypes, ranks and missing tiles are typed erro
                            },
                            f32),
                        Contains("probe: argsort: traced"), pto::ArgumentError);
-  CHECK_THROWS_WITH_AS(run(
-                           [&](T t) {
-                             pto::unique(pto::expand(pto::view(t, {1, 1}, {0, 0}), {1, huge}));
-                           },
-                           f32),
-                       Contains("unique: element count 3000000000 is above 2147483647"),
-                       pto::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      run([&](T t) { pto::unique(pto::expand(pto::view(t, {1, 1}, {0, 0}), {1, huge})); }, f32),
+      Contains("unique: element count 3000000000 is above 2147483647"), pto::ShapeError);
   // No vec tile set.
   CHECK_THROWS_WITH_AS(run([](T t) { pto::topk(t, 2); }, f32, {4, 8}, false),
                        Contains("topk: no vec tile shape is set"), pto::TileShapeError);

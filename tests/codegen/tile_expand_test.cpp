@@ -23,7 +23,7 @@ TEST_CASE("tile_expand: the reference §3.3 example, x [50, 200] under tile [16,
     CHECK(tiles[i].offset == std::vector<int64_t>{first[i].first, first[i].second});
   }
   CHECK(tiles[0].size == std::vector<int64_t>{16, 64});
-  CHECK(tiles[3].size == std::vector<int64_t>{16, 8});  // column tail: 200 - 192
+  CHECK(tiles[3].size == std::vector<int64_t>{16, 8}); // column tail: 200 - 192
   CHECK(tiles[12].offset == std::vector<int64_t>{48, 0});
   CHECK(tiles[12].size == std::vector<int64_t>{2, 64}); // row tail: 50 - 48
   CHECK(tiles[15].offset == std::vector<int64_t>{48, 192});
@@ -49,9 +49,9 @@ TEST_CASE("tile_expand: exact multiples, tiles larger than the shape, extra tile
 }
 
 TEST_CASE("tile_valid: min(max(valid - offset, 0), size)") {
-  CHECK(tile_valid(50, 48, 2) == 2);   // whole tail tile valid
-  CHECK(tile_valid(49, 48, 2) == 1);   // one row of the tail
-  CHECK(tile_valid(40, 48, 2) == 0);   // tile past the valid region: empty
+  CHECK(tile_valid(50, 48, 2) == 2);    // whole tail tile valid
+  CHECK(tile_valid(49, 48, 2) == 1);    // one row of the tail
+  CHECK(tile_valid(40, 48, 2) == 0);    // tile past the valid region: empty
   CHECK(tile_valid(100, 16, 16) == 16); // valid beyond the tile is clipped to its size
   CHECK(tile_valid(20, 16, 16) == 4);
   CHECK(tile_valid(-3, 0, 16) == 0);

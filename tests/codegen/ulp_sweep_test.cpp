@@ -360,13 +360,8 @@ std::vector<UnaryCase> unary_cases() {
       {"exp", [](const R &x) { return pto::exp(x); }, ref1([](auto x) { return hp::exp(x); }),
        kSleefU10, exp_range, exp_points},
       {"exp2", [](const R &x) { return pto::exp2(x); }, ref1([](auto x) { return hp::exp2(x); }),
-       kSleefU10,
-       [](const Scale &s) {
-         return Range{s.log2_tiny - 2, s.log2_max + 2};
-       },
-       [](const Scale &s) {
-         return std::vector<double>{0, s.log2_max, s.log2_tiny};
-       }},
+       kSleefU10, [](const Scale &s) { return Range{s.log2_tiny - 2, s.log2_max + 2}; },
+       [](const Scale &s) { return std::vector<double>{0, s.log2_max, s.log2_tiny}; }},
       {"expm1", [](const R &x) { return pto::expm1(x); }, ref1([](auto x) { return hp::expm1(x); }),
        kSleefU10, fixed(-30, 100), exp_points},
       {"log", [](const R &x) { return pto::log(x); }, ref1([](auto x) { return hp::log(x); }),
@@ -390,16 +385,10 @@ std::vector<UnaryCase> unary_cases() {
       {"atan", [](const R &x) { return pto::atan(x); }, ref1([](auto x) { return hp::atan(x); }),
        kSleefU10, fixed(-20, 20), points({0, 1, -1})},
       {"sinh", [](const R &x) { return pto::sinh(x); }, ref1([](auto x) { return hp::sinh(x); }),
-       u10_within(88.5, 709),
-       [](const Scale &s) {
-         return Range{-s.log_max - 2, s.log_max + 2};
-       },
+       u10_within(88.5, 709), [](const Scale &s) { return Range{-s.log_max - 2, s.log_max + 2}; },
        hyp_points},
       {"cosh", [](const R &x) { return pto::cosh(x); }, ref1([](auto x) { return hp::cosh(x); }),
-       u10_within(88.5, 709),
-       [](const Scale &s) {
-         return Range{-s.log_max - 2, s.log_max + 2};
-       },
+       u10_within(88.5, 709), [](const Scale &s) { return Range{-s.log_max - 2, s.log_max + 2}; },
        hyp_points},
       {"tanh", [](const R &x) { return pto::tanh(x); }, ref1([](auto x) { return hp::tanh(x); }),
        [](double, bool d) { return d ? 1.0 : 1.0001; }, fixed(-25, 25),
@@ -427,14 +416,10 @@ std::vector<UnaryCase> unary_cases() {
        kSleefU10, fixed(-100, 100), points({0, 1, -1, 8, -8})},
       {"sigmoid", [](const R &x) { return pto::sigmoid(x); },
        ref1([](auto x) { return 1 / (1 + hp::exp(-x)); }), kNoBound, fixed(-50, 50),
-       [](const Scale &s) {
-         return std::vector<double>{0, -s.log_max, -s.log_tiny};
-       }},
+       [](const Scale &s) { return std::vector<double>{0, -s.log_max, -s.log_tiny}; }},
       {"softplus", [](const R &x) { return pto::softplus(x); },
        ref1([](auto x) { return x > 20 ? x : hp::log1p(hp::exp(x)); }), kNoBound, fixed(-120, 40),
-       [](const Scale &s) {
-         return std::vector<double>{0, 20, s.log_tiny};
-       }},
+       [](const Scale &s) { return std::vector<double>{0, 20, s.log_tiny}; }},
       {"softsign", [](const R &x) { return pto::softsign(x); },
        ref1([](auto x) { return x / (1 + hp::fabs(x)); }), kNoBound, fixed(-100, 100)},
       {"elu", [](const R &x) { return pto::elu(x); },

@@ -2,6 +2,7 @@
 // the message names the user's source file. Kernels run in interpret mode: these errors come
 // from tracing and the runtime, not from code generation.
 #include "pto/pto.h"
+
 #include "support/support.h"
 
 #include <doctest/doctest.h>
@@ -41,8 +42,8 @@ TEST_CASE("shapes that do not broadcast are a ShapeError naming the shapes and t
   CHECK_THROWS_AS(run2(bad, t(kF32, {4, 8}), t(kF32, {4, 9})), pto::ShapeError);
   CHECK_THROWS_WITH_AS(run2(bad, t(kF32, {4, 8}), t(kF32, {4, 9})),
                        Contains("add: shapes [4, 8] and [4, 9] do not broadcast"), pto::ShapeError);
-  CHECK_THROWS_WITH_AS(run2(bad, t(kF32, {4, 8}), t(kF32, {4, 9})),
-                       Contains("errors_test.cpp:"), pto::ShapeError);
+  CHECK_THROWS_WITH_AS(run2(bad, t(kF32, {4, 8}), t(kF32, {4, 9})), Contains("errors_test.cpp:"),
+                       pto::ShapeError);
 }
 
 TEST_CASE("an op on a dtype it does not support is a DTypeError") {
@@ -197,8 +198,8 @@ TEST_CASE("a tensor created in a loop body and used after the loop is a ShapeErr
     }
     pto::assemble(inner, {0, 0}, y);
   };
-  CHECK_THROWS_WITH_AS(run2(bad, t(kF32, {4, 8}), t(kF32, {4, 8})),
-                       Contains("used after the loop"), pto::ShapeError);
+  CHECK_THROWS_WITH_AS(run2(bad, t(kF32, {4, 8}), t(kF32, {4, 8})), Contains("used after the loop"),
+                       pto::ShapeError);
 }
 
 TEST_CASE("kernel arguments against the declared signature are ArgumentErrors") {
@@ -207,16 +208,17 @@ TEST_CASE("kernel arguments against the declared signature are ArgumentErrors") 
     pto::assemble(pto::exp(x), {0, 0}, y);
   };
   // Declared dtype fp32: the second call with int32 is rejected.
-  auto k = pto::jit("typed", body,
-                    support::opts(pto::RunMode::Interpret, {{{}, pto::DT_FP32}, {{}, pto::DT_FP32}}));
+  auto k =
+      pto::jit("typed", body,
+               support::opts(pto::RunMode::Interpret, {{{}, pto::DT_FP32}, {{}, pto::DT_FP32}}));
   auto x = t(kF32, {4, 8}), y = t(kF32, {4, 8});
   CHECK_NOTHROW(k(x, y));
   auto xi = t(kI32, {4, 8});
   CHECK_THROWS_WITH_AS(k(xi, y), Contains("has dtype DT_INT32, the kernel declares DT_FP32"),
                        pto::ArgumentError);
   // A fixed dim of 8 called with 9.
-  auto fixed = pto::jit("fixed", body,
-                        support::opts(pto::RunMode::Interpret, {{{4, 8}}, {{4, 8}}}));
+  auto fixed =
+      pto::jit("fixed", body, support::opts(pto::RunMode::Interpret, {{{4, 8}}, {{4, 8}}}));
   auto x9 = t(kF32, {4, 9}), y9 = t(kF32, {4, 9});
   CHECK_THROWS_WITH_AS(fixed(x9, y9), Contains("dim 1 is 9, the kernel fixes it to 8"),
                        pto::ArgumentError);
@@ -299,9 +301,10 @@ TEST_CASE("group names must be 1-127 bytes, and a group keeps one n_pes") {
   auto bigger_than_world = [](pto::Tensor) {
     dist::create_shmem_tensor("world", 4, pto::DT_FP32, {4, 8});
   };
-  CHECK_THROWS_WITH_AS(run1(bigger_than_world, t(kF32, {1, 1})),
-                       Contains("n_pes mismatch for group 'world': 4 here, but the group has 1 PEs"),
-                       pto::DistributedError);
+  CHECK_THROWS_WITH_AS(
+      run1(bigger_than_world, t(kF32, {1, 1})),
+      Contains("n_pes mismatch for group 'world': 4 here, but the group has 1 PEs"),
+      pto::DistributedError);
   CHECK_THROWS_WITH_AS(run1(empty, t(kF32, {1, 1})), Contains("group name must be 1-127 bytes"),
                        pto::DistributedError);
   CHECK_THROWS_WITH_AS(run1(long_name, t(kF32, {1, 1})), Contains("got 128 bytes"),
@@ -309,8 +312,8 @@ TEST_CASE("group names must be 1-127 bytes, and a group keeps one n_pes") {
   // 127 bytes is a valid name, but a group other than "world" must be created first.
   CHECK_THROWS_WITH_AS(run1(unknown, t(kF32, {1, 1})), Contains("unknown group"),
                        pto::DistributedError);
-  CHECK_THROWS_WITH_AS(run1(mismatch, t(kF32, {1, 1})), Contains("n_pes mismatch for group 'world'"),
-                       pto::DistributedError);
+  CHECK_THROWS_WITH_AS(run1(mismatch, t(kF32, {1, 1})),
+                       Contains("n_pes mismatch for group 'world'"), pto::DistributedError);
 }
 
 TEST_CASE("a group whose n_pes differs from the PEs running the kernel is a DistributedError") {
@@ -329,9 +332,10 @@ TEST_CASE("shmem dtype and rank rules") {
     pto::set_vec_tile_shapes(4, 8);
     dist::shmem_put(x, {0, 0}, s, 0);
   };
-  CHECK_THROWS_WITH_AS(run1(dtype, t(kF32, {4, 8})),
-                       Contains("shmem tensor dtype DT_INT32 must match input tensor dtype DT_FP32"),
-                       pto::DTypeError);
+  CHECK_THROWS_WITH_AS(
+      run1(dtype, t(kF32, {4, 8})),
+      Contains("shmem tensor dtype DT_INT32 must match input tensor dtype DT_FP32"),
+      pto::DTypeError);
   auto rank1 = [](pto::Tensor) { dist::create_shmem_tensor("world", 1, pto::DT_FP32, {8}); };
   CHECK_THROWS_WITH_AS(run1(rank1, t(kF32, {1, 1})), Contains("dimensional must be [2, 3, 4]"),
                        pto::ShapeError);

@@ -4,6 +4,7 @@
 // to int64 (UBSan's float-cast-overflow found 1e30 in pto::Element and -inf in pad under
 // scripts/asan_tests.sh; these cases fail there if a plain cast comes back).
 #include "pto/pto.h"
+
 #include "support/support.h"
 
 #include <doctest/doctest.h>
@@ -20,7 +21,7 @@ TEST_CASE("a floating scalar's integer companion truncates, saturates and maps N
   CHECK(trunc_saturate_int64(2.9) == 2);
   CHECK(trunc_saturate_int64(-2.9) == -2);
   CHECK(trunc_saturate_int64(-0.0) == 0);
-  CHECK(trunc_saturate_int64(9007199254740993.0) == 9007199254740992); // the double's value
+  CHECK(trunc_saturate_int64(9007199254740993.0) == 9007199254740992);       // the double's value
   CHECK(trunc_saturate_int64(9223372036854774784.0) == 9223372036854774784); // 2^63 - 1024
   CHECK(trunc_saturate_int64(9223372036854775808.0) == max);                 // 2^63
   CHECK(trunc_saturate_int64(-9223372036854775808.0) == min);                // -2^63

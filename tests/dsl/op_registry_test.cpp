@@ -161,13 +161,20 @@ TEST_CASE("op registry: an elementwise op's dtypes are those its facts row accep
   using pto::ir::Accepts;
   auto text = [](Accepts a) -> std::string {
     switch (a) {
-    case Accepts::Arith: return "int8-int64, uint8, fp16, bf16, fp32, fp64";
-    case Accepts::Signed: return "int8-int64, fp16, bf16, fp32, fp64";
-    case Accepts::Float: return "fp16, bf16, fp32, fp64";
-    case Accepts::Any: return "every dtype, bool too";
-    case Accepts::IntBool: return "int8-int64, uint8, bool";
-    case Accepts::Int: return "int8-int64, uint8";
-    case Accepts::Own: break;
+    case Accepts::Arith:
+      return "int8-int64, uint8, fp16, bf16, fp32, fp64";
+    case Accepts::Signed:
+      return "int8-int64, fp16, bf16, fp32, fp64";
+    case Accepts::Float:
+      return "fp16, bf16, fp32, fp64";
+    case Accepts::Any:
+      return "every dtype, bool too";
+    case Accepts::IntBool:
+      return "int8-int64, uint8, bool";
+    case Accepts::Int:
+      return "int8-int64, uint8";
+    case Accepts::Own:
+      break;
     }
     return "?";
   };

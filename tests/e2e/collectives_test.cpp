@@ -3,6 +3,7 @@
 // the PE count, several dtypes, sub-groups.
 #include "pto/pto.h"
 #include "pto/runtime/world.h"
+
 #include "support/support.h"
 
 #include <doctest/doctest.h>
@@ -26,10 +27,14 @@ double input(int p, int64_t i, Reduction op) {
 
 double combine(Reduction op, double a, double b) {
   switch (op) {
-  case Reduction::SUM: return a + b;
-  case Reduction::MAX: return std::max(a, b);
-  case Reduction::MIN: return std::min(a, b);
-  case Reduction::PROD: return a * b;
+  case Reduction::SUM:
+    return a + b;
+  case Reduction::MAX:
+    return std::max(a, b);
+  case Reduction::MIN:
+    return std::min(a, b);
+  case Reduction::PROD:
+    return a * b;
   }
   return a;
 }

@@ -546,11 +546,7 @@ TEST_CASE("at(): float elements, tokens and shmem data are DTypeErrors; rank and
     CAPTURE(pto::name(dt));
     const std::string want =
         "reads int8, int16, int32, int64, uint8 and bool elements, got " + pto::name(dt);
-    CHECK_THROWS_WITH_AS(trace(
-                             [](pto::Tensor x) {
-                               (void)x.at({0, 0});
-                             },
-                             dt),
+    CHECK_THROWS_WITH_AS(trace([](pto::Tensor x) { (void)x.at({0, 0}); }, dt),
                          Contains(want.c_str()), pto::DTypeError);
   }
   CHECK_THROWS_WITH_AS(trace([](pto::Tensor) {
@@ -560,19 +556,11 @@ TEST_CASE("at(): float elements, tokens and shmem data are DTypeErrors; rank and
                        Contains("shmem data"), pto::DTypeError);
   CHECK_THROWS_WITH_AS(trace([](pto::Tensor x) { (void)x.at({0}); }, pto::DT_INT32),
                        Contains("has rank 2, got 1 indices"), pto::ShapeError);
-  CHECK_THROWS_WITH_AS(trace(
-                           [](pto::Tensor x) {
-                             (void)x.at({4, 0});
-                           },
-                           pto::DT_INT32),
+  CHECK_THROWS_WITH_AS(trace([](pto::Tensor x) { (void)x.at({4, 0}); }, pto::DT_INT32),
                        Contains("index 4 is out of range [0, 4) in dim 0"), pto::ShapeError);
   // A negative concrete index counts from the end (as PyPTO): x[-1, -8] is x[3, 0].
   CHECK_NOTHROW(trace([](pto::Tensor x) { (void)x.at({-1, -8}); }, pto::DT_INT32));
-  CHECK_THROWS_WITH_AS(trace(
-                           [](pto::Tensor x) {
-                             (void)x.at({0, -9});
-                           },
-                           pto::DT_INT32),
+  CHECK_THROWS_WITH_AS(trace([](pto::Tensor x) { (void)x.at({0, -9}); }, pto::DT_INT32),
                        Contains("index -9 is out of range"), pto::ShapeError);
   CHECK_THROWS_WITH_AS(trace(
                            [](pto::Tensor x) {
@@ -608,9 +596,7 @@ TEST_CASE("is_loop_begin / is_loop_end of anything but an enclosing loop's index
                            (void)pto::is_loop_begin(i + 1);
                        }),
                        Contains("not loop index"), pto::ArgumentError);
-  CHECK_THROWS_WITH_AS(run([](pto::Tensor x) {
-                         (void)pto::is_loop_end(x.at({0, 0}));
-                       }),
+  CHECK_THROWS_WITH_AS(run([](pto::Tensor x) { (void)pto::is_loop_end(x.at({0, 0})); }),
                        Contains("not loop index"), pto::ArgumentError);
   CHECK_THROWS_WITH_AS(run([](pto::Tensor) { (void)pto::is_loop_end(3); }),
                        Contains("not loop index"), pto::ArgumentError);

@@ -3,6 +3,7 @@
 // PE range checks and deadlock diagnostics. Expected values are plain arithmetic on the inputs.
 #include "pto/pto.h"
 #include "pto/runtime/world.h"
+
 #include "support/support.h"
 
 #include <doctest/doctest.h>
@@ -141,7 +142,8 @@ TEST_CASE("a wait that cannot complete is a DeadlockError naming PE, slot and va
           // Every PE sends one signal to PE 0, then waits for 2 on its own slot: PE 0 sees 4,
           // the others 0, and no value ever changes again.
           auto put = dist::shmem_put(x, {0, 0}, buf, 0);
-          auto s = dist::shmem_signal(buf, 0, 1, 0, {.sig_op = dist::AtomicType::ADD, .pred = {put}});
+          auto s =
+              dist::shmem_signal(buf, 0, 1, 0, {.sig_op = dist::AtomicType::ADD, .pred = {put}});
           dist::shmem_wait_until(buf, me, 2, {.pred = {s}});
         },
         support::opts(mode));

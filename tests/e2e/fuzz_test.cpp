@@ -79,7 +79,8 @@ void *guarded_alloc(size_t n, size_t align, bool nothrow) {
   if (g_guard_on.load(std::memory_order_relaxed) && n > kGuardBytes) {
     int64_t prev = g_guard_refused.load();
     while (static_cast<int64_t>(n > INT64_MAX ? INT64_MAX : n) > prev &&
-           !g_guard_refused.compare_exchange_weak(prev, static_cast<int64_t>(n > INT64_MAX ? INT64_MAX : n)))
+           !g_guard_refused.compare_exchange_weak(
+               prev, static_cast<int64_t>(n > INT64_MAX ? INT64_MAX : n)))
       ;
     if (nothrow)
       return nullptr;
@@ -145,9 +146,7 @@ void operator delete[](void *p, size_t, std::align_val_t) noexcept { std::free(p
 void operator delete(void *p, const std::nothrow_t &) noexcept { std::free(p); }
 void operator delete[](void *p, const std::nothrow_t &) noexcept { std::free(p); }
 void operator delete(void *p, std::align_val_t, const std::nothrow_t &) noexcept { std::free(p); }
-void operator delete[](void *p, std::align_val_t, const std::nothrow_t &) noexcept {
-  std::free(p);
-}
+void operator delete[](void *p, std::align_val_t, const std::nothrow_t &) noexcept { std::free(p); }
 
 namespace {
 
@@ -156,7 +155,7 @@ using fuzz::Expect;
 
 // ---- repro, watchdog and fatal-signal handler --------------------------------------------------
 
-char g_repro[1024] = "";          ///< the running case's one-line repro (for the handlers)
+char g_repro[1024] = "";            ///< the running case's one-line repro (for the handlers)
 struct sigaction g_old_actions[32]; ///< the handlers ours replaced (restored after the test)
 
 std::string repro(uint64_t seed, uint64_t index) {
@@ -191,7 +190,7 @@ extern "C" void on_fatal_signal(int sig) {
 class SignalGuard {
 public:
   SignalGuard() {
-    struct sigaction sa {};
+    struct sigaction sa{};
     sa.sa_handler = on_fatal_signal;
     sa.sa_flags = SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
@@ -261,10 +260,10 @@ private:
 /// What one run of a case did.
 struct Outcome {
   bool threw = false;
-  std::string cls, where, op, what; ///< a pto::Error
-  std::string foreign;              ///< a non-pto exception: its type and what()
-  std::string unexpected;           ///< the tracer could not go on (prop::Unexpected)
-  int64_t refused_bytes = 0;        ///< the largest allocation the guard refused
+  std::string cls, where, op, what;               ///< a pto::Error
+  std::string foreign;                            ///< a non-pto exception: its type and what()
+  std::string unexpected;                         ///< the tracer could not go on (prop::Unexpected)
+  int64_t refused_bytes = 0;                      ///< the largest allocation the guard refused
   std::vector<std::vector<pto::HostTensor>> args; ///< [pe][param], after the run
 };
 
@@ -327,16 +326,25 @@ void run_body(const Case &c, pto::RunMode mode, std::vector<std::vector<pto::Hos
     return;
   }
   switch (hs[0].size()) {
-  case 1: return run_kernel<1>(c, mode, hs);
-  case 2: return run_kernel<2>(c, mode, hs);
-  case 3: return run_kernel<3>(c, mode, hs);
-  case 4: return run_kernel<4>(c, mode, hs);
-  case 5: return run_kernel<5>(c, mode, hs);
-  case 6: return run_kernel<6>(c, mode, hs);
-  case 7: return run_kernel<7>(c, mode, hs);
-  case 8: return run_kernel<8>(c, mode, hs);
-  default: throw std::logic_error("fuzz_test: a case with " + std::to_string(hs[0].size()) +
-                                  " tensor parameters");
+  case 1:
+    return run_kernel<1>(c, mode, hs);
+  case 2:
+    return run_kernel<2>(c, mode, hs);
+  case 3:
+    return run_kernel<3>(c, mode, hs);
+  case 4:
+    return run_kernel<4>(c, mode, hs);
+  case 5:
+    return run_kernel<5>(c, mode, hs);
+  case 6:
+    return run_kernel<6>(c, mode, hs);
+  case 7:
+    return run_kernel<7>(c, mode, hs);
+  case 8:
+    return run_kernel<8>(c, mode, hs);
+  default:
+    throw std::logic_error("fuzz_test: a case with " + std::to_string(hs[0].size()) +
+                           " tensor parameters");
   }
 }
 
@@ -433,12 +441,15 @@ std::optional<Failure> judge(const Case &c, const Outcome &o) {
     if (o.cls == "InternalError")
       return Failure{"internal-error", o.what};
     if (!our_location(o.where) || o.what.rfind(o.where + ": ", 0) != 0)
-      return Failure{"no-location", "the message does not start with the user's file:line: " +
-                                        o.what};
+      return Failure{"no-location",
+                     "the message does not start with the user's file:line: " + o.what};
     switch (c.expect) {
-    case Expect::Values: return Failure{"refused-valid", o.cls + ": " + o.what};
-    case Expect::ValuesOrThrow: return std::nullopt;
-    case Expect::Throw: break;
+    case Expect::Values:
+      return Failure{"refused-valid", o.cls + ": " + o.what};
+    case Expect::ValuesOrThrow:
+      return std::nullopt;
+    case Expect::Throw:
+      break;
     }
     bool type_ok = c.error_types.empty();
     for (const auto &t : c.error_types)
@@ -446,8 +457,8 @@ std::optional<Failure> judge(const Case &c, const Outcome &o) {
     if (!type_ok)
       return Failure{"error-type", o.cls + ": " + o.what};
     if (!c.error_op.empty() && o.op != c.error_op)
-      return Failure{"error-op", "expected an error from " + c.error_op + ", got " + o.cls +
-                                     ": " + o.what};
+      return Failure{"error-op",
+                     "expected an error from " + c.error_op + ", got " + o.cls + ": " + o.what};
     return std::nullopt;
   }
   if (c.expect == Expect::Throw) {
@@ -478,8 +489,7 @@ std::optional<Failure> agree(const Case &c, const Outcome &a, const Outcome &b) 
       const std::string m = prop::compare(ref, b.args[pe][q], stats);
       if (!m.empty())
         return Failure{"executors-disagree", "PE " + std::to_string(pe) + ", parameter " +
-                                                 std::to_string(q) + " (jit vs interpreter): " +
-                                                 m};
+                                                 std::to_string(q) + " (jit vs interpreter): " + m};
     }
   return std::nullopt;
 }
@@ -572,7 +582,7 @@ TEST_CASE("fuzz: hostile random programs end in a typed error or the oracle's va
     }
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  MESSAGE(run << " fuzz cases (seed " << seed << ", from " << first << ") in " << secs << " s: "
-              << threw << " typed errors, " << values << " results checked, " << skipped
+  MESSAGE(run << " fuzz cases (seed " << seed << ", from " << first << ") in " << secs
+              << " s: " << threw << " typed errors, " << values << " results checked, " << skipped
               << " skipped and " << known_failures << " failures known (kKnownIssues)");
 }

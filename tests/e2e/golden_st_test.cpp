@@ -5,6 +5,7 @@
 // Goldens are computed here in double from the inputs, per the table's golden descriptions.
 #include "pto/pto.h"
 #include "pto/runtime/world.h"
+
 #include "support/support.h"
 
 #include <doctest/doctest.h>
@@ -96,7 +97,7 @@ TEST_CASE("ST AllReduce_test_1/2 and ReduceScatter_test_1/2/3") {
     CAPTURE(c.name);
     bool scatter = std::string(c.name).rfind("ReduceScatter", 0) == 0;
     auto algo = std::string(c.name) == "AllReduce_test_1" ? dist::AllreduceAlgorithm::TWO_SHOT
-                                                           : dist::AllreduceAlgorithm::ONE_SHOT;
+                                                          : dist::AllreduceAlgorithm::ONE_SHOT;
     auto k = pto::jit("st_case", [&](pto::Tensor x, pto::Tensor y) {
       pto::set_vec_tile_shapes(c.tile[0], c.tile[1]);
       auto v = pto::view(x, c.shape, {0, 0}, {.valid_shape = {{c.valid[0], c.valid[1]}}});
@@ -144,9 +145,8 @@ TEST_CASE("ST MultiCommGroups AllGather_test_1: int32 [8,16], two groups of 2 ->
     xs.push_back(st_input(pto::DT_INT32, {8, 16}, 40 + p));
     ys.emplace_back(pto::DT_INT32, std::vector<int64_t>{16, 16});
   }
-  world.run([&](int pe) {
-    k(xs[size_t(pe)], ys[size_t(pe)], std::string(pe % 2 ? "odd" : "even"));
-  });
+  world.run(
+      [&](int pe) { k(xs[size_t(pe)], ys[size_t(pe)], std::string(pe % 2 ? "odd" : "even")); });
   for (int p = 0; p < 4; ++p) {
     std::vector<double> want(16 * 16);
     for (int q = 0; q < 2; ++q) // group-local member q is world PE 2q + parity
@@ -161,7 +161,8 @@ TEST_CASE("ST AllReduceAddAllReduce_test_1: bf16 [4096,8192] valid [128,256] ws 
   auto k = pto::jit("st_ar_add_ar", [](pto::Tensor x, pto::Tensor y) {
     pto::set_vec_tile_shapes(4096, 8192);
     auto v = pto::view(x, {4096, 8192}, {0, 0}, {.valid_shape = {{128, 256}}});
-    auto first = dist::allreduce(v, Reduction::SUM, {.algorithm = dist::AllreduceAlgorithm::ONE_SHOT});
+    auto first =
+        dist::allreduce(v, Reduction::SUM, {.algorithm = dist::AllreduceAlgorithm::ONE_SHOT});
     auto doubled = first + first;
     auto second =
         dist::allreduce(doubled, Reduction::SUM, {.algorithm = dist::AllreduceAlgorithm::ONE_SHOT});

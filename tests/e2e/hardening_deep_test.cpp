@@ -120,6 +120,26 @@ pto::SymbolicScalar doubled(const pto::SymbolicScalar &term, int times) {
   return s;
 }
 
+/// A kernel of `depth` nested one-trip pto::loops around y = x + 1.
+auto nest_kernel(const char *name, int depth, pto::RunMode mode) {
+  return pto::jit(
+      name,
+      [depth](pto::Tensor x, pto::Tensor y) {
+        pto::set_vec_tile_shapes(1, 8);
+        std::function<void(int)> nest = [&](int d) {
+          if (d == 0) {
+            pto::assemble(x + 1.0, {0, 0}, y);
+            return;
+          }
+          for (auto i : pto::loop(1)) {
+            (void)i;
+            nest(d - 1);
+          }
+        };
+        nest(depth);
+      },
+      support::opts(mode));
+}
 } // namespace
 
 TEST_CASE("a chain of 3000 fused elementwise ops lowers and runs on a 256 KiB stack") {
@@ -222,23 +242,7 @@ TEST_CASE("an expression that doubles itself is bounded: str() is cut, an op get
 TEST_CASE("loops nested deeper than kMaxLoopDepth are a CompileError at the loop") {
   for (auto mode : support::run_modes()) {
     CAPTURE(support::mode_name(mode));
-    auto k = pto::jit(
-        "deep_nest",
-        [](pto::Tensor x, pto::Tensor y) {
-          pto::set_vec_tile_shapes(1, 8);
-          std::function<void(int)> nest = [&](int depth) {
-            if (depth == 0) {
-              pto::assemble(x + 1.0, {0, 0}, y);
-              return;
-            }
-            for (auto i : pto::loop(1)) {
-              (void)i;
-              nest(depth - 1);
-            }
-          };
-          nest(pto::kMaxLoopDepth + 1);
-        },
-        support::opts(mode));
+    auto k = nest_kernel("deep_nest", pto::kMaxLoopDepth + 1, mode);
     pto::HostTensor x(pto::DT_FP32, {1, 8}), y(pto::DT_FP32, {1, 8});
     CHECK_THROWS_WITH_AS(k(x, y), Contains("hardening_deep_test.cpp"), pto::CompileError);
     CHECK_THROWS_WITH_AS(k(x, y), Contains("loop: 64 pto::loop levels are already open"),
@@ -247,23 +251,7 @@ TEST_CASE("loops nested deeper than kMaxLoopDepth are a CompileError at the loop
   // kMaxLoopDepth loops are fine, in both run modes.
   for (auto mode : support::run_modes()) {
     CAPTURE(support::mode_name(mode));
-    auto k = pto::jit(
-        "nest_64",
-        [](pto::Tensor x, pto::Tensor y) {
-          pto::set_vec_tile_shapes(1, 8);
-          std::function<void(int)> nest = [&](int depth) {
-            if (depth == 0) {
-              pto::assemble(x + 1.0, {0, 0}, y);
-              return;
-            }
-            for (auto i : pto::loop(1)) {
-              (void)i;
-              nest(depth - 1);
-            }
-          };
-          nest(pto::kMaxLoopDepth);
-        },
-        support::opts(mode));
+    auto k = nest_kernel("nest_64", pto::kMaxLoopDepth, mode);
     pto::HostTensor x(pto::DT_FP32, {1, 8}), y(pto::DT_FP32, {1, 8});
     x.fill(2.0);
     k(x, y);

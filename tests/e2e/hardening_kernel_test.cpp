@@ -6,6 +6,8 @@
 #include "pto/pto.h"
 #include "pto/runtime/world.h"
 
+#include "support/env_var.h"
+#include "support/expect_error.h"
 #include "support/support.h"
 
 #include <doctest/doctest.h>
@@ -28,49 +30,13 @@
 namespace dist = pto::distributed;
 namespace fs = std::filesystem;
 using doctest::Contains;
+using support::EnvVar;
+using support::thrown;
 
 namespace {
 
 /// "hardening_kernel_test.cpp:LINE", as messages start.
 std::string at(int line) { return "hardening_kernel_test.cpp:" + std::to_string(line); }
-
-/// The message of the exception of exactly type E that `f` throws; fails the test otherwise.
-template <class E, class F> std::string thrown(F &&f) {
-  try {
-    f();
-  } catch (const E &e) {
-    CHECK_MESSAGE(typeid(e) == typeid(E), "threw a subclass: " << e.what());
-    return e.what();
-  } catch (const std::exception &e) {
-    FAIL("threw another type: " << e.what());
-    return "";
-  }
-  FAIL("did not throw");
-  return "";
-}
-
-/// Sets an environment variable for the scope, restoring the old value (or its absence).
-class EnvVar {
-public:
-  EnvVar(const char *name, const char *value) : name_(name) {
-    if (const char *old = std::getenv(name))
-      old_ = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~EnvVar() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
-private:
-  const char *name_;
-  std::optional<std::string> old_;
-};
 
 /// Restores the compile cache's default bound at the end of the scope.
 struct CacheLimit {

@@ -4,6 +4,7 @@
 // really lies outside the dim.
 #include "pto/pto.h"
 
+#include "support/expect_error.h"
 #include "support/support.h"
 
 #include <doctest/doctest.h>
@@ -13,18 +14,6 @@
 using doctest::Contains;
 
 namespace {
-
-/// The message of the pto::Error `fn` throws, checked to be of type E ("" if none or another).
-template <class E, class F> std::string message_of(F &&fn) {
-  try {
-    fn();
-  } catch (const E &e) {
-    return e.what();
-  } catch (...) {
-    return "<another exception>";
-  }
-  return "<no exception>";
-}
 
 /// An int32 kernel applying `op` to (a, b) into y, with DYNAMIC dims.
 template <class Op> auto int_kernel(const char *name, pto::RunMode mode, Op op) {
@@ -57,8 +46,8 @@ TEST_CASE("a composite's run-time integer division by zero names the composite")
                          pto::RuntimeError);
     CHECK_THROWS_WITH_AS(md(a, b, y), Contains(": mod: integer division by zero"),
                          pto::RuntimeError);
-    for (const std::string &m : {message_of<pto::RuntimeError>([&] { fm(a, b, y); }),
-                                 message_of<pto::RuntimeError>([&] { cd(a, b, y); })})
+    for (const std::string &m : {support::thrown<pto::RuntimeError>([&] { fm(a, b, y); }),
+                                 support::thrown<pto::RuntimeError>([&] { cd(a, b, y); })})
       CHECK(m.find("hardening_names_test.cpp") != std::string::npos);
     // The primitive itself keeps its own name.
     auto rm =
@@ -112,7 +101,7 @@ TEST_CASE("a run-time view window past its tensor names the window and the dim")
         },
         support::opts(mode, {{{pto::DYNAMIC, 8}}, {{8, 8}}}));
     pto::HostTensor x(pto::DT_FP32, {4, 8}), y(pto::DT_FP32, {8, 8});
-    const std::string m = message_of<pto::ShapeError>([&] { k(x, y); });
+    const std::string m = support::thrown<pto::ShapeError>([&] { k(x, y); });
     CAPTURE(m);
     CHECK(m.find("hardening_names_test.cpp") != std::string::npos);
     CHECK(m.find("view: window [0, 8) of dim 0 exceeds the size 4") != std::string::npos);

@@ -1,9 +1,10 @@
 // hardening_offset_overflow_test.cpp - Run-time window and valid-shape checks (Check ops) whose
 // arithmetic overflows int64 fail the call with ShapeError instead of passing on a wrapped value
 // that lands back in range (issue 8: silent wrong results). Both executors.
-#include "support/support.h"
-
 #include "pto/pto.h"
+
+#include "support/expect_error.h"
+#include "support/support.h"
 
 #include <doctest/doctest.h>
 
@@ -12,16 +13,6 @@
 namespace {
 
 constexpr int64_t k2to62 = int64_t{1} << 62;
-
-template <class F> std::string shape_error_of(F &&f) {
-  try {
-    f();
-  } catch (const pto::ShapeError &e) {
-    return e.what();
-  }
-  FAIL("expected a pto::ShapeError");
-  return {};
-}
 
 void check_untouched(const pto::HostTensor &y, double v) {
   for (int64_t i = 0; i < y.numel(); ++i)
@@ -45,7 +36,7 @@ TEST_CASE("a loop-index view offset that wraps past INT64_MAX is a ShapeError, n
     pto::HostTensor x(pto::DT_FP32, {8, 16}), y(pto::DT_FP32, {8, 16});
     x.fill(1.0);
     y.fill(-7.0);
-    const std::string m = shape_error_of([&] { k(x, y); });
+    const std::string m = support::thrown<pto::ShapeError>([&] { k(x, y); });
     CAPTURE(m);
     CHECK(m.find("hardening_offset_overflow_test.cpp") == 0);
     CHECK(m.find("view") != std::string::npos);
@@ -83,7 +74,7 @@ TEST_CASE("a tensor-element offset and valid size that wrap are ShapeErrors") {
     x.fill(1.0);
     y.fill(-7.0);
     auto expect_wrap_error = [&](auto &k) {
-      const std::string m = shape_error_of([&] { k(n, x, y); });
+      const std::string m = support::thrown<pto::ShapeError>([&] { k(n, x, y); });
       CAPTURE(m);
       CHECK(m.find("hardening_offset_overflow_test.cpp") == 0);
       CHECK(m.find("view") != std::string::npos);

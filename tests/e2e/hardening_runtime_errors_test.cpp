@@ -5,6 +5,7 @@
 #include "pto/pto.h"
 #include "pto/runtime/world.h"
 
+#include "support/expect_error.h"
 #include "support/support.h"
 
 #include <doctest/doctest.h>
@@ -19,20 +20,7 @@ namespace dist = pto::distributed;
 namespace {
 constexpr const char *kFile = "hardening_runtime_errors_test.cpp:";
 
-// Runs `f`, which must throw exactly an E (checked); returns the message.
-template <class E, class F> std::string thrown(F &&f) {
-  std::string msg = "(nothing thrown)";
-  CHECK_THROWS_AS(([&] {
-                    try {
-                      f();
-                    } catch (const E &e) {
-                      msg = e.what();
-                      throw;
-                    }
-                  }()),
-                  E);
-  return msg;
-}
+using support::thrown;
 } // namespace
 
 TEST_CASE("scratch memory the host refuses is a RuntimeError at the user's line" *

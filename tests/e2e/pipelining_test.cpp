@@ -5,10 +5,10 @@
 #include "pto/runtime/world.h"
 
 #include <doctest/doctest.h>
-#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -50,6 +50,9 @@ TEST_CASE("put -> signal and wait -> get interleave per tile in generated code")
       if (cat == "put" || cat == "signal" || cat == "wait" || cat == "get")
         pe0 += cat[0]; // p, s, w, g
     }
-  CHECK(pe0 == "psps" "psps" "wgwg" "wgwg");
+  CHECK(pe0 == "psps"
+               "psps"
+               "wgwg"
+               "wgwg");
   CHECK(compute_events == 1);
 }

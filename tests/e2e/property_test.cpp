@@ -138,7 +138,8 @@ TEST_CASE("property: random programs agree in JIT, interpreter and an independen
           doctest::test_suite("slow")) {
   const uint64_t seed0 = support::env_u64("PTO_PROPERTY_SEED", 1);
   const uint64_t count = support::env_u64("PTO_PROPERTY_COUNT", 2000);
-  const uint64_t per_kernel = std::max<uint64_t>(1, support::env_u64("PTO_PROPERTY_PER_KERNEL", 16));
+  const uint64_t per_kernel =
+      std::max<uint64_t>(1, support::env_u64("PTO_PROPERTY_PER_KERNEL", 16));
   const auto t0 = std::chrono::steady_clock::now();
   prop::CompareStats stats;
   uint64_t programs = 0, ops = 0, kernels = 0, failures = 0;

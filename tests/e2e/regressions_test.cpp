@@ -2,6 +2,7 @@
 // (or expects the exact error type) in both run modes.
 #include "pto/pto.h"
 #include "pto/runtime/world.h"
+
 #include "support/support.h"
 
 #include <doctest/doctest.h>
@@ -30,8 +31,8 @@ TEST_CASE("a full() of [1, C] broadcast over rows adds to every column") {
       x.set(i, 0.01 * static_cast<double>(i));
     k(x, y);
     for (int64_t i = 0; i < x.numel(); ++i)
-      REQUIRE(y.get(i) == static_cast<double>(static_cast<float>(0.01 * static_cast<double>(i)) +
-                                              0.1f));
+      REQUIRE(y.get(i) ==
+              static_cast<double>(static_cast<float>(0.01 * static_cast<double>(i)) + 0.1f));
   }
 }
 
@@ -97,13 +98,12 @@ TEST_CASE("a tensor kept from another kernel's trace is a ShapeError, not a cras
 }
 
 TEST_CASE("argument errors name the caller's line") {
-  auto k = pto::jit(
-      "typed",
-      [](pto::Tensor x, pto::Tensor y) {
-        pto::set_vec_tile_shapes(4, 8);
-        pto::assemble(x, {0, 0}, y);
-      },
-      {.specs = {{{4, 8}, pto::DT_FP32}}});
+  auto k = pto::jit("typed",
+                    [](pto::Tensor x, pto::Tensor y) {
+                      pto::set_vec_tile_shapes(4, 8);
+                      pto::assemble(x, {0, 0}, y);
+                    },
+                    {.specs = {{{4, 8}, pto::DT_FP32}}});
   pto::HostTensor i(pto::DT_INT32, {4, 8}), f(pto::DT_FP32, {4, 8}), wide(pto::DT_FP32, {4, 9});
   CHECK_THROWS_WITH_AS(k(i, i), Contains("regressions_test.cpp:"), pto::ArgumentError);
   CHECK_THROWS_WITH_AS(k(wide, f), Contains("regressions_test.cpp:"), pto::ArgumentError);
@@ -379,12 +379,11 @@ TEST_CASE("a local that cannot be allocated mid-kernel is PE 0's RuntimeError, o
           }
         });
       };
-      if (scale == int64_t{1} << 62)
-      {
-        const std::string want = "regressions_test.cpp:" + std::to_string(full_line) + ": full: result shape";
+      if (scale == int64_t{1} << 62) {
+        const std::string want =
+            "regressions_test.cpp:" + std::to_string(full_line) + ": full: result shape";
         CHECK_THROWS_WITH_AS(run_bad(), Contains(want.c_str()), pto::ShapeError);
-      }
-      else
+      } else
         CHECK_THROWS_WITH_AS(run_bad(), Contains("cannot allocate"), pto::RuntimeError);
       CHECK(released.find("released because PE 0 failed") != std::string::npos);
       world.run([&](int pe) { k(no_x, ys[size_t(pe)]); }); // 1-row locals: fine

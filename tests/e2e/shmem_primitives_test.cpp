@@ -4,6 +4,7 @@
 // n_pes, then their documented error cases. Expected values are plain C++ on the inputs.
 #include "pto/pto.h"
 #include "pto/runtime/world.h"
+
 #include "support/support.h"
 
 #include <doctest/doctest.h>
@@ -13,8 +14,8 @@
 #include <vector>
 
 namespace dist = pto::distributed;
-using doctest::Contains;
 using dist::AtomicType;
+using doctest::Contains;
 
 namespace {
 
@@ -91,9 +92,8 @@ TEST_CASE("shmem_get_with_token: the token orders a later signal after the get; 
     }
     pto::runtime::World world(n, kWorldOpts);
     for (int rep = 0; rep < 3; ++rep) {
-      world.run([&](int pe) {
-        k(x1[size_t(pe)], x2[size_t(pe)], y1[size_t(pe)], y2[size_t(pe)], n);
-      });
+      world.run(
+          [&](int pe) { k(x1[size_t(pe)], x2[size_t(pe)], y1[size_t(pe)], y2[size_t(pe)], n); });
       for (int p = 0; p < n; ++p) {
         const int from = (p + n - 1) % n;
         for (int64_t i = 0; i < 32; ++i) {
@@ -134,10 +134,10 @@ TEST_CASE("shmem_signal_all: SET and ADD land in the slot on every PE, and every
           auto set1 = dist::shmem_signal_all(mine, me, 7, {.pred = {dist::nop(puts)}});
           auto set2 =
               dist::shmem_signal_all(mine, me, 7, {.sig_op = AtomicType::SET, .pred = {set1}});
-          auto add1 = dist::shmem_signal_all(count, 0, 2, {.sig_op = AtomicType::ADD,
-                                                           .pred = {set2}});
-          auto add2 = dist::shmem_signal_all(count, 0, 3, {.sig_op = AtomicType::ADD,
-                                                           .pred = {add1}});
+          auto add1 =
+              dist::shmem_signal_all(count, 0, 2, {.sig_op = AtomicType::ADD, .pred = {set2}});
+          auto add2 =
+              dist::shmem_signal_all(count, 0, 3, {.sig_op = AtomicType::ADD, .pred = {add1}});
           std::vector<pto::Tensor> checked;
           for (int q = 0; q < pes; ++q) {
             auto theirs = dist::shmem_view(buf, {2, 8}, {2 * q, 0});
@@ -208,14 +208,14 @@ TEST_CASE("shmem_clear_signal zeroes every slot row and tile, so waits on 0 and 
           // Nobody counts again before every PE has cleared.
           auto b2 = dist::shmem_barrier_all(bar, {.pred = {dist::nop(zero)}});
           // A fresh count from 0: exactly n after one ADD 1 per PE.
-          auto s1 = dist::shmem_signal_all(windows[3], 0, 1,
-                                           {.sig_op = AtomicType::ADD, .pred = {b2}});
-          auto s2 = dist::shmem_signal_all(flags, pes - 1, 1,
-                                           {.sig_op = AtomicType::ADD, .pred = {b2}});
-          auto w1 = dist::shmem_wait_until(windows[3], 0, pes, {.clear_signal = true,
-                                                                .pred = {s1}});
-          auto w2 = dist::shmem_wait_until(flags, pes - 1, pes, {.clear_signal = true,
-                                                                 .pred = {s2}});
+          auto s1 =
+              dist::shmem_signal_all(windows[3], 0, 1, {.sig_op = AtomicType::ADD, .pred = {b2}});
+          auto s2 =
+              dist::shmem_signal_all(flags, pes - 1, 1, {.sig_op = AtomicType::ADD, .pred = {b2}});
+          auto w1 =
+              dist::shmem_wait_until(windows[3], 0, pes, {.clear_signal = true, .pred = {s1}});
+          auto w2 =
+              dist::shmem_wait_until(flags, pes - 1, pes, {.clear_signal = true, .pred = {s2}});
           pto::assemble(dist::shmem_get(buf, me, {.pred = {dist::nop({w1, w2})}}), {0, 0}, y);
         },
         support::opts(mode));
@@ -258,8 +258,7 @@ TEST_CASE("shmem_clear_data zeroes exactly a strided view of rank-2, -3 and -4 s
           auto sb = dist::create_shmem_tensor("world", pes, pto::DT_FP32, {3, 4, 10});
           auto pb = dist::shmem_put(b, {0, 0, 0}, sb, me);
           auto cb1 = dist::shmem_clear_data(
-              dist::shmem_view(sb, {2, 3, 3}, {1, 1, pto::SymbolicScalar(5) - me}),
-              {.pred = {pb}});
+              dist::shmem_view(sb, {2, 3, 3}, {1, 1, pto::SymbolicScalar(5) - me}), {.pred = {pb}});
           auto cb2 =
               dist::shmem_clear_data(dist::shmem_view(sb, {3, 1, 10}, {0, 2, 0}), {.pred = {cb1}});
           pto::assemble(dist::shmem_get(sb, me, {.pred = {cb2}}), {0, 0, 0}, yb);
@@ -274,7 +273,8 @@ TEST_CASE("shmem_clear_data zeroes exactly a strided view of rank-2, -3 and -4 s
         support::opts(mode));
     auto as = tensors(n, pto::DT_INT32, {6, 16}), yas = tensors(n, pto::DT_INT32, {6, 16});
     auto bs = tensors(n, pto::DT_FP32, {3, 4, 10}), ybs = tensors(n, pto::DT_FP32, {3, 4, 10});
-    auto cs = tensors(n, pto::DT_INT16, {2, 3, 4, 5}), ycs = tensors(n, pto::DT_INT16, {2, 3, 4, 5});
+    auto cs = tensors(n, pto::DT_INT16, {2, 3, 4, 5}),
+         ycs = tensors(n, pto::DT_INT16, {2, 3, 4, 5});
     auto value = [](int p, int64_t i) { return 1000.0 * (p + 1) + double(i) + 1; };
     for (int p = 0; p < n; ++p) {
       fill(as[size_t(p)], [&](int64_t i) { return value(p, i); });
@@ -489,9 +489,8 @@ TEST_CASE("n_pes of \"world\" and of a sub-group sizes a shmem tensor and bounds
       check(p, {0, 1, 2, 3});
     for (auto &y : ys)
       y.fill(-1);
-    world.run([&](int pe) {
-      k(xs[size_t(pe)], ys[size_t(pe)], std::string(pe == 0 ? "solo" : "trio"));
-    });
+    world.run(
+        [&](int pe) { k(xs[size_t(pe)], ys[size_t(pe)], std::string(pe == 0 ? "solo" : "trio")); });
     check(0, {0});
     for (int p = 1; p < 4; ++p)
       check(p, {3, 1, 2});
@@ -533,9 +532,10 @@ TEST_CASE("shmem_get_with_token, shmem_load: bad sources, PEs, tiles and dtypes"
       pto::set_vec_tile_shapes(1, 4, 8); // rank 3 for rank-2 data
       dist::shmem_get_with_token(dist::create_shmem_tensor("world", 1, pto::DT_FP32, {4, 8}), 0);
     };
-    CHECK_THROWS_WITH_AS(run1(mode, tile, x),
-                         Contains("dim of vectile shape (3) must be equal to the shmem data dim (2)"),
-                         pto::TileShapeError);
+    CHECK_THROWS_WITH_AS(
+        run1(mode, tile, x),
+        Contains("dim of vectile shape (3) must be equal to the shmem data dim (2)"),
+        pto::TileShapeError);
     auto to_bool = [](pto::Tensor) {
       pto::set_vec_tile_shapes(4, 8);
       dist::shmem_load(dist::create_shmem_tensor("world", 1, pto::DT_FP32, {4, 8}), 0,

@@ -8,6 +8,7 @@
 #include "pto/runtime/world.h"
 
 #include "boundary.h"
+#include "support/expect_error.h"
 #include "support/runtime_harness.h"
 
 #include <doctest/doctest.h>
@@ -49,20 +50,7 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Runs `f`, which must throw exactly an E (checked); returns the message.
-template <class E, class F> std::string thrown(F &&f) {
-  std::string msg = "(nothing thrown)";
-  CHECK_THROWS_AS(([&] {
-                    try {
-                      f();
-                    } catch (const E &e) {
-                      msg = e.what();
-                      throw;
-                    }
-                  }()),
-                  E);
-  return msg;
-}
+using support::thrown;
 
 // `msg` starts with this file's name and contains `part`.
 bool at_this_file(const std::string &msg, const std::string &part) {
@@ -207,8 +195,7 @@ TEST_CASE("write_trace: a kernel name that is not UTF-8 is written with U+FFFD, 
   world.enable_trace();
   const char *bad_name = "bad\xff\xfe_name"; // 0xff and 0xfe never occur in UTF-8
   world.run([&](int) {
-    rt_kernel(
-        {}, [](pto_ctx *) -> int32_t { return PTO_OK; }, 42, nullptr, bad_name);
+    rt_kernel({}, [](pto_ctx *) -> int32_t { return PTO_OK; }, 42, nullptr, bad_name);
   });
   const std::string path = "hardening_runtime_trace.json";
   REQUIRE_NOTHROW(world.write_trace(path));
@@ -284,7 +271,8 @@ TEST_CASE("pto_rt_alloc: scratch memory that cannot be had names the kernel and 
   const auto call_loc = std::source_location::current();
   CHECK_THROWS_WITH_AS(
       rt_kernel(
-          {}, [](pto_ctx *c) -> int32_t { return pto_rt_alloc(c, INT64_MAX, -1) ? PTO_OK : PTO_ERR; },
+          {},
+          [](pto_ctx *c) -> int32_t { return pto_rt_alloc(c, INT64_MAX, -1) ? PTO_OK : PTO_ERR; },
           42, nullptr, "alloc_kernel", call_loc),
       Contains((pto::format_location(call_loc) +
                 ": alloc_kernel: cannot allocate 9223372036854775807 bytes of "

@@ -131,12 +131,10 @@ TEST_CASE("World: a PE that never arrives at kernel entry is a DeadlockError nam
 
 TEST_CASE("kernel_enter: a group that was never created is a DistributedError") {
   World world(8);
-  CHECK_THROWS_WITH_AS(
-      world.run([&](int) {
-        rt_kernel({{"g", 4, 64}}, [](pto_ctx *) -> int32_t { return PTO_OK; });
-      }),
-      doctest::Contains("unknown group 'g'"),
-      pto::DistributedError);
+  CHECK_THROWS_WITH_AS(world.run([&](int) {
+    rt_kernel({{"g", 4, 64}}, [](pto_ctx *) -> int32_t { return PTO_OK; });
+  }),
+                       doctest::Contains("unknown group 'g'"), pto::DistributedError);
 }
 
 TEST_CASE("kernel_enter: n_pes that differs from a created group is a DistributedError") {

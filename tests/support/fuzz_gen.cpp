@@ -21,8 +21,8 @@
 namespace fuzz {
 
 namespace dist = pto::distributed;
-using pto::DataType;
 using prop::Val;
+using pto::DataType;
 using Shape = std::vector<int64_t>;
 using i128 = __int128;
 
@@ -88,12 +88,18 @@ i128 bytes_of(const Shape &s, DataType dt) {
 /// `x` wrapped to the integer dtype `dt` (two's complement; bool: 0/1).
 int64_t wrap(DataType dt, int64_t x) {
   switch (dt) {
-  case pto::DT_INT8: return static_cast<int8_t>(static_cast<uint64_t>(x));
-  case pto::DT_INT16: return static_cast<int16_t>(static_cast<uint64_t>(x));
-  case pto::DT_INT32: return static_cast<int32_t>(static_cast<uint64_t>(x));
-  case pto::DT_UINT8: return static_cast<uint8_t>(static_cast<uint64_t>(x));
-  case pto::DT_BOOL: return x != 0;
-  default: return x;
+  case pto::DT_INT8:
+    return static_cast<int8_t>(static_cast<uint64_t>(x));
+  case pto::DT_INT16:
+    return static_cast<int16_t>(static_cast<uint64_t>(x));
+  case pto::DT_INT32:
+    return static_cast<int32_t>(static_cast<uint64_t>(x));
+  case pto::DT_UINT8:
+    return static_cast<uint8_t>(static_cast<uint64_t>(x));
+  case pto::DT_BOOL:
+    return x != 0;
+  default:
+    return x;
   }
 }
 
@@ -206,8 +212,8 @@ private:
     if (r < 0.85)
       return pick<int64_t>({1, 2, 3, 4, 5, 8, 16, 17, 32, 64});
     if (r < 0.97)
-      return pick<int64_t>({int64_t{1} << 31, int64_t{1} << 40, int64_t{1} << 62, kMax,
-                            kMax - 1, 1000003});
+      return pick<int64_t>(
+          {int64_t{1} << 31, int64_t{1} << 40, int64_t{1} << 62, kMax, kMax - 1, 1000003});
     return pick<int64_t>({0, -1, kMin});
   }
   Shape tile(size_t rank) {
@@ -298,8 +304,7 @@ void Gen::resolve(bool any_rt) {
       // One op may test its rules in any order: every failing rule of that op is accepted.
       for (const Check &o : checks_)
         if (!o.ok && !o.rt && !o.either && o.op == k.op &&
-            std::find(c_.error_types.begin(), c_.error_types.end(), o.type) ==
-                c_.error_types.end())
+            std::find(c_.error_types.begin(), c_.error_types.end(), o.type) == c_.error_types.end())
           c_.error_types.push_back(o.type);
       return;
     }
@@ -311,8 +316,7 @@ void Gen::resolve(bool any_rt) {
     c_.expect = Expect::Throw;
     c_.feature = rt[0]->reason + "-rt";
     for (const Check *k : rt)
-      if (std::find(c_.error_types.begin(), c_.error_types.end(), k->type) ==
-          c_.error_types.end())
+      if (std::find(c_.error_types.begin(), c_.error_types.end(), k->type) == c_.error_types.end())
         c_.error_types.push_back(k->type);
     c_.error_op = rt.size() == 1 ? rt[0]->op : "";
     // A huge size the rules leave open may be refused before the run-time checks run.
@@ -356,8 +360,8 @@ void Gen::prop_case() {
     if (m == 0 && !n.tile.empty()) { // a vec tile entry: huge (legal) or not positive
       const auto d = static_cast<size_t>(irand(0, static_cast<int64_t>(n.tile.size()) - 1));
       // Huge but legal: tile.h allows each dim up to 2^62 (kMaxExtent).
-      n.tile[d] = coin(0.8) ? pick<int64_t>({int64_t{1} << 40, pto::kMaxExtent,
-                                             pto::kMaxExtent - 1, int64_t{1} << 31})
+      n.tile[d] = coin(0.8) ? pick<int64_t>({int64_t{1} << 40, pto::kMaxExtent, pto::kMaxExtent - 1,
+                                             int64_t{1} << 31})
                             : pick<int64_t>({0, -1, kMin});
       if (n.tile[d] > 0)
         what = "tile-huge";
@@ -373,7 +377,8 @@ void Gen::prop_case() {
       what = "out-tile-huge";
     } else if (n.op == Op::Matmul) { // cube tiles: huge or zero
       n.cube[static_cast<size_t>(irand(0, 5))] =
-          coin(0.7) ? pick<int64_t>({int64_t{1} << 40, kMax, int64_t{1} << 31}) : pick<int64_t>({0, -1});
+          coin(0.7) ? pick<int64_t>({int64_t{1} << 40, kMax, int64_t{1} << 31})
+                    : pick<int64_t>({0, -1});
       if (n.cube[0] > 0 && n.cube[1] > 0 && n.cube[2] > 0 && n.cube[3] > 0 && n.cube[4] > 0 &&
           n.cube[5] > 0) {
         what = "cube-huge";
@@ -403,12 +408,12 @@ void Gen::prop_case() {
     } else if (n.op == Op::Reshape) {
       const int64_t total = prop::detail::numel(n.shape);
       n.ints = pick<Shape>({{total, int64_t{1} << 32, int64_t{1} << 32},
-                                         {-1, -1},
-                                         {total, 0},
-                                         {-total, -1},
-                                         {total + 1},
-                                         {int64_t{1} << 62, 4, total},
-                                         {kMax, kMax}});
+                            {-1, -1},
+                            {total, 0},
+                            {-total, -1},
+                            {total + 1},
+                            {int64_t{1} << 62, 4, total},
+                            {kMax, kMax}});
       what = "reshape-bad";
       err_type = "ShapeError"; // or TileShapeError: the target rank may pass the tile's
       err_op = "reshape";
@@ -604,8 +609,8 @@ void Gen::window() {
     pto::set_vec_tile_shapes(tl);
     pto::ViewOptions vo;
     if (valid)
-      vo.valid_shape = std::vector<pto::SymbolicScalar>{(*valid)[0].sym(t, ip),
-                                                        (*valid)[1].sym(t, ip)};
+      vo.valid_shape =
+          std::vector<pto::SymbolicScalar>{(*valid)[0].sym(t, ip), (*valid)[1].sym(t, ip)};
     auto off0 = bad_at ? t[1].at({8}) : o0.sym(t, ip);
     auto v = pto::view(t[0], {h, w}, {off0, o1.sym(t, ip)}, vo);
     auto r = op == 0 ? pto::clone(v) : op == 1 ? pto::add(v, 1) : pto::mul(v, 2);
@@ -674,8 +679,9 @@ void Gen::valid() {
     s = {int64_t{1} << 40, int64_t{1} << 40};
   c_.args[0].push_back(filled(dt, {1, 1}, kSentinel));
   c_.want[0].push_back(filled(dt, {1, 1}, which == 0 ? value : which == 1 ? 0 : 1));
-  line(std::string("t = ") + op + "(" + shape_str(s) + (which == 0 ? ", " + std::to_string(value) : "") +
-       ", " + pto::short_name(dt) + "); assemble(view(t, {1, 1}, {0, 0}), {0, 0}, y [1, 1])");
+  line(std::string("t = ") + op + "(" + shape_str(s) +
+       (which == 0 ? ", " + std::to_string(value) : "") + ", " + pto::short_name(dt) +
+       "); assemble(view(t, {1, 1}, {0, 0}), {0, 0}, y [1, 1])");
   const i128 b = bytes_of(s, dt);
   check(s[0] > 0 && s[1] > 0, false, "ShapeError", op, "shape-nonpositive");
   check(b <= kMax, false, "ShapeError", op, "shape-overflow");
@@ -758,7 +764,9 @@ void Gen::loop() {
   const int64_t base =
       pick<int64_t>({0, 0, kMax, kMin, int64_t{1} << 62, -(int64_t{1} << 62), 1000, -1000,
                      std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min()});
-  auto clamp = [](i128 v) { return static_cast<int64_t>(std::max<i128>(std::min<i128>(v, kMax), kMin)); };
+  auto clamp = [](i128 v) {
+    return static_cast<int64_t>(std::max<i128>(std::min<i128>(v, kMax), kMin));
+  };
   const int64_t start = clamp(i128{base} + irand(-40, 40));
   int64_t stop = coin(0.15) ? pick<int64_t>({kMax, kMin, 0}) : clamp(i128{start} + irand(-5, 60));
   int64_t step = coin(0.7) ? irand(1, 9)
@@ -797,7 +805,8 @@ void Gen::loop() {
   line(std::string(unroll ? "for ([i, k] : loop_unroll(" : "for (i : loop(") + s0.str() + ", " +
        s1.str() + ", " + s2.str() + (unroll ? ", {" + std::to_string(factor) + "}" : "") + "))");
   line("  y[0, 0] += k; if (cond(is_loop_begin(i))) y[0, 1] += 1; if (cond(is_loop_end(i))) "
-       "y[0, 2] += 1; if (cond(i == " + std::to_string(probe) + ")) y[0, 3] += 1");
+       "y[0, 2] += 1; if (cond(i == " +
+       std::to_string(probe) + ")) y[0, 3] += 1");
   line("trips (exact): " + i128_str(trips));
   if (unroll)
     check(factor > 0, false, "ArgumentError", "loop_unroll", "unroll-factor-bad");
@@ -867,8 +876,8 @@ void Gen::shmem() {
     bs[static_cast<size_t>(irand(0, 1))] =
         pick<int64_t>({0, -1, int64_t{1} << 40, kMax, int64_t{1} << 31});
   const int nn = coin(0.04) ? pick<int>({n + 1, 0, -1, n - 1}) : n;
-  const std::string group = coin(0.03) ? pick<std::string>({"nope", "", std::string(200, 'g')})
-                                       : "world";
+  const std::string group =
+      coin(0.03) ? pick<std::string>({"nope", "", std::string(200, 'g')}) : "world";
   // The window: the whole buffer, or a shmem_view of it.
   const bool use_view = coin(0.6);
   int64_t h = bs[0], w = bs[1];
@@ -973,8 +982,8 @@ void Gen::shmem() {
     all_ok = all_ok && (k.ok || k.either);
   if (deadlock && all_ok)
     check(false, true, "DeadlockError", "shmem_wait_until", "deadlock");
-  const bool any_rt = o0.rt() || o1.rt() || p0.rt() || p1.rt() ||
-                      (valid && ((*valid)[0].rt() || (*valid)[1].rt()));
+  const bool any_rt =
+      o0.rt() || o1.rt() || p0.rt() || p1.rt() || (valid && ((*valid)[0].rt() || (*valid)[1].rt()));
   resolve(any_rt);
   if (std::max(tl[0], tl[1]) > (int64_t{1} << 31)) // signal slots are counted per vec tile
     c_.feature += "-hugetile";
@@ -997,8 +1006,8 @@ void Gen::shmem() {
     if (use_view) {
       dist::ShmemViewOptions vo;
       if (valid)
-        vo.valid_shape = std::vector<pto::SymbolicScalar>{(*valid)[0].sym(t, ip),
-                                                          (*valid)[1].sym(t, ip)};
+        vo.valid_shape =
+            std::vector<pto::SymbolicScalar>{(*valid)[0].sym(t, ip), (*valid)[1].sym(t, ip)};
       win = dist::shmem_view(buf, {h, w}, {o0.sym(t, ip), o1.sym(t, ip)}, vo);
     }
     auto me = dist::my_symbolic_pe("world");
@@ -1007,8 +1016,8 @@ void Gen::shmem() {
     // Signals on the whole buffer: slot geometry (view shape dividing the data, tile-aligned
     // offsets) is not what this template tests.
     auto sig = dist::shmem_signal(buf, dst, 1, dst, {.pred = {put}});
-    auto ready = dist::shmem_wait_until(buf, me, deadlock ? 2 : 1,
-                                        {.clear_signal = true, .pred = {sig}});
+    auto ready =
+        dist::shmem_wait_until(buf, me, deadlock ? 2 : 1, {.clear_signal = true, .pred = {sig}});
     pto::assemble(dist::shmem_get(win, me, {.pred = {ready}}), {0, 0}, t[1]);
   };
 }
@@ -1021,8 +1030,7 @@ void Gen::collective() {
   c_.n_pes = n;
   c_.deadlock_timeout_ms = 5000;
   const DataType dt = pick<DataType>({pto::DT_FP32, pto::DT_INT32, pto::DT_FP16, pto::DT_BF16,
-                                      pto::DT_INT64, pto::DT_INT8, pto::DT_INT16,
-                                      pto::DT_DOUBLE});
+                                      pto::DT_INT64, pto::DT_INT8, pto::DT_INT16, pto::DT_DOUBLE});
   const int which = static_cast<int>(irand(0, 4));
   const auto red = pick<dist::Reduction>(
       {dist::Reduction::SUM, dist::Reduction::MAX, dist::Reduction::MIN, dist::Reduction::PROD});
@@ -1060,23 +1068,28 @@ void Gen::collective() {
   if (equal)
     R = n * irand(1, 3);
   const bool use_valid = which <= 1 && coin(0.4);
-  const Scal v0 = scal(use_valid ? valid_value(R) : R, 0.4), v1 = scal(use_valid ? valid_value(C) : C, 0.4);
+  const Scal v0 = scal(use_valid ? valid_value(R) : R, 0.4),
+             v1 = scal(use_valid ? valid_value(C) : C, 0.4);
   const int root = coin(0.92) ? static_cast<int>(irand(0, n - 1)) : pick<int>({-1, n, 1 << 30});
   const std::string group = coin(0.03) ? "nope" : "world";
   const Shape tl = tile(2);
   auto reduce = [&](int64_t a, int64_t b) -> int64_t {
     switch (red) {
-    case dist::Reduction::SUM: return wrap(dt, a + b);
-    case dist::Reduction::MAX: return std::max(a, b);
-    case dist::Reduction::MIN: return std::min(a, b);
-    case dist::Reduction::PROD: return wrap(dt, a * b);
+    case dist::Reduction::SUM:
+      return wrap(dt, a + b);
+    case dist::Reduction::MAX:
+      return std::max(a, b);
+    case dist::Reduction::MIN:
+      return std::min(a, b);
+    case dist::Reduction::PROD:
+      return wrap(dt, a * b);
     }
     return 0;
   };
   std::vector<Val> xs;
   for (int p = 0; p < n; ++p)
     xs.push_back(red == dist::Reduction::PROD && which <= 2 ? data(dt, {R, C}, -1, 2)
-                                                              : data(dt, {R, C}, -8, 8));
+                                                            : data(dt, {R, C}, -8, 8));
   // Result shape and per-PE expected rows.
   const int64_t B = (R + n - 1) / n;
   std::vector<int64_t> recv(static_cast<size_t>(n), 0);
@@ -1107,10 +1120,10 @@ void Gen::collective() {
   if (which == 0 || which == 2)
     call += std::string(", ") + dist::name(red);
   if (which == 0)
-    call += std::string(", algorithm ") +
-            (algo == dist::AllreduceAlgorithm::AUTO       ? "AUTO"
-             : algo == dist::AllreduceAlgorithm::ONE_SHOT ? "ONE_SHOT"
-                                                          : "TWO_SHOT");
+    call +=
+        std::string(", algorithm ") + (algo == dist::AllreduceAlgorithm::AUTO       ? "AUTO"
+                                       : algo == dist::AllreduceAlgorithm::ONE_SHOT ? "ONE_SHOT"
+                                                                                    : "TWO_SHOT");
   if (which == 3)
     call += ", root " + std::to_string(root);
   if (which == 4 && !equal) {
@@ -1174,7 +1187,8 @@ void Gen::collective() {
           int64_t first = 0;
           for (int k = 0; k < p; ++k)
             first += counts[static_cast<size_t>(q)][static_cast<size_t>(k)];
-          for (int64_t i = 0; i < counts[static_cast<size_t>(q)][static_cast<size_t>(p)]; ++i, ++row)
+          for (int64_t i = 0; i < counts[static_cast<size_t>(q)][static_cast<size_t>(p)];
+               ++i, ++row)
             for (int64_t j = 0; j < C; ++j)
               vset(y, row * C + j, vget(xs[static_cast<size_t>(q)], (first + i) * C + j));
         }
@@ -1188,14 +1202,23 @@ void Gen::collective() {
     pto::set_vec_tile_shapes(tl);
     pto::Tensor xin = t[0];
     if (use_valid)
-      xin = pto::view(t[0], {R, C}, {0, 0},
-                      {.valid_shape = std::vector<pto::SymbolicScalar>{v0.sym(t, ip), v1.sym(t, ip)}});
+      xin = pto::view(
+          t[0], {R, C}, {0, 0},
+          {.valid_shape = std::vector<pto::SymbolicScalar>{v0.sym(t, ip), v1.sym(t, ip)}});
     pto::Tensor r;
     switch (which) {
-    case 0: r = dist::allreduce(xin, red, {.group = group, .algorithm = algo}); break;
-    case 1: r = dist::allgather(xin, {.group = group}); break;
-    case 2: r = dist::reduce_scatter(xin, red, {.group = group}); break;
-    case 3: r = dist::broadcast(xin, root, {.group = group}); break;
+    case 0:
+      r = dist::allreduce(xin, red, {.group = group, .algorithm = algo});
+      break;
+    case 1:
+      r = dist::allgather(xin, {.group = group});
+      break;
+    case 2:
+      r = dist::reduce_scatter(xin, red, {.group = group});
+      break;
+    case 3:
+      r = dist::broadcast(xin, root, {.group = group});
+      break;
     default:
       r = equal ? dist::all_to_all(xin, {.group = group})
                 : dist::all_to_all(xin, counts, {.group = group});
@@ -1214,8 +1237,9 @@ void Gen::host() {
     Shape s;
     const int64_t rank = coin(0.1) ? 9 : irand(1, 4);
     for (int64_t d = 0; d < rank; ++d)
-      s.push_back(coin(0.5) ? irand(0, 5) : pick<int64_t>({-1, int64_t{1} << 40, int64_t{1} << 31,
-                                                            int64_t{1} << 62, kMax, kMin}));
+      s.push_back(coin(0.5) ? irand(0, 5)
+                            : pick<int64_t>({-1, int64_t{1} << 40, int64_t{1} << 31,
+                                             int64_t{1} << 62, kMax, kMin}));
     const i128 b = bytes_of(s, dt);
     line("HostTensor(" + pto::short_name(dt) + ", " + shape_str(s) + ")");
     check(rank <= 8, false, "ShapeError", "HostTensor", "rank-bad");
@@ -1239,7 +1263,8 @@ void Gen::host() {
     return;
   }
   const int64_t n = irand(1, 16);
-  const int64_t i = coin(0.5) ? irand(0, n - 1) : pick<int64_t>({n, -1, kMax, kMin, int64_t{1} << 40, n + 64});
+  const int64_t i =
+      coin(0.5) ? irand(0, n - 1) : pick<int64_t>({n, -1, kMax, kMin, int64_t{1} << 40, n + 64});
   const bool set = coin(0.5);
   line(std::string("HostTensor(") + pto::short_name(dt) + ", {" + std::to_string(n) + "})." +
        (set ? "set(" : "get(") + std::to_string(i) + (set ? ", 1)" : ")"));
@@ -1309,15 +1334,33 @@ void Gen::kernel_call() {
 
 Case Gen::run() {
   switch (weighted({26, 16, 10, 8, 8, 12, 10, 5, 5})) {
-  case 0: prop_case(); break;
-  case 1: window(); break;
-  case 2: valid(); break;
-  case 3: shape_ops(); break;
-  case 4: loop(); break;
-  case 5: shmem(); break;
-  case 6: collective(); break;
-  case 7: host(); break;
-  default: kernel_call(); break;
+  case 0:
+    prop_case();
+    break;
+  case 1:
+    window();
+    break;
+  case 2:
+    valid();
+    break;
+  case 3:
+    shape_ops();
+    break;
+  case 4:
+    loop();
+    break;
+  case 5:
+    shmem();
+    break;
+  case 6:
+    collective();
+    break;
+  case 7:
+    host();
+    break;
+  default:
+    kernel_call();
+    break;
   }
   return std::move(c_);
 }
@@ -1343,7 +1386,9 @@ std::string describe(const Case &c) {
   std::ostringstream os;
   os << "case " << c.index << " of seed " << c.seed << ": " << c.klass() << ", expect ";
   switch (c.expect) {
-  case Expect::Values: os << "values"; break;
+  case Expect::Values:
+    os << "values";
+    break;
   case Expect::Throw:
     os << "a throw of ";
     for (size_t k = 0; k < c.error_types.size(); ++k)
@@ -1352,7 +1397,9 @@ std::string describe(const Case &c) {
       os << "any pto::Error";
     os << (c.error_op.empty() ? "" : " from " + c.error_op);
     break;
-  case Expect::ValuesOrThrow: os << "values or a typed error"; break;
+  case Expect::ValuesOrThrow:
+    os << "values or a typed error";
+    break;
   }
   os << "\n";
   for (const auto &l : c.listing)

@@ -33,13 +33,13 @@ enum class Expect {
 
 /// One generated case: a kernel (or a host-only action), its arguments per PE and its oracle.
 struct Case {
-  uint64_t seed = 0;    ///< the campaign seed (PTO_FUZZ_SEED)
-  uint64_t index = 0;   ///< the case's number in the campaign
-  std::string kind;     ///< the template: "prop", "window", "valid", "loop", ...
-  std::string feature;  ///< what was drawn hostile ("ok" when nothing was)
+  uint64_t seed = 0;                ///< the campaign seed (PTO_FUZZ_SEED)
+  uint64_t index = 0;               ///< the case's number in the campaign
+  std::string kind;                 ///< the template: "prop", "window", "valid", "loop", ...
+  std::string feature;              ///< what was drawn hostile ("ok" when nothing was)
   std::vector<std::string> listing; ///< what the case does, one step per line (for failures)
 
-  int n_pes = 0;                  ///< 0: one direct kernel call; else a World of n_pes PEs
+  int n_pes = 0; ///< 0: one direct kernel call; else a World of n_pes PEs
   int64_t deadlock_timeout_ms = 1000;
   std::vector<pto::TensorSpec> specs;       ///< JitOptions::specs
   std::vector<std::vector<prop::Val>> args; ///< [pe][param]: initial contents (one row if n_pes 0)

@@ -95,8 +95,7 @@ pto::HostTensor to_tensor(const Array &a, pto::DataType dt) {
   return t;
 }
 
-std::vector<int64_t> broadcast_shape(const std::vector<int64_t> &a,
-                                     const std::vector<int64_t> &b) {
+std::vector<int64_t> broadcast_shape(const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
   size_t r = std::max(a.size(), b.size());
   std::vector<int64_t> out(r);
   for (size_t i = 0; i < r; ++i) {
@@ -124,7 +123,7 @@ Array zip(const Array &a, const Array &b, const std::function<double(double, dou
   for (int64_t i = 0; i < n; ++i) {
     auto idx = unflatten(i, r.shape);
     r.v[static_cast<size_t>(i)] = f(a.v[static_cast<size_t>(broadcast_index(idx, a.shape))],
-                                     b.v[static_cast<size_t>(broadcast_index(idx, b.shape))]);
+                                    b.v[static_cast<size_t>(broadcast_index(idx, b.shape))]);
   }
   return r;
 }
@@ -186,12 +185,18 @@ Array softmax_rows(const Array &a) {
 double wrap_int(int64_t v, pto::DataType dt) {
   auto u = static_cast<uint64_t>(v);
   switch (dt) {
-  case pto::DT_INT8: return static_cast<int8_t>(static_cast<uint8_t>(u));
-  case pto::DT_INT16: return static_cast<int16_t>(static_cast<uint16_t>(u));
-  case pto::DT_INT32: return static_cast<int32_t>(static_cast<uint32_t>(u));
-  case pto::DT_UINT8: return static_cast<uint8_t>(u);
-  case pto::DT_BOOL: return v != 0;
-  default: return static_cast<double>(v);
+  case pto::DT_INT8:
+    return static_cast<int8_t>(static_cast<uint8_t>(u));
+  case pto::DT_INT16:
+    return static_cast<int16_t>(static_cast<uint16_t>(u));
+  case pto::DT_INT32:
+    return static_cast<int32_t>(static_cast<uint32_t>(u));
+  case pto::DT_UINT8:
+    return static_cast<uint8_t>(u);
+  case pto::DT_BOOL:
+    return v != 0;
+  default:
+    return static_cast<double>(v);
   }
 }
 
@@ -200,12 +205,23 @@ double saturate_int(double v, pto::DataType dt) {
     return 0;
   double lo = 0, hi = 0;
   switch (dt) {
-  case pto::DT_INT8: lo = -128, hi = 127; break;
-  case pto::DT_INT16: lo = -32768, hi = 32767; break;
-  case pto::DT_INT32: lo = -2147483648.0, hi = 2147483647.0; break;
-  case pto::DT_INT64: lo = -9223372036854775808.0, hi = 9223372036854775807.0; break;
-  case pto::DT_UINT8: lo = 0, hi = 255; break;
-  default: return v;
+  case pto::DT_INT8:
+    lo = -128, hi = 127;
+    break;
+  case pto::DT_INT16:
+    lo = -32768, hi = 32767;
+    break;
+  case pto::DT_INT32:
+    lo = -2147483648.0, hi = 2147483647.0;
+    break;
+  case pto::DT_INT64:
+    lo = -9223372036854775808.0, hi = 9223372036854775807.0;
+    break;
+  case pto::DT_UINT8:
+    lo = 0, hi = 255;
+    break;
+  default:
+    return v;
   }
   double t = std::trunc(v);
   return t < lo ? lo : t > hi ? hi : t;
@@ -213,10 +229,14 @@ double saturate_int(double v, pto::DataType dt) {
 
 double round_to(double v, pto::DataType dt) {
   switch (dt) {
-  case pto::DT_FP32: return static_cast<float>(v);
-  case pto::DT_FP16: return pto::fp16_to_fp32(pto::fp32_to_fp16(static_cast<float>(v)));
-  case pto::DT_BF16: return pto::bf16_to_fp32(pto::fp32_to_bf16(static_cast<float>(v)));
-  default: return v;
+  case pto::DT_FP32:
+    return static_cast<float>(v);
+  case pto::DT_FP16:
+    return pto::fp16_to_fp32(pto::fp32_to_fp16(static_cast<float>(v)));
+  case pto::DT_BF16:
+    return pto::bf16_to_fp32(pto::fp32_to_bf16(static_cast<float>(v)));
+  default:
+    return v;
   }
 }
 
@@ -273,7 +293,8 @@ Array matmul(const Array &a, const Array &b, bool a_trans, bool b_trans, const A
       for (int64_t j = 0; j < N; ++j) {
         double s = 0;
         for (int64_t k = 0; k < K; ++k)
-          s += (a_trans ? pa[k * M + i] : pa[i * K + k]) * (b_trans ? pb[j * K + k] : pb[k * N + j]);
+          s +=
+              (a_trans ? pa[k * M + i] : pa[i * K + k]) * (b_trans ? pb[j * K + k] : pb[k * N + j]);
         if (bias)
           s += bias->v[static_cast<size_t>(j)];
         if (relu && s < 0)

@@ -27,11 +27,15 @@ namespace support {
 
 Tolerance tolerance(pto::DataType dt, OpClass cls) {
   switch (dt) {
-  case pto::DT_FP32: return cls == OpClass::Basic ? Tolerance{1e-5, 1e-6} : Tolerance{1e-6, 1e-7};
+  case pto::DT_FP32:
+    return cls == OpClass::Basic ? Tolerance{1e-5, 1e-6} : Tolerance{1e-6, 1e-7};
   case pto::DT_FP16:
-  case pto::DT_BF16: return {1e-2, 1e-3};
-  case pto::DT_DOUBLE: return {1e-12, 1e-14};
-  default: return {0, 0}; // ints and bool: exact
+  case pto::DT_BF16:
+    return {1e-2, 1e-3};
+  case pto::DT_DOUBLE:
+    return {1e-12, 1e-14};
+  default:
+    return {0, 0}; // ints and bool: exact
   }
 }
 
@@ -63,8 +67,8 @@ std::string mismatch(const pto::HostTensor &got, const naive::Array &want, Toler
     return "";
   os.precision(10);
   os << bad << " of " << got.numel() << " elements out of tolerance (rel " << tol.rel << ", abs "
-     << tol.abs << "); worst at flat index " << worst_i << ": got " << got.get(worst_i)
-     << ", want " << want.v[static_cast<size_t>(worst_i)];
+     << tol.abs << "); worst at flat index " << worst_i << ": got " << got.get(worst_i) << ", want "
+     << want.v[static_cast<size_t>(worst_i)];
   return os.str();
 }
 

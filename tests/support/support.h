@@ -3,6 +3,7 @@
 #pragma once
 
 #include "pto/jit.h"
+
 #include "support/naive.h"
 
 #include <cstdint>

@@ -2,7 +2,8 @@
 // depends on nothing else of ours) and the DSL share one hierarchy.
 //
 // Every user-facing error names the user's source location, the op as the user spelled it, what
-// was expected and what was given: `softmax.cpp:14: add: shapes [4, 8] and [4, 9] do not broadcast`.
+// was expected and what was given: `softmax.cpp:14: add: shapes [4, 8] and [4, 9] do not
+// broadcast`.
 #pragma once
 
 #include <cstdint>
@@ -24,8 +25,8 @@ inline std::string format_location(const std::source_location &loc) {
 
 /// While alive, names the public op the user called on this thread: composite ops (nn_ops.h,
 /// mean and var, broadcast_to, split, stack, ones) are traced from other ops, whose names would
-/// mean nothing to the user. Every pto::Error constructed on this thread meanwhile names this op instead of the
-/// inner one that raised it, and the recorder stamps it on the ops traced meanwhile
+/// mean nothing to the user. Every pto::Error constructed on this thread meanwhile names this op
+/// instead of the inner one that raised it, and the recorder stamps it on the ops traced meanwhile
 /// (ir::Op::user_op), so their run-time errors name it too. The outermost scope wins.
 class UserOpScope {
 public:

@@ -58,8 +58,8 @@ inline constexpr int64_t DYNAMIC = -2;
 
 /// The declared shape and dtype of one tensor parameter (PyPTO's `Tensor[...]` annotation).
 struct TensorSpec {
-  std::vector<int64_t> dims;   ///< per dim: a size (fixed), STATIC or DYNAMIC; empty: all STATIC
-  DataType dtype = DT_BOTTOM;  ///< DT_BOTTOM: taken from the first call's argument
+  std::vector<int64_t> dims;  ///< per dim: a size (fixed), STATIC or DYNAMIC; empty: all STATIC
+  DataType dtype = DT_BOTTOM; ///< DT_BOTTOM: taken from the first call's argument
 };
 
 /// How a kernel executes: machine code from LLVM, or the reference interpreter (PyPTO's SIM).
@@ -76,9 +76,9 @@ struct JitOptions {
 
 /// Counters of one kernel (all PEs together).
 struct KernelStats {
-  int traces = 0;         ///< signatures traced
-  int compiles = 0;       ///< programs compiled (a structural cache hit does not count)
-  double compile_ms = 0;  ///< total trace + compile time
+  int traces = 0;        ///< signatures traced
+  int compiles = 0;      ///< programs compiled (a structural cache hit does not count)
+  double compile_ms = 0; ///< total trace + compile time
   int64_t calls = 0;
 };
 
@@ -202,10 +202,11 @@ private:
   template <class... Args, size_t... I>
   void invoke(std::index_sequence<I...>, const std::vector<Tensor> &params, Args &...args) {
     constexpr std::array<bool, sizeof...(Args)> is_t{detail::is_host_tensor_v<Args>...};
-    static_assert(std::is_invocable_v<Fn &, std::conditional_t<detail::is_host_tensor_v<Args>,
-                                                                Tensor, Args &>...>,
-                  "pto::jit: the kernel function must take pto::Tensor for each HostTensor "
-                  "argument, then the constants");
+    static_assert(
+        std::is_invocable_v<Fn &,
+                            std::conditional_t<detail::is_host_tensor_v<Args>, Tensor, Args &>...>,
+        "pto::jit: the kernel function must take pto::Tensor for each HostTensor "
+        "argument, then the constants");
     fn_(pick<I>(is_t, params, args)...);
   }
   template <size_t I, size_t N, class A>

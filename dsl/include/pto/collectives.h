@@ -39,7 +39,7 @@ const char *name(Reduction r);
 enum class AllreduceAlgorithm { AUTO, ONE_SHOT, TWO_SHOT };
 
 struct CollectiveOptions {
-  std::string group = "world"; ///< "world" (all PEs) or a World::create_group name
+  std::string group = "world";   ///< "world" (all PEs) or a World::create_group name
   std::vector<Tensor> pred = {}; ///< run after these
 };
 

@@ -35,11 +35,11 @@ enum class OpType { EQ, NE, LT, LE, GT, GE };
 /// A symmetric tensor: `data` in the group's heap on every PE plus its signal slot array
 /// (reference §6.1). A view (shmem_view) keeps the tensor and narrows the window.
 struct ShmemTensor {
-  int index = -1;            ///< in the traced program's shmem table
+  int index = -1; ///< in the traced program's shmem table
   std::string group;
   int n_pes = 0;
-  Tensor data;               ///< empty for create_shmem_signal
-  std::vector<int64_t> view_shape;          ///< the window (the whole data by default)
+  Tensor data;                     ///< empty for create_shmem_signal
+  std::vector<int64_t> view_shape; ///< the window (the whole data by default)
   std::vector<SymbolicScalar> view_offsets;
   std::vector<SymbolicScalar> view_valid;
 };
@@ -137,8 +137,8 @@ struct WaitOptions {
 /// compares `cmp` (default EQ) to `cmp_value`, as PyPTO `shmem_wait_until`. With clear_signal
 /// the slot is decreased by the value it was seen with (0 afterwards unless a newer ADD landed,
 /// which is then kept). Every signal and wait on one shmem tensor must use the same view shape
-/// and vec tile (DistributedError at trace time otherwise). Does not burn a core. A wait that cannot
-/// complete throws DeadlockError after the world's timeout (default 30 s), naming PE, slot,
+/// and vec tile (DistributedError at trace time otherwise). Does not burn a core. A wait that
+/// cannot complete throws DeadlockError after the world's timeout (default 30 s), naming PE, slot,
 /// expected and current value.
 Tensor shmem_wait_until(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t cmp_value,
                         WaitOptions opts = {}, SrcLoc loc = SrcLoc::current());

@@ -2,9 +2,9 @@
 // cube tile shapes of `set_cube_tile_shapes` (reference §3.4).
 //
 // Codegen computes each output block of mL1 x nL1 elements over K chunks of kL1 (fp32 or int32
-// accumulation, fp16/bf16 operands widened to fp32 exactly), with a register-blocked FMA micro-kernel
-// (int8: widening multiply-add into int32). The L0 sizes are checked as PyPTO checks them; the
-// CPU kernel's own register block is independent of them.
+// accumulation, fp16/bf16 operands widened to fp32 exactly), with a register-blocked FMA
+// micro-kernel (int8: widening multiply-add into int32). The L0 sizes are checked as PyPTO checks
+// them; the CPU kernel's own register block is independent of them.
 #pragma once
 
 #include "pto/tensor.h"

@@ -18,11 +18,24 @@ namespace pto {
 /// Operators of a symbolic expression. Integer semantics are C's: `/` truncates toward zero,
 /// `%` takes the dividend's sign. Comparisons and logical ops give 0 or 1.
 enum class SymOp : uint8_t {
-  Add, Sub, Mul, Div, Mod, Min, Max,
-  Eq, Ne, Lt, Le, Gt, Ge,
-  And, Or, ///< logical (non-zero is true), as PyPTO `&` and `|`
-  Neg, Not, ///< unary; `Not` is logical, as PyPTO `~`
-  Select,   ///< Select(c, a, b) = c != 0 ? a : b, as PyPTO `tenary`
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Mod,
+  Min,
+  Max,
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  And,
+  Or, ///< logical (non-zero is true), as PyPTO `&` and `|`
+  Neg,
+  Not,    ///< unary; `Not` is logical, as PyPTO `~`
+  Select, ///< Select(c, a, b) = c != 0 ? a : b, as PyPTO `tenary`
 };
 
 /// What a run-time symbol stands for.
@@ -51,11 +64,11 @@ inline constexpr uint64_t kMaxSymNodes = uint64_t{1} << 20;
 /// iterative, so expressions of any depth are fine.
 struct SymExpr {
   enum class Tag : uint8_t { Const, Symbol, Op } tag = Tag::Const;
-  int64_t value = 0;       ///< Tag::Const
+  int64_t value = 0;            ///< Tag::Const
   SymKind sym = SymKind::Named; ///< Tag::Symbol
-  int64_t a = 0, b = 0;    ///< Tag::Symbol: kind-specific ids (see SymKind)
-  std::string name;        ///< Tag::Symbol: printed name (`i0`, `N`, `pe`)
-  SymOp op = SymOp::Add;   ///< Tag::Op
+  int64_t a = 0, b = 0;         ///< Tag::Symbol: kind-specific ids (see SymKind)
+  std::string name;             ///< Tag::Symbol: printed name (`i0`, `N`, `pe`)
+  SymOp op = SymOp::Add;        ///< Tag::Op
   /// Tag::Op operands; for a SymKind::TensorElement symbol, its indices.
   std::vector<std::shared_ptr<const SymExpr>> args;
   /// Nodes of the expression written out as a tree (1 + the args' nodes), saturating at 2^62;

@@ -1,8 +1,7 @@
 // nn_arith.cpp - Tracing of the elementwise arithmetic composites of nn_ops.h
-// (div_no_nan, floor_mod, ceil_div, round, lerp, addcmul, axpy, cast, ...). Each checks its operands first (so errors name the
-// composite, not an inner op), then traces existing ops.
+// (div_no_nan, floor_mod, ceil_div, round, lerp, addcmul, axpy, cast, ...). Each checks its
+// operands first (so errors name the composite, not an inner op), then traces existing ops.
 #include "pto/nn_ops.h"
-
 #include "pto/reduce_ops.h"
 #include "pto/shape_ops.h"
 

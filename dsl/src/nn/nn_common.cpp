@@ -144,7 +144,6 @@ std::vector<SymbolicScalar> sym(const std::vector<int64_t> &dims) {
   return {dims.begin(), dims.end()};
 }
 
-
 /// The product of all dims but the last.
 int64_t lead_of(const std::vector<int64_t> &dims) {
   int64_t lead = 1;

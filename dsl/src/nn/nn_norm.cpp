@@ -2,7 +2,6 @@
 // bias_add and prelu (nn_ops.h). Each checks its operands first (so errors name the
 // composite, not an inner op), then traces existing ops.
 #include "pto/nn_ops.h"
-
 #include "pto/reduce_ops.h"
 #include "pto/shape_ops.h"
 

@@ -36,15 +36,15 @@ struct Value {
   std::vector<SymbolicScalar> shape; ///< static except dynamic input dims (SymKind::InputDim)
   std::vector<SymbolicScalar> valid; ///< run-time valid extent per dim (<= shape)
   std::string name;
-  int param_index = -1;               ///< ValueKind::Param
-  int shmem = -1;                     ///< ValueKind::ShmemData (and views of it): Program::shmems
-  ValueId base = kNoValue;            ///< ValueKind::View: the viewed value (never itself a view)
+  int param_index = -1;                ///< ValueKind::Param
+  int shmem = -1;                      ///< ValueKind::ShmemData (and views of it): Program::shmems
+  ValueId base = kNoValue;             ///< ValueKind::View: the viewed value (never itself a view)
   std::vector<SymbolicScalar> offsets; ///< ValueKind::View: offset of the window in `base`
   /// ValueKind::View: the extent per dim its window was checked to fit in its parent with (the
   /// valid_shape given to view, else the view's shape; shape_rules.h). A view of this view, or
   /// an assemble into it, must fit in this extent. Trace-time only (not printed).
   std::vector<SymbolicScalar> extent;
-  int region = 0;                     ///< the loop region that defines it (0 = kernel body)
+  int region = 0; ///< the loop region that defines it (0 = kernel body)
 };
 
 /// A typed scalar operand (PyPTO `Element`). `dtype` DT_BOTTOM means "the tensor's dtype".
@@ -71,8 +71,20 @@ inline int64_t trunc_saturate_int64(double v) { return element::from_double<int6
 /// region (its inputs and output get storage). Library ops are run by precompiled routines
 /// (codegen/rtlib/xops.h) in both the JIT and the interpreter; like Standalone ops they are never
 /// fused. Check ops touch no memory.
-enum class OpFamily : uint8_t { Unary, Binary, Select, Reduce, Create, Move, Shmem, Control, Matmul,
-                                Standalone, Library, Check };
+enum class OpFamily : uint8_t {
+  Unary,
+  Binary,
+  Select,
+  Reduce,
+  Create,
+  Move,
+  Shmem,
+  Control,
+  Matmul,
+  Standalone,
+  Library,
+  Check
+};
 
 /// The op kinds, in the order of op_kinds.def (each row there states the kind's semantics).
 enum class OpKind : uint8_t {
@@ -137,7 +149,7 @@ struct OpInfo {
   OpFamily family;
   Accepts accepts;
   ResultType result;
-  int arity;          ///< data inputs (a Binary op with a Scalar operand has one); -1: varies
+  int arity;           ///< data inputs (a Binary op with a Scalar operand has one); -1: varies
   const char *vec_fn;  ///< SLEEF function that computes it alone in generated code, or nullptr
   const char *vec_acc; ///< its accuracy suffix ("u10", "u05", "u15"); nullptr with vec_fn
 };
@@ -145,27 +157,42 @@ struct OpInfo {
 /// The data inputs of an op of `f` (-1: they vary by kind, see the kind's front-end).
 constexpr int family_arity(OpFamily f) {
   switch (f) {
-  case OpFamily::Unary: return 1;
-  case OpFamily::Binary: return 2;
-  case OpFamily::Select: return 3;
-  case OpFamily::Reduce: return 1;
-  case OpFamily::Create: return 0;
-  case OpFamily::Move: return 1;
-  case OpFamily::Check: return 0;
-  case OpFamily::Control: return 0;
+  case OpFamily::Unary:
+    return 1;
+  case OpFamily::Binary:
+    return 2;
+  case OpFamily::Select:
+    return 3;
+  case OpFamily::Reduce:
+    return 1;
+  case OpFamily::Create:
+    return 0;
+  case OpFamily::Move:
+    return 1;
+  case OpFamily::Check:
+    return 0;
+  case OpFamily::Control:
+    return 0;
   case OpFamily::Shmem:
   case OpFamily::Matmul:
   case OpFamily::Standalone:
-  case OpFamily::Library: return -1;
+  case OpFamily::Library:
+    return -1;
   }
   return -1;
 }
 
 /// The per-kind facts table, indexed by OpKind (generated from op_kinds.def).
 inline constexpr OpInfo kOpInfo[] = {
-#define PTO_OP(family, kind, name, accepts, result, vec_fn, vec_acc, api)                         \
-  {OpKind::kind,      #name,   OpFamily::family,             Accepts::accepts,                    \
-   ResultType::result, family_arity(OpFamily::family), vec_fn, vec_acc},
+#define PTO_OP(family, kind, name, accepts, result, vec_fn, vec_acc, api)                          \
+  {OpKind::kind,                                                                                   \
+   #name,                                                                                          \
+   OpFamily::family,                                                                               \
+   Accepts::accepts,                                                                               \
+   ResultType::result,                                                                             \
+   family_arity(OpFamily::family),                                                                 \
+   vec_fn,                                                                                         \
+   vec_acc},
 #include "pto/ir/op_kinds.def"
 };
 inline constexpr size_t kNumOpKinds = sizeof(kOpInfo) / sizeof(kOpInfo[0]);
@@ -257,12 +284,12 @@ enum class Cmp : uint8_t { EQ, NE, LT, LE, GT, GE };
 
 /// The signal-slot geometry of a signal/wait op (reference §6.3), fixed at trace time.
 struct SlotGeometry {
-  std::vector<int64_t> data_shape; ///< R
-  std::vector<int64_t> view_shape; ///< V
+  std::vector<int64_t> data_shape;          ///< R
+  std::vector<int64_t> view_shape;          ///< V
   std::vector<SymbolicScalar> view_offsets; ///< O
-  std::vector<int64_t> tile;       ///< T (the op's vec tile, rank = data rank)
-  int64_t view_tile_num = 0;       ///< prod ceil(V/T)
-  int64_t total_tile_num = 0;      ///< view_tile_num * prod(R/V)
+  std::vector<int64_t> tile;                ///< T (the op's vec tile, rank = data rank)
+  int64_t view_tile_num = 0;                ///< prod ceil(V/T)
+  int64_t total_tile_num = 0;               ///< view_tile_num * prod(R/V)
 };
 
 struct Op {
@@ -280,8 +307,8 @@ struct Op {
   bool scalar_first = false;    ///< the scalar is the left operand (`2 - x`)
   int axis = -1;                ///< reductions: normalized to [0, rank)
   bool keepdim = false;
-  DataType to = DT_BOTTOM;      ///< Cast target
-  int shmem = -1;               ///< shmem ops: Program::shmems index
+  DataType to = DT_BOTTOM;         ///< Cast target
+  int shmem = -1;                  ///< shmem ops: Program::shmems index
   std::vector<int64_t> view_shape; ///< shmem ops: the view of the shmem data
   std::vector<SymbolicScalar> view_offsets;
   std::vector<SymbolicScalar> view_valid;
@@ -290,24 +317,24 @@ struct Op {
   bool target_all = false;     ///< signal: every PE of the group (shmem_signal_all)
   Atomic atomic = Atomic::Set; ///< put_op / sig_op
   Cmp cmp = Cmp::EQ;
-  int32_t signal = 0;          ///< signal value / wait cmp_value
-  bool clear = false;          ///< wait: clear_signal
-  std::optional<SlotGeometry> slots; ///< signal/wait
+  int32_t signal = 0;                                  ///< signal value / wait cmp_value
+  bool clear = false;                                  ///< wait: clear_signal
+  std::optional<SlotGeometry> slots;                   ///< signal/wait
   bool a_trans = false, b_trans = false, relu = false; ///< Matmul
   // Shape, creation and reduction ops of shape_ops.h / reduce_ops.h.
-  std::vector<int> perm;       ///< Permute: output dim d reads input dim perm[d]
-  SymbolicScalar diagonal;     ///< Tril / Triu
-  std::vector<double> reals;   ///< Arange (fp): start, step; Uniform: low, high; Normal: mean, std
-  std::vector<int64_t> ints;   ///< integer attributes of Library ops (meaning per kind); printed
+  std::vector<int> perm;     ///< Permute: output dim d reads input dim perm[d]
+  SymbolicScalar diagonal;   ///< Tril / Triu
+  std::vector<double> reals; ///< Arange (fp): start, step; Uniform: low, high; Normal: mean, std
+  std::vector<int64_t> ints; ///< integer attributes of Library ops (meaning per kind); printed
   uint64_t rng_key = 0, rng_counter = 0; ///< Uniform / Normal (Philox4x32-10)
   // Check.
-  std::string label;            ///< the user's op (`view`, `full`), named in the call site
-  SymbolicScalar holds;         ///< the requirement: non-zero when it is met
-  std::string message;          ///< the error detail; format_check fills its `{}` with `args`
+  std::string label;    ///< the user's op (`view`, `full`), named in the call site
+  SymbolicScalar holds; ///< the requirement: non-zero when it is met
+  std::string message;  ///< the error detail; format_check fills its `{}` with `args`
   std::vector<SymbolicScalar> args;
   CheckError check_error = CheckError::Shape; ///< the error class of a failing check
   // Loop.
-  int loop_id = -1;            ///< SymKind::LoopIndex id of the index symbol
+  int loop_id = -1; ///< SymKind::LoopIndex id of the index symbol
   SymbolicScalar start, stop, step;
   std::vector<Op> body;
   // Paths: alternatives in order, each a guard (run-time 0/1) and its ops; `body` unused.
@@ -324,8 +351,8 @@ struct ShmemInfo {
   int group_index = 0;
   int n_pes = 0;
   DataType dtype = DT_FP32;
-  std::vector<int64_t> shape; ///< empty for create_shmem_signal (signal only)
-  ValueId data = kNoValue;    ///< ValueKind::ShmemData value (kNoValue for signal-only)
+  std::vector<int64_t> shape;      ///< empty for create_shmem_signal (signal only)
+  ValueId data = kNoValue;         ///< ValueKind::ShmemData value (kNoValue for signal-only)
   int64_t data_offset_bytes = 0;   ///< in the group's heap (set by layout_shmem)
   int64_t data_bytes = 0;          ///< rounded up to 512 B, as PyPTO
   int64_t signal_offset_bytes = 0; ///< in the group's heap
@@ -333,9 +360,9 @@ struct ShmemInfo {
   /// The slot geometry every signal/wait on this tensor must share (reference §6.3: a signal and
   /// its wait address the same slot only with the same view shape and tile).
   std::vector<int64_t> slot_view, slot_tile;
-  std::string slot_where; ///< "file:line" of the first signal/wait, for messages
-  int64_t signal_bytes = 0;        ///< n_pes * 8 * max_tile_num int32, rounded up to 512 B
-  std::string where;               ///< "file:line" of its create_shmem_tensor/_signal
+  std::string slot_where;   ///< "file:line" of the first signal/wait, for messages
+  int64_t signal_bytes = 0; ///< n_pes * 8 * max_tile_num int32, rounded up to 512 B
+  std::string where;        ///< "file:line" of its create_shmem_tensor/_signal
 };
 
 struct Group {
