@@ -106,7 +106,7 @@ int32_t Run::eval(const SymbolicScalar &s, int64_t &out, bool *overflow) {
   try {
     out = evaluate(s, env_, "", elements_, overflow);
   } catch (const RuntimeError &) {
-    return fail(kFailDivZero, 0, 0);
+    return fail(PTO_FAIL_DIV_ZERO, 0, 0);
   } catch (const SymFault &f) { // a tensor-element read failed (already recorded)
     return f.status;
   }
@@ -122,11 +122,11 @@ int32_t Run::read_element(const SymExpr &e, const std::vector<int64_t> &idx, int
     throw InternalError("<interpreter>", "at", "index count differs from the rank");
   for (size_t d = 0; d < idx.size(); ++d) {
     if (idx[d] < 0 || idx[d] >= r.shape[d])
-      return fail(kFailIndex, idx[d], r.shape[d]);
+      return fail(PTO_FAIL_INDEX, idx[d], r.shape[d]);
     if (!r.offsets.empty()) { // a view: the element must also lie in the viewed tensor
       const int64_t pos = r.offsets[d] + idx[d];
       if (pos < 0 || pos >= r.root_shape[d])
-        return fail(kFailIndex, pos, r.root_shape[d]);
+        return fail(PTO_FAIL_INDEX, pos, r.root_shape[d]);
     }
   }
   out = load_i(r.at(idx), r.dt);
@@ -227,9 +227,9 @@ int32_t Run::check_window(const Ref &r, const std::vector<int64_t> &ext) {
       return PTO_OK; // nothing is touched
   for (size_t d = 0; d < ext.size(); ++d) {
     if (r.offsets[d] < 0)
-      return fail(kFailViewBounds, r.offsets[d], r.root_shape[d]);
+      return fail(PTO_FAIL_VIEW_BOUNDS, r.offsets[d], r.root_shape[d]);
     if (r.offsets[d] + ext[d] > r.root_shape[d])
-      return fail(kFailViewBounds, r.offsets[d] + ext[d] - 1, r.root_shape[d]);
+      return fail(PTO_FAIL_VIEW_BOUNDS, r.offsets[d] + ext[d] - 1, r.root_shape[d]);
   }
   return PTO_OK;
 }

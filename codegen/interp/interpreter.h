@@ -16,14 +16,6 @@
 
 namespace pto::codegen::interp {
 
-// pto_rt_fail kinds (abi.h).
-inline constexpr int32_t kFailDivZero = 1;
-inline constexpr int32_t kFailIndex = 2;
-inline constexpr int32_t kFailPe = 3;
-inline constexpr int32_t kFailOffset = 4;
-inline constexpr int32_t kFailViewBounds = 5;
-inline constexpr int32_t kFailSlotAlign = 6;
-
 /// Row-major element strides of a concrete shape.
 inline std::vector<int64_t> row_major(const std::vector<int64_t> &shape) {
   std::vector<int64_t> s(shape.size(), 1);
@@ -87,9 +79,12 @@ private:
   int32_t allocate(const ir::Value &root);
   /// Clamped valid extents of value `id` whose shape is `shape`.
   int32_t valid_of(ir::ValueId id, const std::vector<int64_t> &shape, std::vector<int64_t> &out);
-  /// Fails (kind 4) when a view's window of extents `ext` lies outside its root.
+  /// Fails (PTO_FAIL_VIEW_BOUNDS) when a view's window of extents `ext` lies outside its root.
   int32_t check_window(const Ref &r, const std::vector<int64_t> &ext);
-  int32_t fail(int32_t kind, int64_t a, int64_t b) { return pto_rt_fail(ctx_, kind, site_, a, b); }
+  /// Records fault `kind` at the running op's site (pto_rt_fail) and returns its status.
+  int32_t fail(pto_fail_kind kind, int64_t a, int64_t b) {
+    return pto_rt_fail(ctx_, kind, site_, a, b);
+  }
 
   // interpreter_compute.cpp
   int32_t unary(const ir::Op &op);
@@ -119,7 +114,7 @@ private:
   int32_t paths(const ir::Op &op);
   int32_t check(const ir::Op &op);
   /// The value of a SymKind::TensorElement symbol at evaluated indices `idx` (bounds-checked:
-  /// kind 2 when out of range).
+  /// PTO_FAIL_INDEX when out of range).
   int32_t read_element(const SymExpr &e, const std::vector<int64_t> &idx, int64_t &out);
   int32_t library(const ir::Op &op);
 

@@ -167,7 +167,7 @@ int32_t Run::binary(const Op &op) {
       }
     });
     if (div_zero)
-      return fail(kFailDivZero, 0, 0);
+      return fail(PTO_FAIL_DIV_ZERO, 0, 0);
   }
   return PTO_OK;
 }

@@ -2,79 +2,20 @@
 // of the valid region, a sequential dot product over the valid K in fp32 (fp16/bf16/fp32 operands;
 // the products of fp16/bf16 are exact in fp32) or wrapping int32 (int8 operands), then bias, relu
 // and one rounding to the output dtype. Plain loops: this is the oracle, not the fast path.
-#include "pto/error.h"
-#include "pto/half.h"
-
 #include "interp/interpreter.h"
 #include "passes/tile_expand.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 namespace pto::codegen::interp {
 
 namespace {
 
-float load_f32(const uint8_t *p, DataType dt) {
-  uint16_t h;
-  switch (dt) {
-  case DT_FP32: {
-    float f;
-    std::memcpy(&f, p, 4);
-    return f;
-  }
-  case DT_FP16:
-    std::memcpy(&h, p, 2);
-    return fp16_to_fp32(h);
-  case DT_BF16:
-    std::memcpy(&h, p, 2);
-    return bf16_to_fp32(h);
-  case DT_INT8:
-  case DT_INT16:
-  case DT_INT32:
-  case DT_INT64:
-  case DT_UINT8:
-  case DT_BOOL:
-  case DT_DOUBLE:
-  PTO_CASE_UNSUPPORTED_DTYPES:
-    break;
-  }
-  throw InternalError("<interpreter>", "matmul", "not a matmul float dtype: " + name(dt));
-}
-
-int32_t load_i32(const uint8_t *p, DataType dt) {
-  if (dt == DT_INT8)
-    return static_cast<int8_t>(*p);
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-void store_f32(uint8_t *p, DataType dt, float v) {
-  uint16_t h = 0;
-  switch (dt) {
-  case DT_FP32:
-    std::memcpy(p, &v, 4);
-    return;
-  case DT_FP16:
-    h = fp32_to_fp16(v);
-    break;
-  case DT_BF16:
-    h = fp32_to_bf16(v);
-    break;
-  case DT_INT8:
-  case DT_INT16:
-  case DT_INT32:
-  case DT_INT64:
-  case DT_UINT8:
-  case DT_BOOL:
-  case DT_DOUBLE:
-  PTO_CASE_UNSUPPORTED_DTYPES:
-    throw InternalError("<interpreter>", "matmul", "not a matmul output dtype: " + name(dt));
-  }
-  std::memcpy(p, &h, 2);
-}
+// The operands' elements by the shared rules (pto/element.h): fp16/bf16/fp32 widen exactly to
+// fp32, int8/int32 to int32; the fp32 accumulator rounds once to the output dtype.
+float load_f32(const uint8_t *p, DataType dt) { return static_cast<float>(load_f(p, dt)); }
+int32_t load_i32(const uint8_t *p, DataType dt) { return static_cast<int32_t>(load_i(p, dt)); }
 
 } // namespace
 
@@ -155,7 +96,7 @@ int32_t Run::matmul(const ir::Op &op) {
             acc += load_f32(bias.at(bias_i), bias.dt);
           if (op.relu && !std::isnan(acc))
             acc = acc > 0.0f ? acc : 0.0f;
-          store_f32(c.at(ci), c.dt, acc);
+          store_f(c.at(ci), c.dt, acc);
         } else {
           uint32_t acc = 0; // wraps, as int32 hardware accumulation does
           for (int64_t k = 0; k < K; ++k) {
@@ -168,7 +109,7 @@ int32_t Run::matmul(const ir::Op &op) {
           int32_t v = static_cast<int32_t>(acc);
           if (op.relu)
             v = std::max(v, 0);
-          std::memcpy(c.at(ci), &v, 4);
+          store_i(c.at(ci), c.dt, v);
         }
       }
     }

@@ -3,6 +3,7 @@
 #include "interp/interpreter.h"
 #include "passes/slots.h"
 #include "passes/tile_expand.h"
+#include "rtlib/abi_codes.h"
 
 namespace pto::codegen::interp {
 
@@ -61,9 +62,9 @@ int32_t Run::check_shmem_window(const std::vector<int64_t> &data, const std::vec
                                 const std::vector<int64_t> &shape) {
   for (size_t d = 0; d < offs.size(); ++d) {
     if (offs[d] < 0)
-      return fail(kFailOffset, offs[d], data[d]);
+      return fail(PTO_FAIL_OFFSET, offs[d], data[d]);
     if (offs[d] > data[d] - shape[d]) // no overflow: 0 <= shape, data <= 2^62
-      return fail(kFailOffset, offs[d] <= data[d] ? offs[d] + shape[d] - 1 : offs[d], data[d]);
+      return fail(PTO_FAIL_OFFSET, offs[d] <= data[d] ? offs[d] + shape[d] - 1 : offs[d], data[d]);
   }
   return PTO_OK;
 }
@@ -73,7 +74,7 @@ int32_t Run::shmem_target(const Op &op, const ir::ShmemInfo &s, int64_t &pe,
   if (int32_t st = eval(op.pe, pe))
     return st;
   if (pe < 0 || pe >= s.n_pes)
-    return fail(kFailPe, pe, s.n_pes);
+    return fail(PTO_FAIL_PE, pe, s.n_pes);
   if (int32_t st = eval_all(op.view_offsets, offs))
     return st;
   return check_shmem_window(s.shape, offs, op.view_shape);
@@ -92,14 +93,13 @@ int32_t Run::shmem_put(const Op &op) {
   int64_t pe = 0;
   if (int32_t st = shmem_target(op, s, pe, offs))
     return st;
-  const int32_t atomic = op.atomic == ir::Atomic::Add ? PTO_ATOMIC_ADD : PTO_ATOMIC_SET;
   return for_each_view_tile(
       s, op, sv, offs,
       [&](const auto &ext, const auto &at_tile, const auto &data_strides, int64_t byte_offset) {
         pto_block b = make_block(ext, src.strides, data_strides);
-        return pto_rt_put(ctx_, s.group_index, static_cast<int32_t>(pe), atomic, src.at(at_tile),
-                          src.dt, byte_offset, s.data_offset_bytes + s.data_bytes, s.dtype, &b,
-                          site_);
+        return pto_rt_put(ctx_, s.group_index, static_cast<int32_t>(pe), abi_atomic(op.atomic),
+                          src.at(at_tile), src.dt, byte_offset, s.data_offset_bytes + s.data_bytes,
+                          s.dtype, &b, site_);
       });
 }
 
@@ -136,15 +136,15 @@ int32_t Run::shmem_signal_wait(const Op &op) {
   if (int32_t st = eval(op.pe, row))
     return st;
   if (row < 0 || row >= s.n_pes)
-    return fail(kFailPe, row, s.n_pes);
+    return fail(PTO_FAIL_PE, row, s.n_pes);
   for (size_t d = 0; d < o.size(); ++d)
     if ((o[d] % g.view_shape[d]) % g.tile[d] != 0)
-      return fail(kFailSlotAlign, o[d] % g.view_shape[d], g.tile[d]);
+      return fail(PTO_FAIL_SLOT_ALIGN, o[d] % g.view_shape[d], g.tile[d]);
   if (op.kind == OpKind::ShmemSignal && !op.target_all) {
     if (int32_t st = eval(op.target_pe, target))
       return st;
     if (target < 0 || target >= s.n_pes)
-      return fail(kFailPe, target, s.n_pes);
+      return fail(PTO_FAIL_PE, target, s.n_pes);
   }
   for (const auto &t : tile_expand(g.view_shape, g.tile)) {
     const int64_t slot = slot_number(g, o, t.offset, row);
@@ -152,11 +152,10 @@ int32_t Run::shmem_signal_wait(const Op &op) {
     int32_t st;
     if (op.kind == OpKind::ShmemSignal)
       st = pto_rt_signal(ctx_, s.group_index, static_cast<int32_t>(target), off,
-                         op.atomic == ir::Atomic::Add ? PTO_ATOMIC_ADD : PTO_ATOMIC_SET, op.signal,
-                         site_);
+                         abi_atomic(op.atomic), op.signal, site_);
     else
-      st = pto_rt_wait_until(ctx_, s.group_index, off, static_cast<int32_t>(op.cmp), op.signal,
-                             op.clear ? 1 : 0, slot, site_);
+      st = pto_rt_wait_until(ctx_, s.group_index, off, abi_cmp(op.cmp), op.signal, op.clear ? 1 : 0,
+                             slot, site_);
     if (st != PTO_OK)
       return st;
   }

@@ -21,7 +21,7 @@ LV *checked_divisor(KernelBuilder &kb, LV *b, LV *mask) {
   LV *one = ci(b, 1);
   LV *bs = mask ? B.CreateSelect(mask, b, one) : b;
   LV *any_zero = B.CreateOrReduce(B.CreateICmpEQ(bs, llvm::Constant::getNullValue(b->getType())));
-  kb.fail_unless(B.CreateNot(any_zero), kFailDivZero, kb.i64(0), kb.i64(0));
+  kb.fail_unless(B.CreateNot(any_zero), PTO_FAIL_DIV_ZERO, kb.i64(0), kb.i64(0));
   return bs;
 }
 

@@ -2,11 +2,9 @@
 #include "llvm/jit_engine.h"
 
 #include "pto/error.h"
-#include "pto/runtime/abi.h"
 
-#include "llvm/host_isa.h"
-#include "rtlib/run_check.h"
-#include "rtlib/xops.h"
+#include "llvm/abi_decls.h"
+#include "llvm/vector_math.h"
 
 #include <llvm/ExecutionEngine/JITLink/JITLinkMemoryManager.h>
 #include <llvm/ExecutionEngine/Orc/EPCEHFrameRegistrar.h>
@@ -16,12 +14,9 @@
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
-#include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/Process.h>
-#include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
-#include <llvm/TargetParser/Host.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
 #include <atomic>
@@ -37,34 +32,6 @@ std::string to_string(llvm::Error e) {
   os << e;
   return os.str();
 }
-} // namespace
-
-HostTarget &host_target() {
-  static HostTarget t;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    llvm::InitializeNativeTargetAsmParser();
-    const JitTarget &jt = jit_target(); // the host's CPU, capped by PTO_ISA
-    t.cpu = jt.cpu;
-    t.features = jt.features;
-    t.isa = jt.isa;
-    std::string triple = llvm::sys::getProcessTriple();
-    std::string err;
-    const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, err);
-    if (!target)
-      throw CompileError("<codegen>", "jit", "LLVM has no target for " + triple + ": " + err);
-    llvm::TargetOptions opts;
-    t.tm.reset(target->createTargetMachine(triple, t.cpu, t.features, opts, llvm::Reloc::PIC_,
-                                           std::nullopt, llvm::CodeGenOptLevel::Aggressive));
-  });
-  if (!t.tm)
-    throw CompileError("<codegen>", "jit", "could not create the host target machine");
-  return t;
-}
-
-namespace {
 
 /// JITLink memory manager that counts what the in-process manager hands out: bytes and mappings
 /// per JITDylib and in total. Every allocation is one mapping of its page-rounded segments.
@@ -184,36 +151,23 @@ struct Engine {
   std::atomic<int64_t> modules{0};
 };
 
+/// The symbols generated code may call: the runtime's entry points (abi_decls.h) and the SLEEF
+/// functions at every level (vector_math.h), from the tables the lowering declares them from.
 llvm::orc::SymbolMap runtime_symbols(llvm::orc::ExecutionSession &es) {
   llvm::orc::SymbolMap syms;
-  auto bind = [&](const char *name, void *addr) {
-    syms[es.intern(name)] = {llvm::orc::ExecutorAddr::fromPtr(addr),
-                             llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
+  auto bind = [&](const std::vector<std::pair<std::string, void *>> &table) {
+    for (const auto &[name, addr] : table)
+      syms[es.intern(name)] = {llvm::orc::ExecutorAddr::fromPtr(addr),
+                               llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
   };
-  bind("pto_rt_my_pe", reinterpret_cast<void *>(&pto_rt_my_pe));
-  bind("pto_rt_n_pes", reinterpret_cast<void *>(&pto_rt_n_pes));
-  bind("pto_rt_kernel_enter", reinterpret_cast<void *>(&pto_rt_kernel_enter));
-  bind("pto_rt_kernel_exit", reinterpret_cast<void *>(&pto_rt_kernel_exit));
-  bind("pto_rt_heap_base", reinterpret_cast<void *>(&pto_rt_heap_base));
-  bind("pto_rt_put", reinterpret_cast<void *>(&pto_rt_put));
-  bind("pto_rt_get", reinterpret_cast<void *>(&pto_rt_get));
-  bind("pto_rt_signal", reinterpret_cast<void *>(&pto_rt_signal));
-  bind("pto_rt_wait_until", reinterpret_cast<void *>(&pto_rt_wait_until));
-  bind("pto_rt_clear", reinterpret_cast<void *>(&pto_rt_clear));
-  bind("pto_rt_fail", reinterpret_cast<void *>(&pto_rt_fail));
-  bind("pto_rt_fail_msg", reinterpret_cast<void *>(&pto_rt_fail_msg));
-  bind("pto_rt_check_fail", reinterpret_cast<void *>(&pto_rt_check_fail));
-  bind("pto_rt_xop", reinterpret_cast<void *>(&pto_rt_xop));
-  bind("pto_rt_alloc", reinterpret_cast<void *>(&pto_rt_alloc));
-  bind("pto_rt_trace_now", reinterpret_cast<void *>(&pto_rt_trace_now));
-  bind("pto_rt_trace_op", reinterpret_cast<void *>(&pto_rt_trace_op));
-  for (const auto &[name, addr] : sleef_symbols())
-    bind(name.c_str(), addr);
+  bind(rt_symbols());
+  bind(sleef_symbols());
   return syms;
 }
 
 std::unique_ptr<Engine> make_engine() {
   HostTarget &ht = host_target();
+  check_abi_layouts(ht.tm->createDataLayout()); // once per process, before any generated code
   auto e = std::make_unique<Engine>();
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb)
@@ -290,6 +244,18 @@ JitModule::~JitModule() {
   e.modules.fetch_sub(1);
 }
 
+void *jit_symbol_address(const std::string &name) {
+  Engine &e = engine();
+  std::lock_guard lk(e.mu);
+  // The main JITDylib only, not its link order: the process's own symbols do not count.
+  auto sym = e.jit->lookup(e.jit->getMainJITDylib(), name);
+  if (!sym) {
+    llvm::consumeError(sym.takeError());
+    return nullptr;
+  }
+  return sym->toPtr<void *>();
+}
+
 JitMemory jit_memory() {
   JitMemory m;
   Engine *e = g_engine.load();
@@ -299,17 +265,6 @@ JitMemory jit_memory() {
   if (e->memory)
     e->memory->totals(m.bytes, m.mappings);
   return m;
-}
-
-void *jit_symbol_address(const std::string &name) {
-  Engine &e = engine();
-  std::lock_guard lk(e.mu);
-  auto sym = e.jit->lookup(e.jit->getMainJITDylib(), name);
-  if (!sym) {
-    llvm::consumeError(sym.takeError()); // unbound: the answer is null
-    return nullptr;
-  }
-  return sym->toPtr<void *>();
 }
 
 namespace {

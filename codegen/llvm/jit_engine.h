@@ -4,7 +4,7 @@
 // .ll/.s dumps; counters of the JIT memory in use.
 #pragma once
 
-#include "llvm/host_isa.h"
+#include "llvm/host_target.h"
 #include "passes/stage_dump.h"
 
 #include <llvm/IR/LLVMContext.h>
@@ -16,17 +16,6 @@
 #include <string>
 
 namespace pto::codegen {
-
-/// What lowering compiles for: the host CPU, capped by PTO_ISA (passes/isa.h).
-struct HostTarget {
-  std::string cpu;
-  std::string features; ///< "+avx2,+fma,..." as LLVM target features
-  Isa isa = Isa::Sse2;  ///< the vector level: which SLEEF variant is called
-  std::unique_ptr<llvm::TargetMachine> tm;
-};
-/// The host target (created once per process). Throws CompileError if LLVM lacks the target,
-/// ArgumentError for a bad PTO_ISA.
-HostTarget &host_target();
 
 /// One compiled module: its JITDylib in the process-wide LLJIT. Destroying it removes the
 /// JITDylib, which frees the module's code and data (thread-safe; any thread may do it).
@@ -48,6 +37,11 @@ public:
 /// CompileError on failure (naming the dump path when one was written).
 std::unique_ptr<JitModule> jit_compile(std::unique_ptr<llvm::LLVMContext> ctx,
                                        std::unique_ptr<llvm::Module> m, const StageDump &dump);
+
+/// The address the JIT binds `name` to for generated code (its runtime and SLEEF symbols, in the
+/// JITDylib every module links against first), or null when it binds no such symbol. Creates the
+/// JIT on first use. For tests of the bindings.
+void *jit_symbol_address(const std::string &name);
 
 /// The JIT memory in use by every module alive, all threads.
 struct JitMemory {

@@ -6,7 +6,7 @@
 #include "pto/size_math.h"
 
 #include "llvm/dtype_codec.h"
-#include "llvm/jit_engine.h"
+#include "llvm/host_target.h"
 #include "llvm/llvm_loops.h"
 
 #include <llvm/IR/Intrinsics.h>
@@ -23,9 +23,7 @@ KernelBuilder::KernelBuilder(const ir::Program &p, const SiteTable &sites,
     : p_(p), sites_(sites), opts_(opts), C(c), M(m), B(c), W(opts.vector_lanes) {}
 
 llvm::Function *KernelBuilder::begin_function(const char *name) {
-  auto *ptr = B.getPtrTy();
-  auto *fty = llvm::FunctionType::get(B.getInt32Ty(), {ptr, ptr, ptr}, false);
-  F = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, M);
+  F = llvm::Function::Create(kernel_type(C), llvm::Function::ExternalLinkage, name, M);
   HostTarget &ht = host_target();
   F->addFnAttr("target-cpu", ht.cpu);
   F->addFnAttr("target-features", ht.features);
@@ -42,10 +40,6 @@ llvm::Function *KernelBuilder::begin_function(const char *name) {
 }
 
 Isa KernelBuilder::isa() const { return host_target().isa; }
-
-bool KernelBuilder::has_avx2() const {
-  return ("," + host_target().features + ",").find(",+avx2,") != std::string::npos;
-}
 
 // ---- values in memory --------------------------------------------------------------------------
 /// The buffer of a root value: a kernel argument, or a materialized local.
@@ -97,7 +91,7 @@ Addr KernelBuilder::addr(ValueId id) {
         // first when the window starts before 0, else the last.
         LV *bad = B.CreateSelect(B.CreateICmpSLT(off, i64(0)), off,
                                  B.CreateSub(B.CreateAdd(off, valid), i64(1)));
-        fail_unless(B.CreateOr(B.CreateICmpSLE(valid, i64(0)), in), kFailViewBounds, bad,
+        fail_unless(B.CreateOr(B.CreateICmpSLE(valid, i64(0)), in), PTO_FAIL_VIEW_BOUNDS, bad,
                     sym(root.shape[d]));
       }
       lin = B.CreateAdd(lin, B.CreateMul(off, a.strides[d]));
@@ -194,13 +188,12 @@ void KernelBuilder::ret_if_error(LV *status) {
   B.SetInsertPoint(ok);
 }
 
-void KernelBuilder::fail_unless(LV *ok, int kind, LV *a, LV *b) {
+void KernelBuilder::fail_unless(LV *ok, pto_fail_kind kind, LV *a, LV *b) {
   auto *bad = block("fail");
   auto *cont = block("cont");
   B.CreateCondBr(ok, cont, bad, likely());
   B.SetInsertPoint(bad);
-  LV *st =
-      call_rt("pto_rt_fail", B.getInt32Ty(), {ctx_, B.getInt32(kind), B.getInt32(cur_site_), a, b});
+  LV *st = call_rt(RtFn::Fail, {ctx_, B.getInt32(kind), B.getInt32(cur_site_), a, b});
   B.CreateRet(st);
   B.SetInsertPoint(cont);
 }
@@ -210,9 +203,8 @@ void KernelBuilder::fail_msg_if(LV *bad, int32_t error_class, int site, const st
   auto *cont = block("cont");
   B.CreateCondBr(bad, fail, cont, unlikely());
   B.SetInsertPoint(fail);
-  B.CreateRet(
-      call_rt("pto_rt_fail_msg", B.getInt32Ty(),
-              {ctx_, B.getInt32(error_class), B.getInt32(site), B.CreateGlobalStringPtr(detail)}));
+  B.CreateRet(call_rt(RtFn::FailMsg, {ctx_, B.getInt32(error_class), B.getInt32(site),
+                                      B.CreateGlobalStringPtr(detail)}));
   B.SetInsertPoint(cont);
 }
 
@@ -235,22 +227,13 @@ LV *KernelBuilder::entry_alloca(llvm::Type *t, const char *name) {
 }
 
 // ---- the runtime -------------------------------------------------------------------------------
-LV *KernelBuilder::call_rt(const char *name, llvm::Type *ret, std::vector<LV *> args) {
-  return emit_call_rt(B, name, ret, std::move(args));
+LV *KernelBuilder::call_rt(RtFn fn, llvm::ArrayRef<LV *> args) {
+  return codegen::call_rt(B, fn, args);
 }
 
-LV *KernelBuilder::call_rt_in_entry(const char *name, llvm::Type *ret, std::vector<LV *> args) {
+LV *KernelBuilder::call_rt_in_entry(RtFn fn, llvm::ArrayRef<LV *> args) {
   llvm::IRBuilder<> eb(alloca_point_);
-  return emit_call_rt(eb, name, ret, std::move(args));
-}
-
-LV *KernelBuilder::emit_call_rt(llvm::IRBuilderBase &at, const char *name, llvm::Type *ret,
-                                std::vector<LV *> args) {
-  std::vector<llvm::Type *> tys;
-  for (auto *a : args)
-    tys.push_back(a->getType());
-  auto callee = M.getOrInsertFunction(name, llvm::FunctionType::get(ret, tys, false));
-  return at.CreateCall(callee, args);
+  return codegen::call_rt(eb, fn, args);
 }
 
 } // namespace pto::codegen

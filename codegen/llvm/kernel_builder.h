@@ -9,8 +9,10 @@
 #pragma once
 
 #include "pto/ir/program.h"
+#include "pto/runtime/abi.h"
 
-#include "llvm/host_isa.h"
+#include "llvm/abi_decls.h"
+#include "llvm/host_target.h"
 #include "passes/compile.h"
 #include "passes/sites.h"
 
@@ -23,14 +25,6 @@
 #include <vector>
 
 namespace pto::codegen {
-
-/// The `kind` argument of pto_rt_fail (pto/runtime/abi.h), with the two values it reports.
-constexpr int kFailDivZero = 1;    ///< integer division by zero (a, b: 0, 0)
-constexpr int kFailIndex = 2;      ///< Tensor::at index out of range (index, dim)
-constexpr int kFailPe = 3;         ///< signal slot row not a PE of the group (pe, n_pes)
-constexpr int kFailOffset = 4;     ///< shmem window outside the data (index, dim)
-constexpr int kFailViewBounds = 5; ///< view window outside its root (index, dim)
-constexpr int kFailSlotAlign = 6;  ///< signal window not tile-aligned (offset, tile)
 
 /// Element 0 of a value's window and its root's row-major element strides (i64).
 struct Addr {
@@ -60,10 +54,9 @@ public:
   llvm::Value *ctx_arg() const { return ctx_; }
   /// W, the lanes of the fused passes' vectors (CompileOptions::vector_lanes).
   int lanes() const { return W; }
-  /// The CPU the code is compiled for (host_target(), capped by PTO_ISA): its vector level
-  /// chooses the SLEEF variants, its features the intrinsics.
+  /// The vector level of the CPU the code is compiled for (host_target()): it chooses SLEEF
+  /// variants (vector_math.h) and intrinsics.
   Isa isa() const;
-  bool has_avx2() const;
 
   // ---- sites: the index into the site table of the op a run-time failure is reported at -----
   // An op's site is its id (passes/sites.h), numbered once by the pipeline.
@@ -93,7 +86,7 @@ public:
   /// Gives local `id` its buffer (a materialized value).
   void set_storage(ir::ValueId id, llvm::Value *buffer) { storage_[id] = buffer; }
   /// Address of a value's window (views resolved to their root; a symbolic window is checked to
-  /// lie inside its root once, here, failing the call with kFailViewBounds).
+  /// lie inside its root once, here, failing the call with PTO_FAIL_VIEW_BOUNDS).
   Addr addr(ir::ValueId id);
   /// Element pointer of index `idx` in window `a` of a `dt` value.
   llvm::Value *elem_ptr(const Addr &a, DataType dt, const std::vector<llvm::Value *> &idx);
@@ -128,7 +121,7 @@ public:
   /// Returns `status` (i32) from the kernel when it is non-zero.
   void ret_if_error(llvm::Value *status);
   /// Calls pto_rt_fail(kind, current site, a, b) and returns its status when `ok` is false.
-  void fail_unless(llvm::Value *ok, int kind, llvm::Value *a, llvm::Value *b);
+  void fail_unless(llvm::Value *ok, pto_fail_kind kind, llvm::Value *a, llvm::Value *b);
   /// Calls pto_rt_fail_msg(error_class, site, detail) and returns its status when `bad` is true.
   void fail_msg_if(llvm::Value *bad, int32_t error_class, int site, const std::string &detail);
   llvm::MDNode *likely();
@@ -146,11 +139,11 @@ public:
   llvm::Value *entry_alloca(llvm::Type *t, const char *name);
 
   // ---- the runtime ---------------------------------------------------------------------------
-  /// Calls runtime entry point `name` (pto/runtime/abi.h) returning `ret` with `args`, at the
-  /// builder's insertion point.
-  llvm::Value *call_rt(const char *name, llvm::Type *ret, std::vector<llvm::Value *> args);
+  /// Calls runtime entry point `fn` with `args` at the builder's insertion point, declared with
+  /// its C type (abi_decls.h). Throws InternalError when `args` do not match that type.
+  llvm::Value *call_rt(RtFn fn, llvm::ArrayRef<llvm::Value *> args);
   /// The same call, emitted in the entry block (once per call of the kernel).
-  llvm::Value *call_rt_in_entry(const char *name, llvm::Type *ret, std::vector<llvm::Value *> args);
+  llvm::Value *call_rt_in_entry(RtFn fn, llvm::ArrayRef<llvm::Value *> args);
 
 private:
   friend class SymEmitter; // lower_symbolic.cpp
@@ -163,8 +156,6 @@ private:
   void branch(llvm::Value *cond, const std::function<void()> &then,
               const std::function<void()> *otherwise, const llvm::Twine &then_name,
               const llvm::Twine *else_name, const llvm::Twine &join_name);
-  llvm::Value *emit_call_rt(llvm::IRBuilderBase &at, const char *name, llvm::Type *ret,
-                            std::vector<llvm::Value *> args);
   // lower_symbolic.cpp
   llvm::Value *symbol_value(const SymExpr &e, const std::vector<llvm::Value *> &idx);
   llvm::Value *sym_op(SymOp op, const std::vector<llvm::Value *> &a);

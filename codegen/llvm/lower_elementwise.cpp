@@ -8,6 +8,7 @@
 
 #include "llvm/dtype_codec.h"
 #include "llvm/elementwise_blocks.h"
+#include "llvm/vector_math.h"
 
 #include <llvm/IR/Intrinsics.h>
 
@@ -24,7 +25,7 @@ LV *sleef_call(KernelBuilder &kb, const char *fn, const char *acc, const std::ve
   auto *vt = llvm::cast<llvm::FixedVectorType>(args[0]->getType());
   bool dbl = vt->getElementType()->isDoubleTy();
   unsigned native = sleef_lanes(kb.isa(), dbl);
-  std::string name = sleef_name(fn, acc, dbl, kb.isa());
+  std::string name = sleef_name(fn, acc, dbl, kb.isa()); // the names the JIT binds (vector_math.h)
   auto *nt = llvm::FixedVectorType::get(vt->getElementType(), native);
   std::vector<llvm::Type *> params(args.size(), nt);
   auto callee = kb.module().getOrInsertFunction(name, llvm::FunctionType::get(nt, params, false));

@@ -11,10 +11,10 @@
 
 namespace pto::codegen {
 
-/// Calls SLEEF `Sleef_<fn>{f|d}<N>_<acc><variant>` at `kb.isa()` (sleef_name; acc "u10", "u15",
-/// "u05", or "" for exact functions such as fmod) on float or double vectors of any width, split
-/// into native-width calls and rejoined. (fn, acc) must be in sleef_functions(), whose every name
-/// jit_engine.cpp binds.
+/// Calls SLEEF function `fn` at accuracy `acc` (a row of sleef_functions(), vector_math.h) on
+/// float or double vectors of any width, split into calls of the target level's native width
+/// and rejoined. The name is sleef_name()'s, which the JIT binds; (fn, acc) outside the table
+/// throws InternalError.
 llvm::Value *sleef_call(KernelBuilder &kb, const char *fn, const char *acc,
                         const std::vector<llvm::Value *> &args);
 
@@ -24,7 +24,7 @@ llvm::Value *lower_unary(KernelBuilder &kb, const ir::Op &op, llvm::Value *x, Da
                          DataType out_dt);
 
 /// Binary op `op` on operands of dtype `dt`. `mask` marks live lanes (null: all); a zero integer
-/// divisor in a live lane fails the call (kFailDivZero).
+/// divisor in a live lane fails the call (PTO_FAIL_DIV_ZERO).
 llvm::Value *lower_binary(KernelBuilder &kb, const ir::Op &op, llvm::Value *a, llvm::Value *b,
                           DataType dt, llvm::Value *mask);
 

@@ -4,8 +4,8 @@
 // dtype_codec.h.
 #include "llvm/lower_fused.h"
 
+#include "pto/element.h"
 #include "pto/error.h"
-#include "pto/half.h"
 
 #include "llvm/dtype_codec.h"
 #include "llvm/lower_elementwise.h"
@@ -441,13 +441,9 @@ LV *GroupLowering::scalar_const(const ir::Scalar &scalar, DataType dt) {
   auto *vt = kb_.vec_type(compute_type(B, dt));
   const ir::Scalar s = ir::as_element(scalar, dt);
   if (is_float(dt)) {
-    // The scalar is an element of the tensor's dtype: rounded once, on the host.
-    double v = s.f;
-    if (dt == DT_FP16)
-      v = fp16_to_fp32(fp64_to_fp16(v));
-    else if (dt == DT_BF16)
-      v = bf16_to_fp32(fp64_to_bf16(v));
-    return llvm::ConstantFP::get(vt, v);
+    // The scalar is an element of the tensor's dtype: rounded once, on the host, as the
+    // interpreter rounds it.
+    return llvm::ConstantFP::get(vt, element::round_scalar(s.f, dt));
   }
   return llvm::ConstantInt::get(vt, static_cast<uint64_t>(s.i), true);
 }
@@ -466,8 +462,7 @@ FusedScratch alloc_fused_scratch(KernelBuilder &kb, const FusionPlan &plan) {
       // dim, but 8 bytes per element can still pass the limit.
       LV *bytes = kb.checked_bytes({grp.cols + kb.lanes()}, 8, result_size_overflow(kb.value(id)),
                                    kb.def_site(id));
-      LV *buf = kb.call_rt("pto_rt_alloc", B.getPtrTy(),
-                           {kb.ctx_arg(), bytes, B.getInt32(grp.ops.front())});
+      LV *buf = kb.call_rt(RtFn::Alloc, {kb.ctx_arg(), bytes, B.getInt32(grp.ops.front())});
       kb.ret_if_error(B.CreateZExt(B.CreateIsNull(buf), B.getInt32Ty()));
       scratch[{static_cast<int>(g), id}] = buf;
     }

@@ -1,10 +1,14 @@
-// lower_library.cpp - See lower_library.h. The LLVM struct types here mirror XTensor and XCall of
-// rtlib/xops.h field for field.
+// lower_library.cpp - See lower_library.h. XTensor and XCall (rtlib/xops.h) are built through
+// their LLVM types and named field indices of abi_decls.h.
 #include "llvm/lower_library.h"
 
 #include "pto/error.h"
 
+#include "llvm/abi_decls.h"
 #include "rtlib/xops.h"
+
+#include <iterator>
+#include <utility>
 
 namespace pto::codegen {
 
@@ -16,7 +20,7 @@ namespace {
 class LibraryCall {
 public:
   LibraryCall(KernelBuilder &kb, const ir::Op &op)
-      : kb_(kb), B(kb.builder()), op_(op), i64t_(B.getInt64Ty()), ptr_(B.getPtrTy()),
+      : kb_(kb), B(kb.builder()), op_(op), i64t_(B.getInt64Ty()),
         dims_t_(llvm::ArrayType::get(i64t_, kXMaxRank)) {}
 
   void run() {
@@ -24,33 +28,30 @@ public:
     ids.insert(ids.end(), op_.outputs.begin(), op_.outputs.end());
     LV *tensors = tensor_array(ids);
     LV *call = xcall(ids.size(), tensors);
-    kb_.ret_if_error(kb_.call_rt("pto_rt_xop", B.getInt32Ty(), {call}));
+    kb_.ret_if_error(kb_.call_rt(RtFn::Xop, {call}));
   }
 
 private:
   /// A run-time value to store into field `field` (dim `d` of an array field) of tensor `k`.
   struct Patch {
     LV *value;
-    unsigned k, field, d;
+    unsigned k;
+    XTensorField field;
+    unsigned d;
   };
 
   KernelBuilder &kb_;
   llvm::IRBuilder<> &B;
   const ir::Op &op_;
-  llvm::Type *i64t_, *ptr_;
+  llvm::Type *i64t_;
   llvm::ArrayType *dims_t_;
-
-  /// XTensor: ptr, dtype, rank, shape[R], valid[R], strides[R]
-  llvm::StructType *xtensor_type() {
-    return llvm::StructType::get(kb_.context(), {ptr_, i64t_, i64t_, dims_t_, dims_t_, dims_t_});
-  }
 
   /// The XTensor array of `ids` on the stack. The descriptors are mostly compile-time
   /// constants: copy them from a constant global and store only the run-time fields (base
   /// pointers, symbolic extents). Field-by-field stores of every entry cost the SLP vectorizer a
   /// third of the compile time of library-heavy kernels.
   LV *tensor_array(const std::vector<ValueId> &ids) {
-    auto *xt = xtensor_type();
+    auto *xt = xtensor_type(kb_.context());
     auto *arr_t = llvm::ArrayType::get(xt, ids.size());
     LV *arr = kb_.entry_alloca(arr_t, "xt");
     std::vector<Patch> patches;
@@ -64,8 +65,8 @@ private:
                    kb_.module().getDataLayout().getTypeAllocSize(arr_t));
     for (const auto &pt : patches) {
       LV *t = B.CreateConstGEP2_32(arr_t, arr, 0, pt.k);
-      LV *field = B.CreateStructGEP(xt, t, pt.field);
-      if (pt.field >= 3)
+      LV *field = field_ptr(B, xt, t, pt.field);
+      if (xt->getElementType(field_index(pt.field))->isArrayTy()) // shape, valid, strides
         field = B.CreateConstGEP2_32(dims_t_, field, 0, pt.d);
       B.CreateStore(pt.value, field);
     }
@@ -77,28 +78,32 @@ private:
     const ir::Value &v = kb_.value(id);
     if (v.shape.size() > static_cast<size_t>(kXMaxRank))
       throw InternalError(op_.where, ir::op_info(op_.kind).name, "rank above kXMaxRank");
-    auto as_const = [&](LV *x, unsigned f, unsigned d) -> llvm::Constant * {
+    auto as_const = [&](LV *x, XTensorField f, unsigned d) -> llvm::Constant * {
       if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(x))
         return c;
       patches.push_back({x, k, f, d});
       return B.getInt64(0);
     };
     Addr a = kb_.addr(id);
-    patches.push_back({a.base, k, 0, 0});
+    patches.push_back({a.base, k, XTensorField::base, 0});
     std::vector<llvm::Constant *> shape(kXMaxRank, B.getInt64(0)), valid = shape, strides = shape;
     for (size_t d = 0; d < v.shape.size(); ++d) {
       const auto du = static_cast<unsigned>(d);
       LV *sz = kb_.sym(v.shape[d]), *val = kb_.sym(v.valid[d]);
       LV *c = kb_.clamp_valid(val, sz);
-      shape[d] = as_const(sz, 3, du);
-      valid[d] = as_const(c, 4, du);
-      strides[d] = as_const(a.strides[d], 5, du);
+      shape[d] = as_const(sz, XTensorField::shape, du);
+      valid[d] = as_const(c, XTensorField::valid, du);
+      strides[d] = as_const(a.strides[d], XTensorField::strides, du);
     }
-    return llvm::ConstantStruct::get(
-        xtensor_type(),
-        {llvm::ConstantPointerNull::get(B.getPtrTy()), B.getInt64(static_cast<uint64_t>(v.dtype)),
-         B.getInt64(v.shape.size()), llvm::ConstantArray::get(dims_t_, shape),
-         llvm::ConstantArray::get(dims_t_, valid), llvm::ConstantArray::get(dims_t_, strides)});
+    llvm::StructType *xt = xtensor_type(kb_.context());
+    std::vector<llvm::Constant *> fields(xt->getNumElements());
+    fields[field_index(XTensorField::base)] = llvm::ConstantPointerNull::get(B.getPtrTy());
+    fields[field_index(XTensorField::dtype)] = B.getInt64(static_cast<uint64_t>(v.dtype));
+    fields[field_index(XTensorField::rank)] = B.getInt64(v.shape.size());
+    fields[field_index(XTensorField::shape)] = llvm::ConstantArray::get(dims_t_, shape);
+    fields[field_index(XTensorField::valid)] = llvm::ConstantArray::get(dims_t_, valid);
+    fields[field_index(XTensorField::strides)] = llvm::ConstantArray::get(dims_t_, strides);
+    return llvm::ConstantStruct::get(xt, fields);
   }
 
   /// A constant global array of `elems` (null when empty).
@@ -123,28 +128,29 @@ private:
       reals.push_back(llvm::ConstantFP::get(B.getDoubleTy(), f));
       scalar_i = op_.scalar->is_int ? op_.scalar->i : xop_scalar_int(op_.scalar->f);
     }
-    // XCall: ctx, site, kind, n_inputs, n_tensors, tensors, axis, keepdim, n_ints, ints,
-    //        n_reals, reals, has_scalar, scalar_i
-    auto *xc =
-        llvm::StructType::get(kb_.context(), {ptr_, i64t_, i64t_, i64t_, i64t_, ptr_, i64t_, i64t_,
-                                              i64t_, ptr_, i64t_, ptr_, i64t_, i64t_});
+    llvm::StructType *xc = xcall_type(kb_.context());
     LV *call = kb_.entry_alloca(xc, "xcall");
-    std::vector<LV *> fields = {kb_.ctx_arg(),
-                                kb_.i64(kb_.current_site()),
-                                kb_.i64(static_cast<int64_t>(op_.kind)),
-                                kb_.i64(static_cast<int64_t>(op_.inputs.size())),
-                                kb_.i64(static_cast<int64_t>(n_tensors)),
-                                tensors,
-                                kb_.i64(op_.axis),
-                                kb_.i64(op_.keepdim ? 1 : 0),
-                                kb_.i64(static_cast<int64_t>(ints.size())),
-                                const_array(i64t_, ints),
-                                kb_.i64(static_cast<int64_t>(reals.size())),
-                                const_array(B.getDoubleTy(), reals),
-                                kb_.i64(op_.scalar ? 1 : 0),
-                                kb_.i64(scalar_i)};
-    for (unsigned f = 0; f < fields.size(); ++f)
-      B.CreateStore(fields[f], B.CreateStructGEP(xc, call, f));
+    const std::pair<XCallField, LV *> fields[] = {
+        {XCallField::ctx, kb_.ctx_arg()},
+        {XCallField::site, kb_.i64(kb_.current_site())},
+        {XCallField::kind, kb_.i64(static_cast<int64_t>(op_.kind))},
+        {XCallField::n_inputs, kb_.i64(static_cast<int64_t>(op_.inputs.size()))},
+        {XCallField::n_tensors, kb_.i64(static_cast<int64_t>(n_tensors))},
+        {XCallField::tensors, tensors},
+        {XCallField::axis, kb_.i64(op_.axis)},
+        {XCallField::keepdim, kb_.i64(op_.keepdim ? 1 : 0)},
+        {XCallField::n_ints, kb_.i64(static_cast<int64_t>(ints.size()))},
+        {XCallField::ints, const_array(i64t_, ints)},
+        {XCallField::n_reals, kb_.i64(static_cast<int64_t>(reals.size()))},
+        {XCallField::reals, const_array(B.getDoubleTy(), reals)},
+        {XCallField::has_scalar, kb_.i64(op_.scalar ? 1 : 0)},
+        {XCallField::scalar_i, kb_.i64(scalar_i)},
+    };
+    if (std::size(fields) != xc->getNumElements()) // every field stored: none left undefined
+      throw InternalError(op_.where, ir::op_info(op_.kind).name,
+                          "the XCall built misses fields of rtlib/xops.h's (a ptojit bug)");
+    for (const auto &[f, value] : fields)
+      B.CreateStore(value, field_ptr(B, xc, call, f));
     return call;
   }
 };

@@ -49,7 +49,7 @@ public:
     emit_entry();
     emit_region(p_.body);
     if (!p_.shmems.empty()) {
-      LV *st = kb_.call_rt("pto_rt_kernel_exit", B.getInt32Ty(), {kb_.ctx_arg()});
+      LV *st = kb_.call_rt(RtFn::KernelExit, {kb_.ctx_arg()});
       B.CreateRet(st);
     } else {
       B.CreateRet(B.getInt32(0));
@@ -80,7 +80,7 @@ private:
       const ir::Value &v = p_.value(id);
       const int site = kb_.def_site(id);
       LV *bytes = kb_.checked_bytes(v.shape, bytes_of(v.dtype), result_size_overflow(v), site);
-      LV *buf = kb_.call_rt("pto_rt_alloc", B.getPtrTy(), {kb_.ctx_arg(), bytes, B.getInt32(site)});
+      LV *buf = kb_.call_rt(RtFn::Alloc, {kb_.ctx_arg(), bytes, B.getInt32(site)});
       kb_.set_storage(id, buf);
       kb_.ret_if_error(B.CreateZExt(B.CreateIsNull(buf), B.getInt32Ty()));
     }
@@ -89,10 +89,10 @@ private:
 
   void bind_pe_numbers() {
     for (size_t g = 0; g < p_.groups.size(); ++g)
-      kb_.bind_my_pe(static_cast<int64_t>(g),
-                     B.CreateSExt(kb_.call_rt("pto_rt_my_pe", B.getInt32Ty(),
-                                              {kb_.ctx_arg(), B.getInt32(static_cast<int>(g))}),
-                                  B.getInt64Ty()));
+      kb_.bind_my_pe(
+          static_cast<int64_t>(g),
+          B.CreateSExt(kb_.call_rt(RtFn::MyPe, {kb_.ctx_arg(), B.getInt32(static_cast<int>(g))}),
+                       B.getInt64Ty()));
   }
 
   /// pto_rt_kernel_enter with the program's group table (hash, heap bytes, PEs, names, where
@@ -120,9 +120,9 @@ private:
       B.CreateStore(B.CreateGlobalStringPtr(p_.groups[g].layout),
                     B.CreateConstGEP2_64(names_ty, layouts, 0, g));
     }
-    LV *st = kb_.call_rt("pto_rt_kernel_enter", B.getInt32Ty(),
-                         {kb_.ctx_arg(), hashes, B.getInt32(static_cast<int>(ng)), heap, npes,
-                          names, wheres, layouts});
+    LV *st =
+        kb_.call_rt(RtFn::KernelEnter, {kb_.ctx_arg(), hashes, B.getInt32(static_cast<int>(ng)),
+                                        heap, npes, names, wheres, layouts});
     kb_.ret_if_error(st);
   }
 
@@ -133,11 +133,10 @@ private:
       const auto &item = items[k];
       if (item.group >= 0) {
         const FusedGroup &g = plan_.groups[static_cast<size_t>(item.group)];
-        LV *t0 = kb_.call_rt("pto_rt_trace_now", B.getInt64Ty(), {kb_.ctx_arg()});
+        LV *t0 = kb_.call_rt(RtFn::TraceNow, {kb_.ctx_arg()});
         lower_fused_group(kb_, plan_, item.group, scratch_);
-        kb_.call_rt("pto_rt_trace_op", B.getVoidTy(),
-                    {kb_.ctx_arg(), B.getInt32(g.ops.front()),
-                     B.getInt32(static_cast<int>(g.ops.size())), t0});
+        kb_.call_rt(RtFn::TraceOp, {kb_.ctx_arg(), B.getInt32(g.ops.front()),
+                                    B.getInt32(static_cast<int>(g.ops.size())), t0});
         continue;
       }
       const Op &op = kb_.op(item.op);
@@ -186,7 +185,7 @@ private:
     const auto family = ir::op_info(op.kind).family;
     const bool traced =
         family != OpFamily::Shmem && family != OpFamily::Control && family != OpFamily::Check;
-    LV *t0 = traced ? kb_.call_rt("pto_rt_trace_now", B.getInt64Ty(), {kb_.ctx_arg()}) : nullptr;
+    LV *t0 = traced ? kb_.call_rt(RtFn::TraceNow, {kb_.ctx_arg()}) : nullptr;
     switch (family) {
     case OpFamily::Check:
       emit_check(op);
@@ -225,8 +224,7 @@ private:
                           "op was not fused and has no standalone lowering (a ptojit bug)");
     }
     if (traced)
-      kb_.call_rt("pto_rt_trace_op", B.getVoidTy(),
-                  {kb_.ctx_arg(), B.getInt32(kb_.site_of(op)), B.getInt32(1), t0});
+      kb_.call_rt(RtFn::TraceOp, {kb_.ctx_arg(), B.getInt32(kb_.site_of(op)), B.getInt32(1), t0});
   }
 
   /// pto::loop: bounds evaluated once at entry, then an LLVM loop over the body.
@@ -292,7 +290,7 @@ private:
     for (uint64_t k = 0; k < n; ++k)
       B.CreateStore(kb_.sym(op.args[k]), B.CreateConstGEP2_64(arr_ty, arr, 0, k));
     LV *st =
-        kb_.call_rt("pto_rt_check_fail", B.getInt32Ty(),
+        kb_.call_rt(RtFn::CheckFail,
                     {kb_.ctx_arg(), B.getInt32(kb_.current_site()),
                      B.getInt32(check_error_class(op)), B.CreateGlobalStringPtr(op.message),
                      B.CreateConstGEP2_64(arr_ty, arr, 0, 0), kb_.i64(static_cast<int64_t>(n))});
@@ -306,7 +304,7 @@ public:
   LlvmExecutable(std::unique_ptr<JitModule> m, std::vector<std::string> sites)
       : mod_(std::move(m)) {
     sites_ = std::move(sites);
-    fn_ = reinterpret_cast<Fn>(mod_->entry());
+    fn_ = reinterpret_cast<pto_kernel_fn>(mod_->entry());
     code_bytes = mod_->code_bytes();
   }
   int32_t run(pto_ctx *ctx, void *const *args, const int64_t *dims) const override {
@@ -314,9 +312,8 @@ public:
   }
 
 private:
-  using Fn = int32_t (*)(pto_ctx *, void *const *, const int64_t *);
   std::unique_ptr<JitModule> mod_;
-  Fn fn_ = nullptr;
+  pto_kernel_fn fn_ = nullptr;
 };
 
 } // namespace

@@ -67,7 +67,7 @@ private:
     out_dt_ = vc_.dtype;
     int_ = in_dt_ == DT_INT8;
     kg_ = int_ ? 2 : 1;
-    avx2_ = kb_.has_avx2();
+    avx2_ = kb_.isa() >= Isa::Avx2;
     const auto &cube = op_.tile.cube;
     m_l1_ = round_up(cube[1], kMR);
     k_l1_ = round_up(std::min(cube[3], cube[4]), kg_);
@@ -149,8 +149,7 @@ private:
   /// Scratch of `bytes`, allocated in the entry block (once per call). Site -1: a failure points
   /// at the user's call of the kernel.
   LV *alloc(int64_t bytes) {
-    return kb_.call_rt_in_entry("pto_rt_alloc", B.getPtrTy(),
-                                {kb_.ctx_arg(), kb_.i64(bytes), B.getInt32(-1)});
+    return kb_.call_rt_in_entry(RtFn::Alloc, {kb_.ctx_arg(), kb_.i64(bytes), B.getInt32(-1)});
   }
 
   /// Returns PTO_ERR from the kernel when any of `ptrs` is null.

@@ -4,10 +4,13 @@
 
 #include "pto/runtime/abi.h"
 
+#include "llvm/abi_decls.h"
 #include "llvm/dtype_codec.h"
+#include "rtlib/abi_codes.h"
 
 #include <algorithm>
 #include <functional>
+#include <type_traits>
 
 namespace pto::codegen {
 
@@ -82,9 +85,7 @@ private:
   void if_nonempty(LV *nonempty, const char *name, const std::function<void()> &then);
   void check_slots(const ir::ShmemInfo &s, const ir::SlotGeometry &g, LV *row, const Index &O);
   LV *slot_of(const ir::SlotGeometry &g, const Index &O, const Index &off, LV *row);
-  LV *atomic(const Op &op) {
-    return B.getInt32(op.atomic == ir::Atomic::Add ? PTO_ATOMIC_ADD : PTO_ATOMIC_SET);
-  }
+  LV *atomic(const Op &op) { return B.getInt32(abi_atomic(op.atomic)); }
 };
 
 void ShmemLowering::for_tiles(const std::vector<int64_t> &shape, const std::vector<int64_t> &tile,
@@ -109,17 +110,22 @@ void ShmemLowering::for_tiles(const std::vector<int64_t> &shape, const std::vect
   rec(0);
 }
 
-/// Fills a pto_block {extent[4], src_stride[4], dst_stride[4]} (leading dims padded with 1).
+/// Fills a pto_block {extent, src_stride, dst_stride} (leading dims padded with extent 1).
 LV *ShmemLowering::make_block(const Index &ext, const Index &ss, const Index &ds) {
-  auto *ty = llvm::ArrayType::get(B.getInt64Ty(), 12);
+  llvm::StructType *ty = block_type(kb_.context());
   LV *blk = kb_.entry_alloca(ty, "block");
-  size_t r = ext.size();
-  for (size_t k = 0; k < 4; ++k) {
-    bool pad = k < 4 - r;
-    size_t d = pad ? 0 : k - (4 - r);
-    B.CreateStore(pad ? kb_.i64(1) : ext[d], B.CreateConstGEP2_64(ty, blk, 0, k));
-    B.CreateStore(pad ? kb_.i64(0) : ss[d], B.CreateConstGEP2_64(ty, blk, 0, 4 + k));
-    B.CreateStore(pad ? kb_.i64(0) : ds[d], B.CreateConstGEP2_64(ty, blk, 0, 8 + k));
+  constexpr size_t kDims = std::extent_v<decltype(pto_block::extent)>;
+  auto store = [&](BlockField f, size_t k, LV *v) {
+    llvm::Type *array = ty->getElementType(field_index(f));
+    B.CreateStore(v, B.CreateConstGEP2_64(array, field_ptr(B, ty, blk, f), 0, k));
+  };
+  const size_t r = ext.size();
+  for (size_t k = 0; k < kDims; ++k) {
+    const bool pad = k < kDims - r;
+    const size_t d = pad ? 0 : k - (kDims - r);
+    store(BlockField::extent, k, pad ? kb_.i64(1) : ext[d]);
+    store(BlockField::src_stride, k, pad ? kb_.i64(0) : ss[d]);
+    store(BlockField::dst_stride, k, pad ? kb_.i64(0) : ds[d]);
   }
   return blk;
 }
@@ -159,7 +165,7 @@ void ShmemLowering::check_shmem_window(const ir::ShmemInfo &s, const Op &op, con
     LV *last = B.CreateSelect(B.CreateICmpSLE(o, shape),
                               B.CreateSub(B.CreateAdd(o, ext[d]), kb_.i64(1)), o);
     LV *bad_index = B.CreateSelect(B.CreateICmpSLT(o, kb_.i64(0)), o, last);
-    kb_.fail_unless(ok, kFailOffset, bad_index, kb_.i64(s.shape[d]));
+    kb_.fail_unless(ok, PTO_FAIL_OFFSET, bad_index, kb_.i64(s.shape[d]));
   }
 }
 
@@ -225,7 +231,7 @@ TileBody ShmemLowering::prepare_put(const Op &op) {
                     const ir::ShmemInfo &s = *t.s;
                     LV *blk = make_block(c.ext, t.a.strides, t.heap_strides);
                     LV *sp = B.CreateGEP(storage_type(B, t.local->dtype), t.a.base, c.lin);
-                    return kb_.call_rt("pto_rt_put", B.getInt32Ty(),
+                    return kb_.call_rt(RtFn::Put,
                                        {kb_.ctx_arg(), B.getInt32(s.group_index), t.pe, atomic(op),
                                         sp, B.getInt32(t.local->dtype), heap_offset(s, op, off),
                                         kb_.i64(s.data_offset_bytes + s.data_bytes),
@@ -242,7 +248,7 @@ TileBody ShmemLowering::prepare_get(const Op &op) {
                     LV *blk = make_block(c.ext, t.heap_strides, t.a.strides);
                     LV *dp = B.CreateGEP(storage_type(B, t.local->dtype), t.a.base, c.lin);
                     return kb_.call_rt(
-                        "pto_rt_get", B.getInt32Ty(),
+                        RtFn::Get,
                         {kb_.ctx_arg(), B.getInt32(s.group_index), t.pe, heap_offset(s, op, off),
                          kb_.i64(s.data_offset_bytes + s.data_bytes), B.getInt32(s.dtype), dp,
                          B.getInt32(t.local->dtype), blk, B.getInt32(kb_.current_site())});
@@ -255,11 +261,11 @@ void ShmemLowering::check_slots(const ir::ShmemInfo &s, const ir::SlotGeometry &
                                 const Index &O) {
   kb_.fail_unless(
       B.CreateAnd(B.CreateICmpSGE(row, kb_.i64(0)), B.CreateICmpSLT(row, kb_.i64(s.n_pes))),
-      kFailPe, row, kb_.i64(s.n_pes));
+      PTO_FAIL_PE, row, kb_.i64(s.n_pes));
   for (size_t d = 0; d < g.data_shape.size(); ++d) {
     LV *within = B.CreateSRem(O[d], kb_.i64(g.view_shape[d]));
     kb_.fail_unless(B.CreateICmpEQ(B.CreateSRem(within, kb_.i64(g.tile[d])), kb_.i64(0)),
-                    kFailSlotAlign, within, kb_.i64(g.tile[d]));
+                    PTO_FAIL_SLOT_ALIGN, within, kb_.i64(g.tile[d]));
   }
 }
 
@@ -298,13 +304,13 @@ TileBody ShmemLowering::prepare_signal_wait(const Op &op) {
     LV *slot_off = B.CreateAdd(kb_.i64(s.signal_offset_bytes), B.CreateMul(slot, kb_.i64(32)));
     LV *st;
     if (op.kind == OpKind::ShmemSignal) {
-      st = kb_.call_rt("pto_rt_signal", B.getInt32Ty(),
+      st = kb_.call_rt(RtFn::Signal,
                        {kb_.ctx_arg(), B.getInt32(s.group_index), target, slot_off, atomic(op),
                         B.getInt32(op.signal), B.getInt32(kb_.current_site())});
     } else {
-      st = kb_.call_rt("pto_rt_wait_until", B.getInt32Ty(),
+      st = kb_.call_rt(RtFn::WaitUntil,
                        {kb_.ctx_arg(), B.getInt32(s.group_index), slot_off,
-                        B.getInt32(static_cast<int>(op.cmp)), B.getInt32(op.signal),
+                        B.getInt32(abi_cmp(op.cmp)), B.getInt32(op.signal),
                         B.getInt32(op.clear ? 1 : 0), slot, B.getInt32(kb_.current_site())});
     }
     kb_.ret_if_error(st);
@@ -314,11 +320,10 @@ TileBody ShmemLowering::prepare_signal_wait(const Op &op) {
 void ShmemLowering::clear_signal(const Op &op) {
   const auto &s = shmem_of(op);
   LV *blk = make_block({kb_.i64(s.signal_bytes / 4)}, {kb_.i64(1)}, {kb_.i64(1)});
-  LV *status =
-      kb_.call_rt("pto_rt_clear", B.getInt32Ty(),
-                  {kb_.ctx_arg(), B.getInt32(s.group_index), kb_.i64(s.signal_offset_bytes),
-                   kb_.i64(s.signal_offset_bytes + s.signal_bytes), B.getInt32(DT_INT32), blk,
-                   B.getInt32(kb_.current_site())});
+  LV *status = kb_.call_rt(
+      RtFn::Clear, {kb_.ctx_arg(), B.getInt32(s.group_index), kb_.i64(s.signal_offset_bytes),
+                    kb_.i64(s.signal_offset_bytes + s.signal_bytes), B.getInt32(DT_INT32), blk,
+                    B.getInt32(kb_.current_site())});
   kb_.ret_if_error(status);
 }
 
@@ -330,10 +335,10 @@ void ShmemLowering::clear(const Op &op) {
   Index ds = constants(shmem_strides(s));
   for_tiles(op.view_shape, op.tile.vec, [&](const Index &off, const Index &size) {
     LV *blk = make_block(size, ds, ds);
-    LV *status = kb_.call_rt("pto_rt_clear", B.getInt32Ty(),
-                             {kb_.ctx_arg(), B.getInt32(s.group_index), heap_offset(s, op, off),
-                              kb_.i64(s.data_offset_bytes + s.data_bytes), B.getInt32(s.dtype), blk,
-                              B.getInt32(kb_.current_site())});
+    LV *status =
+        kb_.call_rt(RtFn::Clear, {kb_.ctx_arg(), B.getInt32(s.group_index), heap_offset(s, op, off),
+                                  kb_.i64(s.data_offset_bytes + s.data_bytes), B.getInt32(s.dtype),
+                                  blk, B.getInt32(kb_.current_site())});
     kb_.ret_if_error(status);
   });
 }

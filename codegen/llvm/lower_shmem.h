@@ -1,6 +1,6 @@
 // lower_shmem.h - LLVM IR for the shmem ops (pto/distributed.h): each becomes runtime calls
 // (pto/runtime/abi.h) per tile of its window, with the window checked once against the shmem
-// data (kFailOffset) before the runtime touches memory, and signal slots indexed as reference
+// data (PTO_FAIL_OFFSET) before the runtime touches memory, and signal slots indexed as reference
 // §6.3 lays them out. A put followed by its signal (or a wait followed by its get) over the same
 // tiles is pipelined: one tile loop does both per tile.
 #pragma once

@@ -69,7 +69,7 @@ LV *KernelBuilder::sym_op(SymOp op, const std::vector<LV *> &a) {
     return arith(llvm::Intrinsic::smul_with_overflow, a[0], a[1]);
   case SymOp::Div:
   case SymOp::Mod: {
-    fail_unless(nz(a[1]), kFailDivZero, a[0], a[1]);
+    fail_unless(nz(a[1]), PTO_FAIL_DIV_ZERO, a[0], a[1]);
     // x / -1 as a negation keeps INT64_MIN / -1 defined (wraps, as the folder does).
     LV *minus1 = B.CreateICmpEQ(a[1], i64(-1));
     if (overflow_ && op == SymOp::Div)
@@ -320,11 +320,11 @@ LV *KernelBuilder::read_element(const SymExpr &e, const std::vector<LV *> &idx) 
   for (size_t d = 0; d < e.args.size(); ++d) {
     LV *i = idx[d];
     LV *dim = sym(v.shape[d]);
-    fail_unless(B.CreateICmpULT(i, dim), kFailIndex, i, dim);
+    fail_unless(B.CreateICmpULT(i, dim), PTO_FAIL_INDEX, i, dim);
     if (v.kind == ValueKind::View) {
       LV *at = B.CreateAdd(sym(v.offsets[d]), i);
       LV *root_dim = sym(root.shape[d]);
-      fail_unless(B.CreateICmpULT(at, root_dim), kFailIndex, at, root_dim);
+      fail_unless(B.CreateICmpULT(at, root_dim), PTO_FAIL_INDEX, at, root_dim);
       i = at;
     }
     pos.push_back(i);

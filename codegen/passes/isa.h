@@ -16,6 +16,8 @@ namespace pto::codegen {
 /// The x86-64 vector levels, lowest first: the psABI's x86-64 (SSE2), x86-64-v2 (SSE4.2),
 /// x86-64-v3 (AVX2, FMA) and x86-64-v4 (AVX-512 F/BW/CD/DQ/VL).
 enum class Isa { Sse2, Sse4, Avx2, Avx512 };
+/// Every level, lowest first.
+inline constexpr Isa kIsas[] = {Isa::Sse2, Isa::Sse4, Isa::Avx2, Isa::Avx512};
 
 /// What the JIT compiles for.
 struct JitTarget {

@@ -10,7 +10,9 @@
 #include "pto/ir/program.h"
 #include "pto/runtime/abi.h"
 
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace pto::codegen {
 
@@ -44,6 +46,26 @@ struct XCall {
   int64_t has_scalar;
   int64_t scalar_i; ///< the scalar's integer value (is_int) or its value truncated
 };
+
+// The layouts generated code builds (llvm/abi_decls.cpp derives the LLVM types from these
+// fields and checks them against offsetof): fixed here so that a change is a deliberate ABI
+// change, not a silent one.
+static_assert(std::is_standard_layout_v<XTensor> && std::is_standard_layout_v<XCall>);
+static_assert(sizeof(XTensor) == 24 + 3 * 8 * kXMaxRank && alignof(XTensor) == 8 &&
+                  offsetof(XTensor, base) == 0 && offsetof(XTensor, dtype) == 8 &&
+                  offsetof(XTensor, rank) == 16 && offsetof(XTensor, shape) == 24 &&
+                  offsetof(XTensor, valid) == 24 + 8 * kXMaxRank &&
+                  offsetof(XTensor, strides) == 24 + 16 * kXMaxRank,
+              "XTensor layout changed");
+static_assert(sizeof(XCall) == 112 && alignof(XCall) == 8 && offsetof(XCall, ctx) == 0 &&
+                  offsetof(XCall, site) == 8 && offsetof(XCall, kind) == 16 &&
+                  offsetof(XCall, n_inputs) == 24 && offsetof(XCall, n_tensors) == 32 &&
+                  offsetof(XCall, tensors) == 40 && offsetof(XCall, axis) == 48 &&
+                  offsetof(XCall, keepdim) == 56 && offsetof(XCall, n_ints) == 64 &&
+                  offsetof(XCall, ints) == 72 && offsetof(XCall, n_reals) == 80 &&
+                  offsetof(XCall, reals) == 88 && offsetof(XCall, has_scalar) == 96 &&
+                  offsetof(XCall, scalar_i) == 104,
+              "XCall layout changed");
 
 /// XCall::scalar_i of a floating scalar: truncated, 0 when not finite or out of int64 range.
 inline int64_t xop_scalar_int(double f) {

@@ -2,16 +2,14 @@
 // checks and the optional guards (canary bytes, a PROT_NONE page) of host_tensor.h.
 #include "pto/host_tensor.h"
 
+#include "pto/element.h"
 #include "pto/error.h"
-#include "pto/half.h"
 #include "pto/size_math.h"
 
 #include <atomic>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
-#include <limits>
 #include <new>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -194,84 +192,13 @@ void HostTensor::set(int64_t i, double v, std::source_location loc) {
 }
 
 double HostTensor::load(int64_t i) const {
-  const uint8_t *b = data_.get();
-  switch (dtype_) {
-  case DT_INT8:
-    return reinterpret_cast<const int8_t *>(b)[i];
-  case DT_INT16:
-    return reinterpret_cast<const int16_t *>(b)[i];
-  case DT_INT32:
-    return reinterpret_cast<const int32_t *>(b)[i];
-  case DT_INT64:
-    return static_cast<double>(reinterpret_cast<const int64_t *>(b)[i]);
-  case DT_UINT8:
-    return b[i];
-  case DT_BOOL:
-    return b[i] != 0;
-  case DT_FP16:
-    return fp16_to_fp32(reinterpret_cast<const uint16_t *>(b)[i]);
-  case DT_BF16:
-    return bf16_to_fp32(reinterpret_cast<const uint16_t *>(b)[i]);
-  case DT_FP32:
-    return reinterpret_cast<const float *>(b)[i];
-  case DT_DOUBLE:
-    return reinterpret_cast<const double *>(b)[i];
-  PTO_CASE_UNSUPPORTED_DTYPES:
-    break; // the constructor refuses them
-  }
-  return 0;
+  const uint8_t *p = data_.get() + i * bytes_of(dtype_);
+  return is_float(dtype_) ? element::load_f(p, dtype_)
+                          : static_cast<double>(element::load_i(p, dtype_));
 }
-
-namespace {
-template <class T> T to_int(double v) {
-  if (std::isnan(v))
-    return 0;
-  double t = std::trunc(v);
-  if (t <= static_cast<double>(std::numeric_limits<T>::min()))
-    return std::numeric_limits<T>::min();
-  if (t >= static_cast<double>(std::numeric_limits<T>::max()))
-    return std::numeric_limits<T>::max();
-  return static_cast<T>(t);
-}
-} // namespace
 
 void HostTensor::store(int64_t i, double v) {
-  uint8_t *b = data_.get();
-  switch (dtype_) {
-  case DT_INT8:
-    reinterpret_cast<int8_t *>(b)[i] = to_int<int8_t>(v);
-    break;
-  case DT_INT16:
-    reinterpret_cast<int16_t *>(b)[i] = to_int<int16_t>(v);
-    break;
-  case DT_INT32:
-    reinterpret_cast<int32_t *>(b)[i] = to_int<int32_t>(v);
-    break;
-  case DT_INT64:
-    reinterpret_cast<int64_t *>(b)[i] = to_int<int64_t>(v);
-    break;
-  case DT_UINT8:
-    b[i] = to_int<uint8_t>(v);
-    break;
-  case DT_BOOL:
-    b[i] = v != 0;
-    break;
-  // One rounding from double (round-to-odd through fp32, then nearest even).
-  case DT_FP16:
-    reinterpret_cast<uint16_t *>(b)[i] = fp64_to_fp16(v);
-    break;
-  case DT_BF16:
-    reinterpret_cast<uint16_t *>(b)[i] = fp64_to_bf16(v);
-    break;
-  case DT_FP32:
-    reinterpret_cast<float *>(b)[i] = static_cast<float>(v);
-    break;
-  case DT_DOUBLE:
-    reinterpret_cast<double *>(b)[i] = v;
-    break;
-  PTO_CASE_UNSUPPORTED_DTYPES:
-    break; // the constructor refuses them
-  }
+  element::store_f(data_.get() + i * bytes_of(dtype_), dtype_, v);
 }
 
 void HostTensor::fill(double v) {

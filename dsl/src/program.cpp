@@ -2,8 +2,8 @@
 // layout.
 #include "pto/ir/program.h"
 
+#include "pto/element.h"
 #include "pto/error.h"
-#include "pto/half.h"
 #include "pto/size_math.h"
 
 #include <array>
@@ -19,28 +19,7 @@ Scalar as_element(Scalar s, DataType dt) {
   s.dtype = dt;
   if (!s.is_int || !is_float(dt))
     return s;
-  switch (dt) {
-  case DT_FP16:
-    s.f = fp16_to_fp32(int64_to_fp16(s.i));
-    break;
-  case DT_BF16:
-    s.f = bf16_to_fp32(int64_to_bf16(s.i));
-    break;
-  case DT_FP32:
-    s.f = static_cast<float>(s.i);
-    break;
-  case DT_DOUBLE:
-    s.f = static_cast<double>(s.i);
-    break;
-  case DT_INT8:
-  case DT_INT16:
-  case DT_INT32:
-  case DT_INT64:
-  case DT_UINT8:
-  case DT_BOOL:
-  PTO_CASE_UNSUPPORTED_DTYPES:
-    return s; // not floating (returned above)
-  }
+  s.f = element::round_int(s.i, dt);
   s.is_int = false;
   return s;
 }

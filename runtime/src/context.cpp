@@ -231,24 +231,25 @@ int32_t pto_rt_fail_msg(pto_ctx *ctx, int32_t error_class, int32_t site, const c
 int32_t pto_rt_fail(pto_ctx *ctx, int32_t kind, int32_t site, int64_t a, int64_t b) {
   return abi_boundary(ctx, [&]() -> int32_t {
     const std::string range = " out of range [0, " + std::to_string(b) + ")";
-    switch (kind) {
-    case 1:
+    // No default: a new pto_fail_kind without its message is a -Wswitch warning here.
+    switch (static_cast<pto_fail_kind>(kind)) {
+    case PTO_FAIL_DIV_ZERO:
       return fail<pto::RuntimeError>(ctx, site, "", "integer division by zero");
-    case 2:
+    case PTO_FAIL_INDEX:
       return fail<pto::RuntimeError>(ctx, site, "", "index " + std::to_string(a) + range);
-    case 3:
+    case PTO_FAIL_PE:
       return fail<pto::DistributedError>(ctx, site, "", "PE " + std::to_string(a) + range);
-    case 4:
+    case PTO_FAIL_OFFSET:
       return fail<pto::DistributedError>(ctx, site, "",
                                          "offset " + std::to_string(a) + " out of bounds [0, " +
                                              std::to_string(b) + ")");
-    case 6:
+    case PTO_FAIL_SLOT_ALIGN:
       return fail<pto::DistributedError>(
           ctx, site, "",
           "signal/wait window offset " + std::to_string(a) + " (within its view) is not a " +
               "multiple of the vec tile size " + std::to_string(b) +
               "; windows that are not tile-aligned would share signal slots");
-    case 5:
+    case PTO_FAIL_VIEW_BOUNDS:
       return fail<pto::ShapeError>(ctx, site, "",
                                    "view window out of bounds at run time: index " +
                                        std::to_string(a) + " is outside dim [0, " +

@@ -1,10 +1,11 @@
 // shmem_ops.cpp - The data-movement and signal entry points of the ABI: put, get, signal,
 // wait_until, clear, heap_base. Bounds are checked once per call against the block's byte range;
 // the element loops then run unchecked, with a memmove fast path for contiguous same-dtype rows.
+#include "pto/dtype.h"
+#include "pto/element.h"
 #include "pto/runtime/signal.h"
 
 #include "boundary.h"
-#include "element_convert.h"
 #include "world_state.h"
 
 #include <algorithm>
@@ -17,8 +18,22 @@
 
 using namespace pto::runtime;
 using namespace pto::runtime::detail;
+using pto::element::BF16;
+using pto::element::Bool8;
+using pto::element::convert;
+using pto::element::F16;
 
 namespace {
+
+static_assert(sizeof(pto_dtype) == sizeof(pto::DataType), "pto_dtype carries pto::DataType");
+
+/// The pto::DataType of an ABI element code.
+pto::DataType dtype_of(pto_dtype dt) { return static_cast<pto::DataType>(dt); }
+
+/// Bytes per element of a supported dtype, 0 for any other code.
+int64_t element_size(pto_dtype dt) {
+  return pto::is_supported(dtype_of(dt)) ? pto::bytes_of(dtype_of(dt)) : 0;
+}
 
 // A block with unit dims dropped and contiguous neighbours merged; dims[n-1] is the innermost.
 struct Walk {
@@ -154,8 +169,8 @@ template <class S, class D> void add_rows(const Walk &w, const std::byte *src, s
 void move_block(const pto_block &b, int32_t op, const std::byte *src, int32_t src_dt,
                 std::byte *dst, int32_t dst_dt) {
   const Walk w = collapse(b, b.src_stride, b.dst_stride);
-  with_element_type(src_dt, [&](auto s) {
-    with_element_type(dst_dt, [&](auto d) {
+  pto::element::with_element_type(dtype_of(src_dt), [&](auto s) {
+    pto::element::with_element_type(dtype_of(dst_dt), [&](auto d) {
       using S = decltype(s);
       using D = decltype(d);
       if (op == PTO_ATOMIC_SET) {
@@ -283,7 +298,7 @@ int32_t pto_rt_put(pto_ctx *ctx, int32_t group, int32_t dst_pe, int32_t op, cons
       return PTO_ERR;
     if (op != PTO_ATOMIC_SET && op != PTO_ATOMIC_ADD)
       return fail<pto::InternalError>(ctx, site, kOp, fmt::format("unknown put op {}", op));
-    if (op == PTO_ATOMIC_ADD && dst_dt == 15)
+    if (op == PTO_ATOMIC_ADD && dtype_of(dst_dt) == pto::DT_BOOL)
       return fail<pto::DTypeError>(ctx, site, kOp, "atomic ADD into bool data is not supported");
     if (!check_pe(ctx, group, dst_pe, "dst_pe", site, kOp))
       return PTO_ERR;

@@ -1,8 +1,7 @@
 // host_isa_test.cpp - PTO_ISA (passes/isa.h, llvm/host_isa.h): each level's LLVM CPU and
 // features on made-up hosts (an AVX-512 one, an AVX2-only one like some AMD EPYC machines, an
 // SSE4 one), the refusal of unknown values and of levels a host lacks, the errors at the kernel
-// call, and that every SLEEF name the lowering can emit at every level resolves in the JIT to the
-// address the dynamic linker gives that name (dlsym: an independent lookup). The code paths of
+// call (that every SLEEF name of every level resolves in the JIT: abi_test.cpp). The code paths of
 // each level run in CI's isa-avx2 stage (scripts/test.sh: PTO_ISA=avx2) and by hand with
 // PTO_ISA=sse4 or sse2.
 #include "pto/pto.h"
@@ -14,7 +13,6 @@
 
 #include <doctest/doctest.h>
 
-#include <dlfcn.h>
 #include <map>
 #include <set>
 #include <sstream>
@@ -162,33 +160,6 @@ TEST_CASE("host ISA: an unknown value or a level the host lacks is refused, list
   r = refusal("avx2", kSse4Host);
   CHECK(r.problem == "'avx2' needs CPU features this host lacks (avx, avx2, fma)");
   CHECK(r.accepted == std::vector<std::string>{"native", "sse4", "sse2"});
-}
-
-TEST_CASE("host ISA: every SLEEF name the lowering can emit at every level resolves in the JIT") {
-  using pto::codegen::sleef_name;
-  // The names SLEEF exports (sleef.h), spelled out.
-  CHECK(sleef_name("exp", "u10", false, Isa::Avx512) == "Sleef_expf16_u10avx512f");
-  CHECK(sleef_name("exp", "u10", true, Isa::Avx512) == "Sleef_expd8_u10avx512f");
-  CHECK(sleef_name("erfc", "u15", false, Isa::Avx2) == "Sleef_erfcf8_u15avx2");
-  CHECK(sleef_name("hypot", "u05", true, Isa::Sse4) == "Sleef_hypotd2_u05sse4");
-  CHECK(sleef_name("fmod", "", true, Isa::Sse2) == "Sleef_fmodd2_sse2");
-  CHECK(sleef_name("fmod", "", false, Isa::Avx2) == "Sleef_fmodf8_avx2");
-  int names = 0;
-  for (Isa isa : {Isa::Sse2, Isa::Sse4, Isa::Avx2, Isa::Avx512})
-    for (const auto &f : pto::codegen::sleef_functions())
-      for (bool dbl : {false, true}) {
-        const std::string name = sleef_name(f.fn, f.acc, dbl, isa);
-        CAPTURE(name);
-        void *want = ::dlsym(RTLD_DEFAULT, name.c_str());
-        REQUIRE(want != nullptr);
-        CHECK(pto::codegen::jit_symbol_address(name) == want);
-        ++names;
-      }
-  CHECK(names == 4 * 26 * 2); // 26 functions (lower_elementwise.cpp)
-  CHECK(pto::codegen::jit_symbol_address("Sleef_expf32_u10avx1024") == nullptr);
-  // The lowering asks only for functions of the table: another is a ptojit bug, not a link error.
-  CHECK_THROWS_AS(sleef_name("exp", "u35", false, Isa::Avx2), pto::InternalError);
-  CHECK_THROWS_AS(sleef_name("gamma", "u10", false, Isa::Avx2), pto::InternalError);
 }
 
 TEST_CASE("host ISA: a bad or changed PTO_ISA is an ArgumentError at the kernel call") {

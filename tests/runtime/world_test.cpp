@@ -329,6 +329,20 @@ TEST_CASE("pto_rt_fail: kinds map to typed errors with the site's location") {
                        pto::DistributedError);
   CHECK_THROWS_WITH_AS(fail_with(4, 1, 100, 64),
                        "k.cpp:4: gather: offset 100 out of bounds [0, 64)", pto::DistributedError);
+  CHECK_THROWS_WITH_AS(fail_with(5, 1, 9, 8),
+                       "k.cpp:4: gather: view window out of bounds at run time: index 9 is "
+                       "outside dim [0, 8) of the viewed tensor",
+                       pto::ShapeError);
+  CHECK_THROWS_WITH_AS(fail_with(6, 1, 3, 4),
+                       "k.cpp:4: gather: signal/wait window offset 3 (within its view) is not a "
+                       "multiple of the vec tile size 4; windows that are not tile-aligned would "
+                       "share signal slots",
+                       pto::DistributedError);
+  // The codes are the ABI's: generated code passes these numbers.
+  CHECK(PTO_FAIL_DIV_ZERO == 1);
+  CHECK(PTO_FAIL_SLOT_ALIGN == 6);
+  CHECK_THROWS_WITH_AS(fail_with(7, 0, 0, 0), "k.cpp:3: div: pto_rt_fail: unknown error kind 7",
+                       pto::InternalError);
 }
 
 TEST_CASE("pto_rt_alloc: 64-byte aligned scratch that the call may use fully") {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "pto/dtype.h"
+#include "pto/element.h"
 #include "pto/error.h"
 #include "pto/symbolic.h"
 
@@ -61,16 +62,8 @@ Scalar as_element(Scalar s, DataType dt);
 
 /// `v` truncated toward zero and saturated to int64, NaN -> 0: the integer companion `i` of a
 /// floating scalar the user wrote (a plain static_cast is undefined behaviour for 1e30, inf or
-/// NaN).
-inline int64_t trunc_saturate_int64(double v) {
-  if (v != v)
-    return 0;
-  if (v >= 0x1p63)
-    return INT64_MAX;
-  if (v <= -0x1p63)
-    return INT64_MIN;
-  return static_cast<int64_t>(v);
-}
+/// NaN). The rule of a float -> int64 store (pto/element.h).
+inline int64_t trunc_saturate_int64(double v) { return element::from_double<int64_t>(v); }
 
 /// Families used by the front-ends, codegen and the verifier: each executor dispatches on the
 /// family first (an exhaustive switch), then on the family's own kind enum (UnaryKind, ...).

@@ -22,8 +22,8 @@ enum pto_status {
   PTO_ERR = 1, ///< an error was recorded in the context; unwind and report
 };
 
-/// Element codes use PyPTO's DataType ordinals (dtype.h): 1 INT8, 2 INT16, 3 INT32, 4 INT64,
-/// 6 FP16, 7 FP32, 8 BF16, 11 UINT8, 15 BOOL, 16 DOUBLE.
+/// Element codes are pto::DataType ordinals (base/include/pto/dtype.h, PyPTO's numbering):
+/// 1 INT8, 2 INT16, 3 INT32, 4 INT64, 6 FP16, 7 FP32, 8 BF16, 11 UINT8, 15 BOOL, 16 DOUBLE.
 typedef int32_t pto_dtype;
 
 /// Put/signal operations: as PyPTO `AtomicType`.
@@ -124,12 +124,21 @@ int32_t pto_rt_wait_until(pto_ctx *ctx, int32_t group, int64_t slot_offset_bytes
 int32_t pto_rt_clear(pto_ctx *ctx, int32_t group, int64_t offset_bytes, int64_t limit_bytes,
                      pto_dtype dt, const pto_block *block, int32_t site);
 
-/// Records a run-time error raised by generated code (`kind`: 1 integer division by zero,
-/// 2 index out of range, 3 PE out of range, 4 shmem offset out of bounds, 5 view window out of
-/// bounds: ShapeError, 6 signal/wait window not aligned to its tile) with detail values: kind 1
-/// RuntimeError "integer division by zero", 2 RuntimeError "index a out of range [0, b)",
-/// 3 DistributedError "PE a out of range [0, b)", 4 DistributedError "offset a out of bounds
-/// [0, b)", each prefixed with the site's "file:line: op". Always returns PTO_ERR.
+/// The run-time faults generated code (and the interpreter) report through pto_rt_fail, with
+/// the error each records. `a` and `b` are the detail values; every message is prefixed with
+/// the site's "file:line: op".
+enum pto_fail_kind {
+  PTO_FAIL_DIV_ZERO = 1,    ///< RuntimeError "integer division by zero"
+  PTO_FAIL_INDEX = 2,       ///< RuntimeError "index a out of range [0, b)"
+  PTO_FAIL_PE = 3,          ///< DistributedError "PE a out of range [0, b)"
+  PTO_FAIL_OFFSET = 4,      ///< DistributedError "offset a out of bounds [0, b)" (shmem window)
+  PTO_FAIL_VIEW_BOUNDS = 5, ///< ShapeError: view window index a outside dim [0, b) at run time
+  PTO_FAIL_SLOT_ALIGN = 6,  ///< DistributedError: signal/wait window offset a not a multiple of
+                            ///< the vec tile size b
+};
+
+/// Records the run-time error of fault `kind` (a pto_fail_kind; any other value records an
+/// InternalError) at call site `site` with detail values `a`, `b`. Always returns PTO_ERR.
 int32_t pto_rt_fail(pto_ctx *ctx, int32_t kind, int32_t site, int64_t a, int64_t b);
 
 /// Error classes of pto_rt_fail_msg.
@@ -156,6 +165,20 @@ void pto_rt_trace_op(pto_ctx *ctx, int32_t site, int32_t n_ops, int64_t start_ns
 /// creates the local; -1: the user's call of the kernel), if the memory cannot be allocated.
 void *pto_rt_alloc(pto_ctx *ctx, int64_t bytes, int32_t site);
 
+/// The entry point of a compiled kernel, `pto_kernel` in generated code: runs the kernel on the
+/// PE of `ctx`; `args` are the tensor parameters' data pointers in order, `dims` their shapes
+/// concatenated. Returns a pto_status (on PTO_ERR the error is recorded in `ctx`).
+typedef int32_t (*pto_kernel_fn)(pto_ctx *ctx, void *const *args, const int64_t *dims);
+
 #ifdef __cplusplus
 }
+
+// The layout generated code builds on its stack (codegen/llvm/abi_decls.cpp derives the LLVM
+// type from these fields and checks it against offsetof): fixed here so that a change is a
+// deliberate ABI change, not a silent one.
+#include <cstddef>
+static_assert(sizeof(pto_block) == 96 && alignof(pto_block) == 8, "pto_block layout changed");
+static_assert(offsetof(pto_block, extent) == 0 && offsetof(pto_block, src_stride) == 32 &&
+                  offsetof(pto_block, dst_stride) == 64,
+              "pto_block layout changed");
 #endif
