@@ -3,12 +3,11 @@
 // the reuse protocol. Each reads like its PyPTO original (reference §7): puts into symmetric
 // tensors, signals, waits, gets. Loops over PEs are C++ loops, unrolled at trace time. The
 // allreduce algorithms are in collectives_allreduce.cpp, fusion in collectives_fusion.cpp.
-#include "collectives_internal.h"
-
 #include "pto/ops.h"
 #include "pto/shape_ops.h"
 #include "pto/size_math.h"
 
+#include "collectives_internal.h"
 #include "shape_rules.h"
 
 #include <algorithm>
@@ -141,8 +140,7 @@ Tensor reduce_scatter_blocks(const Tensor &x, Reduction op, const std::vector<in
   const std::vector<SymbolicScalar> xv = x.valid_shape(); // a copy: values may move
   auto stage = create_shmem_tensor(
       group, n, x.dtype(),
-      with_rows(shape, checked_extent_mul(n, B, "n_pes x block rows", "reduce_scatter", loc)),
-      loc);
+      with_rows(shape, checked_extent_mul(n, B, "n_pes x block rows", "reduce_scatter", loc)), loc);
   auto me = me_in(group, n, loc);
   auto begin = reuse_barrier(group, n, {start}, loc);
   // Block p (x's rows [p*B, (p+1)*B), fewer or none at the end) into slot `me` of PE p.
@@ -245,10 +243,13 @@ Tensor allreduce(const Tensor &x, Reduction op, AllreduceOptions opts, SrcLoc lo
   if (opts.fusion < 0 || opts.fusion > 2)
     throw DistributedError(loc, "allreduce",
                            fmt::format("fusion must be 0, 1 or 2, got {}", opts.fusion));
+  if (opts.chunk_bytes < 0)
+    throw DistributedError(loc, "allreduce",
+                           fmt::format("chunk_bytes must be >= 0, got {}", opts.chunk_bytes));
   int n = group_pes(opts.group, "allreduce", loc);
   if (opts.fusion != 0)
     return defer_allreduce(x, shape, op, opts, n, loc);
-  return exchange(x, shape, op, opts.algorithm, opts.group, n, opts.pred, loc);
+  return exchange(x, shape, op, opts.algorithm, opts.group, n, opts.pred, opts.chunk_bytes, loc);
 }
 
 Tensor allgather(const Tensor &x, CollectiveOptions opts, SrcLoc loc) {
@@ -274,8 +275,8 @@ Tensor allgather(const Tensor &x, CollectiveOptions opts, SrcLoc loc) {
   auto out = zeros(sym(out_shape), x.dtype(), loc);
   const SymbolicScalar &vr = x.valid_shape()[0];
   for (int q = 0; q < n; ++q) {
-    auto theirs = shmem_view(buf, shape, at_row(q * shape[0], rank),
-                             {.valid_shape = x.valid_shape()}, loc);
+    auto theirs =
+        shmem_view(buf, shape, at_row(q * shape[0], rank), {.valid_shape = x.valid_shape()}, loc);
     auto block = shmem_get(theirs, me, {.pred = {waits[static_cast<size_t>(q)]}}, loc);
     assemble(block, at_row(vr * q, rank), out, loc);
   }

@@ -10,10 +10,10 @@
 //   rs_ag     puts S, gets S, puts S, gets S; the reduction reads S, in chunks that stay in cache
 // None clears a buffer before use (kernel entry leaves shmem data and signals zero; SET puts
 // need no zero at all) and none gets a block twice.
-#include "collectives_internal.h"
-
 #include "pto/ops.h"
 #include "pto/size_math.h"
+
+#include "collectives_internal.h"
 
 #include <algorithm>
 
@@ -37,9 +37,10 @@ constexpr int64_t kChunkWorkingSet = int64_t{512} << 10;
 constexpr int64_t kMinChunkBytes = int64_t{16} << 10;
 constexpr int64_t kMaxChunks = 16;
 
-Blocks block_geometry(int64_t rows, int n, int64_t row_bytes) {
+Blocks block_geometry(int64_t rows, int n, int64_t row_bytes, int64_t chunk_bytes) {
   const int64_t b0 = (rows + n - 1) / n;
-  const int64_t target = std::max(kMinChunkBytes, kChunkWorkingSet / (n + 1));
+  const int64_t target =
+      chunk_bytes > 0 ? chunk_bytes : std::max(kMinChunkBytes, kChunkWorkingSet / (n + 1));
   Blocks g;
   g.chunk = std::clamp<int64_t>(target / std::max<int64_t>(row_bytes, 1), 1, b0);
   g.chunk = std::max(g.chunk, (b0 + kMaxChunks - 1) / kMaxChunks);
@@ -86,16 +87,15 @@ Tensor one_shot(const Tensor &x, const std::vector<int64_t> &shape, Reduction op
 /// Waits for every chunk of every PE in `gath` ([n*B, ...], chunk windows of `chunk` rows),
 /// then gets its first R rows (x's valid region) in one call.
 Tensor collect(const ShmemTensor &gath, const std::vector<int64_t> &shape, const Blocks &g, int n,
-               const std::vector<SymbolicScalar> &xv, const SymbolicScalar &me,
-               const Tensor &begin, const SrcLoc &loc) {
+               const std::vector<SymbolicScalar> &xv, const SymbolicScalar &me, const Tensor &begin,
+               const SrcLoc &loc) {
   const size_t rank = shape.size();
   const auto chunk = with_rows(shape, g.chunk);
   std::vector<Tensor> arrived;
   for (int q = 0; q < n; ++q)
     for (int64_t c = 0; c < g.chunks; ++c) {
       auto w = shmem_view(gath, chunk, at_row(q * g.block + c * g.chunk, rank), {}, loc);
-      arrived.push_back(
-          shmem_wait_until(w, me, 1, {.clear_signal = true, .pred = {begin}}, loc));
+      arrived.push_back(shmem_wait_until(w, me, 1, {.clear_signal = true, .pred = {begin}}, loc));
     }
   auto all = shmem_view(gath, shape, zeros_at(rank), {.valid_shape = xv}, loc);
   return shmem_get(all, me, {.pred = {nop(arrived, loc)}}, loc);
@@ -120,11 +120,12 @@ void publish(const Tensor &part, const ShmemTensor &gath, const std::vector<int6
 ///    reduces the next chunk, the others already copy this one;
 /// 3. every PE waits for every chunk and gets the gathered rows in one call.
 Tensor rs_ag(const Tensor &x, const std::vector<int64_t> &shape, Reduction op,
-             const std::string &group, int n, const Tensor &start, const SrcLoc &loc) {
+             const std::string &group, int n, const Tensor &start, int64_t chunk_bytes,
+             const SrcLoc &loc) {
   const size_t rank = shape.size();
   const int64_t R = shape[0];
   const int64_t row_bytes = bytes_of_shape(with_rows(shape, 1), x.dtype());
-  const Blocks g = block_geometry(R, n, row_bytes);
+  const Blocks g = block_geometry(R, n, row_bytes, chunk_bytes);
   const auto chunk = with_rows(shape, g.chunk);
   TileScope tile(chunk, loc);
   const std::vector<SymbolicScalar> xv = x.valid_shape();
@@ -140,9 +141,9 @@ Tensor rs_ag(const Tensor &x, const std::vector<int64_t> &shape, Reduction op,
       auto slot = shmem_view(stage, chunk, at_row(me * g.block + c * g.chunk, rank), {}, loc);
       Tensor tok = begin;
       if (rows > 0) {
-        auto part = view(x, with_rows(shape, rows), at_row(off, rank),
-                         {.valid_shape = with_valid_rows(xv, valid_rows_at(xv[0], off, rows))},
-                         loc);
+        auto part =
+            view(x, with_rows(shape, rows), at_row(off, rank),
+                 {.valid_shape = with_valid_rows(xv, valid_rows_at(xv[0], off, rows))}, loc);
         tok = shmem_put(part, zeros_at(rank), slot, p, {.pred = {begin}}, loc);
       }
       shmem_signal(slot, p, 1, p, {.pred = {tok}}, loc);
@@ -189,9 +190,8 @@ Tensor two_shot_sum(const Tensor &x, const std::vector<int64_t> &shape, const st
     const int64_t off = p * g.block, rows = rows_within(R, off, g.block);
     Tensor tok = begin;
     if (rows > 0) {
-      auto part =
-          view(x, with_rows(shape, rows), at_row(off, rank),
-               {.valid_shape = with_valid_rows(xv, valid_rows_at(xv[0], off, rows))}, loc);
+      auto part = view(x, with_rows(shape, rows), at_row(off, rank),
+                       {.valid_shape = with_valid_rows(xv, valid_rows_at(xv[0], off, rows))}, loc);
       tok = shmem_put(part, zeros_at(rank), acc, p, {.put_op = AtomicType::ADD, .pred = {begin}},
                       loc);
     }
@@ -235,7 +235,7 @@ const char *algorithm_name(AllreduceAlgorithm a) {
 
 Tensor exchange(const Tensor &x, const std::vector<int64_t> &shape, Reduction op,
                 AllreduceAlgorithm algo, const std::string &group, int n,
-                const std::vector<Tensor> &pred, const SrcLoc &loc) {
+                const std::vector<Tensor> &pred, int64_t chunk_bytes, const SrcLoc &loc) {
   Tensor start = pred.empty() ? x : nop(pred, loc);
   switch (resolve_algorithm(algo, bytes_of_shape(shape, x.dtype()), shape[0], n)) {
   case AllreduceAlgorithm::ONE_SHOT:
@@ -243,12 +243,12 @@ Tensor exchange(const Tensor &x, const std::vector<int64_t> &shape, Reduction op
   case AllreduceAlgorithm::TWO_SHOT:
     if (op == Reduction::SUM)
       return two_shot_sum(x, shape, group, n, start, loc);
-    return rs_ag(x, shape, op, group, n, start, loc); // ADD exists for sums only
+    return rs_ag(x, shape, op, group, n, start, chunk_bytes, loc); // ADD exists for sums only
   case AllreduceAlgorithm::AUTO:
   case AllreduceAlgorithm::RS_AG:
     break;
   }
-  return rs_ag(x, shape, op, group, n, start, loc);
+  return rs_ag(x, shape, op, group, n, start, chunk_bytes, loc);
 }
 
 } // namespace pto::distributed::detail

@@ -1,10 +1,10 @@
 // collectives_fusion.cpp - Allreduce fusion (collectives.h, "Fusion"; docs/distributed.md): fused
 // calls are recorded and traced later as one packed exchange.
-#include "collectives_internal.h"
-
 #include "pto/ops.h"
 #include "pto/shape_ops.h"
 #include "pto/size_math.h"
+
+#include "collectives_internal.h"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -30,6 +30,7 @@ struct FusionKey {
   AllreduceAlgorithm algorithm = AllreduceAlgorithm::AUTO;
   int fusion = 1;
   int64_t id = 0; ///< fusion 2: fusion_id; fusion 1: the bucket capacity
+  int64_t chunk_bytes = 0;
   bool operator==(const FusionKey &) const = default;
 };
 
@@ -67,8 +68,8 @@ struct FusionGroup {
 };
 
 std::string show(const FusionKey &k) {
-  return fmt::format("group '{}', reduction {}, dtype {}, algorithm {}", k.group, name(k.op),
-                     short_name(k.dtype), algorithm_name(k.algorithm));
+  return fmt::format("group '{}', reduction {}, dtype {}, algorithm {}, chunk_bytes {}", k.group,
+                     name(k.op), short_name(k.dtype), algorithm_name(k.algorithm), k.chunk_bytes);
 }
 
 /// Traces `kind` (Clone or Reshape) from `src` into the existing value `out`.
@@ -106,8 +107,8 @@ void trace_group(ir::Recorder &r, const FusionGroup &g) {
                         "with PTO_DUMP=ir)");
   const FusionKey &k = g.key;
   if (g.calls.size() == 1) { // nothing to pack
-    Tensor res =
-        exchange(first.x, first.shape, k.op, k.algorithm, k.group, g.n, first.pred, first.loc);
+    Tensor res = exchange(first.x, first.shape, k.op, k.algorithm, k.group, g.n, first.pred,
+                          k.chunk_bytes, first.loc);
     TileScope tile(first.shape, first.loc);
     define(r, ir::OpKind::Clone, res, first.result, first.loc);
     return;
@@ -129,7 +130,8 @@ void trace_group(ir::Recorder &r, const FusionGroup &g) {
     pred.insert(pred.end(), c.pred.begin(), c.pred.end());
     row += c.rows;
   }
-  Tensor res = exchange(buf, packed, k.op, k.algorithm, k.group, g.n, pred, first.loc);
+  Tensor res =
+      exchange(buf, packed, k.op, k.algorithm, k.group, g.n, pred, k.chunk_bytes, first.loc);
   row = 0;
   for (const FusedCall &c : g.calls) {
     TileScope tile(c.shape, c.loc);
@@ -227,6 +229,7 @@ Tensor defer_allreduce(const Tensor &x, const std::vector<int64_t> &shape, Reduc
   key.op = op;
   key.dtype = xv.dtype;
   key.algorithm = opts.algorithm;
+  key.chunk_bytes = opts.chunk_bytes;
   key.fusion = opts.fusion;
   key.id = opts.fusion == 2 ? opts.fusion_id : opts.fusion_bucket_bytes;
   ir::Value res;
@@ -247,7 +250,7 @@ Tensor defer_allreduce(const Tensor &x, const std::vector<int64_t> &shape, Reduc
   }
   int64_t cap = opts.fusion_bucket_bytes;
   if (opts.fusion == 1 && c.rows * c.cols * bytes_of(key.dtype) >= cap) // fills a bucket alone
-    return exchange(x, shape, op, opts.algorithm, opts.group, n, opts.pred, loc);
+    return exchange(x, shape, op, opts.algorithm, opts.group, n, opts.pred, opts.chunk_bytes, loc);
   // An input that is another pending call's result or input: trace that call first (a group
   // must not read its own results, and one storage is packed by one group at a time).
   if (f.watches(c.x_root))
@@ -275,6 +278,5 @@ Tensor defer_allreduce(const Tensor &x, const std::vector<int64_t> &shape, Reduc
     r.flush_deferred(c.result);
   return r.tensor(c.result);
 }
-
 
 } // namespace pto::distributed::detail

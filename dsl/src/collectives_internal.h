@@ -81,7 +81,7 @@ const char *algorithm_name(AllreduceAlgorithm a);
 /// with x's shape, dtype and valid shape. (collectives_allreduce.cpp)
 Tensor exchange(const Tensor &x, const std::vector<int64_t> &shape, Reduction op,
                 AllreduceAlgorithm algo, const std::string &group, int n,
-                const std::vector<Tensor> &pred, const SrcLoc &loc);
+                const std::vector<Tensor> &pred, int64_t chunk_bytes, const SrcLoc &loc);
 /// reduce_scatter's exchange (collectives.h), with SET puts and the ordered reduction.
 Tensor reduce_scatter_blocks(const Tensor &x, Reduction op, const std::vector<int64_t> &shape,
                              const std::string &group, int n, const Tensor &start,

@@ -83,6 +83,10 @@ struct AllreduceOptions {
   int fusion_id = -1;
   /// fusion 1: the most bytes one bucket's packed buffer may hold (> 0).
   int64_t fusion_bucket_bytes = kAllreduceFusionBucketBytes;
+  /// RS_AG's pipeline chunk in bytes (rounded to whole rows, at least one; at most 16 chunks
+  /// per PE's block); 0 picks it (512 KiB / (n + 1), at least 16 KiB). As NCCL's chunk size:
+  /// a tuning knob that never changes the result.
+  int64_t chunk_bytes = 0;
   std::vector<Tensor> pred = {};
 };
 
@@ -118,8 +122,8 @@ int n_pes(const std::string &group = "world",
 ///   order the ADDs land, as unfused). HCCL fuses sum only; ptojit fuses every reduction.
 /// Errors: ShapeError for a rank outside 2-4 or non-static dims; DistributedError for an
 /// unknown group, fusion outside 0-2, fusion 2 with fusion_id < 0, fusion_bucket_bytes <= 0,
-/// or mismatched options within a fusion_id; DTypeError for a token, shmem data, or a dtype
-/// other than int8, int16, int32, int64, fp16, bf16, fp32, fp64.
+/// chunk_bytes < 0, or mismatched options within a fusion_id; DTypeError for a token, shmem data,
+/// or a dtype other than int8, int16, int32, int64, fp16, bf16, fp32, fp64.
 Tensor allreduce(const Tensor &x, Reduction op, AllreduceOptions opts = {},
                  std::source_location loc = std::source_location::current());
 /// Every PE gets [n_pes * R, ...]: rows [p*R, (p+1)*R) hold PE p's x. When x has a valid shape
