@@ -47,9 +47,11 @@ const Algo kAlgos[] = {{"one_shot", dist::AllreduceAlgorithm::ONE_SHOT},
                        {"auto", dist::AllreduceAlgorithm::AUTO}};
 
 /// y = allreduce(x) with the given algorithm.
-void allreduce(pto::Tensor x, pto::Tensor y, dist::AllreduceAlgorithm algo) {
+void allreduce(pto::Tensor x, pto::Tensor y, int algo) {
   pto::set_vec_tile_shapes(8, x.shape(1).concrete());
-  pto::assemble(dist::allreduce(x, dist::Reduction::SUM, {.algorithm = algo}), {0, 0}, y);
+  pto::assemble(dist::allreduce(x, dist::Reduction::SUM,
+                                {.algorithm = static_cast<dist::AllreduceAlgorithm>(algo)}),
+                {0, 0}, y);
 }
 
 using AllreduceKernel = decltype(pto::jit("allreduce_bench", allreduce));
@@ -135,7 +137,7 @@ struct Case {
 };
 
 void ours_call(Case &c) {
-  c.world->run([&](int pe) { (*c.kernel)(c.xs[size_t(pe)], c.ys[size_t(pe)], c.algo->a); });
+  c.world->run([&](int pe) { (*c.kernel)(c.xs[size_t(pe)], c.ys[size_t(pe)], static_cast<int>(c.algo->a)); });
 }
 
 void peer_call(Case &c) {

@@ -96,6 +96,17 @@ Tensor reuse_barrier(const std::string &group, int n, std::vector<Tensor> pred, 
   return nop(pred, loc);
 }
 
+Tensor signal_arrival(const ShmemTensor &buf, int p, const Tensor &put, const SrcLoc &loc) {
+  TileScope tile(buf.view_shape, loc);
+  return shmem_signal(buf, p, 1, p, {.sig_op = AtomicType::ADD, .pred = {put}}, loc);
+}
+
+Tensor wait_arrivals(const ShmemTensor &buf, const SymbolicScalar &me, int n, const Tensor &begin,
+                     const SrcLoc &loc) {
+  TileScope tile(buf.view_shape, loc);
+  return shmem_wait_until(buf, me, n, {.clear_signal = true, .pred = {begin}}, loc);
+}
+
 Tensor combine(Reduction op, const Tensor &a, const Tensor &b, const SrcLoc &loc) {
   switch (op) {
   case Reduction::SUM:
@@ -153,12 +164,12 @@ Tensor reduce_scatter_blocks(const Tensor &x, Reduction op, const std::vector<in
                        {.valid_shape = with_valid_rows(xv, valid_rows_at(xv[0], off, rows))}, loc);
       tok = shmem_put(part, zeros_at(rank), slot, p, {.pred = {begin}}, loc);
     }
-    shmem_signal(slot, p, 1, p, {.pred = {tok}}, loc);
+    signal_arrival(stage, p, tok, loc);
   }
+  auto ready = wait_arrivals(stage, me, n, begin, loc);
   std::vector<Tensor> terms;
   for (int q = 0; q < n; ++q) {
     auto slot = shmem_view(stage, block, at_row(q * B, rank), {}, loc);
-    auto ready = shmem_wait_until(slot, me, 1, {.clear_signal = true, .pred = {begin}}, loc);
     terms.push_back(
         shmem_get(slot, me, {.pred = {ready}, .dtype = reduce_dtype(op, x.dtype())}, loc));
   }
@@ -169,12 +180,11 @@ Tensor reduce_scatter_blocks(const Tensor &x, Reduction op, const std::vector<in
 
 namespace {
 
-/// Every PE's x into rows [me*R, (me+1)*R) of a [n*R, ...] buffer on every PE, signalled per
-/// block; returns the buffer and the waits for the n blocks.
-std::pair<ShmemTensor, std::vector<Tensor>> gather_into(const Tensor &x,
-                                                        const std::vector<int64_t> &shape,
-                                                        const std::string &group, int n,
-                                                        const Tensor &begin, const SrcLoc &loc) {
+/// Every PE's x into rows [me*R, (me+1)*R) of a [n*R, ...] buffer on every PE; returns the
+/// buffer and the wait for all n blocks.
+std::pair<ShmemTensor, Tensor> gather_into(const Tensor &x, const std::vector<int64_t> &shape,
+                                           const std::string &group, int n, const Tensor &begin,
+                                           const SrcLoc &loc) {
   const size_t rank = shape.size();
   const int64_t R = shape[0];
   auto buf = create_shmem_tensor(
@@ -183,15 +193,9 @@ std::pair<ShmemTensor, std::vector<Tensor>> gather_into(const Tensor &x,
   auto me = me_in(group, n, loc);
   for (int p = 0; p < n; ++p) {
     auto mine = shmem_view(buf, shape, at_row(me * R, rank), {}, loc);
-    auto put = shmem_put(x, zeros_at(rank), mine, p, {.pred = {begin}}, loc);
-    shmem_signal(mine, p, 1, p, {.pred = {put}}, loc);
+    signal_arrival(buf, p, shmem_put(x, zeros_at(rank), mine, p, {.pred = {begin}}, loc), loc);
   }
-  std::vector<Tensor> waits;
-  for (int q = 0; q < n; ++q) {
-    auto theirs = shmem_view(buf, shape, at_row(q * R, rank), {}, loc);
-    waits.push_back(shmem_wait_until(theirs, me, 1, {.clear_signal = true, .pred = {begin}}, loc));
-  }
-  return {buf, waits};
+  return {buf, wait_arrivals(buf, me, n, begin, loc)};
 }
 
 } // namespace
@@ -201,9 +205,9 @@ Tensor gather_whole(const Tensor &x, const std::vector<int64_t> &shape, const st
   TileScope tile(shape, loc);
   pred.push_back(x);
   auto begin = reuse_barrier(group, n, pred, loc);
-  auto [buf, waits] = gather_into(x, shape, group, n, begin, loc);
+  auto [buf, ready] = gather_into(x, shape, group, n, begin, loc);
   // One get of the whole buffer once every block is in (not one per block, then the whole).
-  return shmem_get(buf, me_in(group, n, loc), {.pred = {nop(waits, loc)}}, loc);
+  return shmem_get(buf, me_in(group, n, loc), {.pred = {ready}}, loc);
 }
 
 } // namespace detail
@@ -268,7 +272,7 @@ Tensor allgather(const Tensor &x, CollectiveOptions opts, SrcLoc loc) {
   std::vector<Tensor> pred = opts.pred;
   pred.push_back(x);
   auto begin = reuse_barrier(opts.group, n, pred, loc);
-  auto [buf, waits] = gather_into(x, shape, opts.group, n, begin, loc);
+  auto [buf, ready] = gather_into(x, shape, opts.group, n, begin, loc);
   auto me = me_in(opts.group, n, loc);
   auto out_shape =
       with_rows(shape, checked_extent_mul(n, shape[0], "n_pes x rows", "allgather", loc));
@@ -277,7 +281,7 @@ Tensor allgather(const Tensor &x, CollectiveOptions opts, SrcLoc loc) {
   for (int q = 0; q < n; ++q) {
     auto theirs =
         shmem_view(buf, shape, at_row(q * shape[0], rank), {.valid_shape = x.valid_shape()}, loc);
-    auto block = shmem_get(theirs, me, {.pred = {waits[static_cast<size_t>(q)]}}, loc);
+    auto block = shmem_get(theirs, me, {.pred = {ready}}, loc);
     assemble(block, at_row(vr * q, rank), out, loc);
   }
   std::vector<SymbolicScalar> valid = x.valid_shape();

@@ -7,7 +7,8 @@
 // are copies by the runtime, "assemble" the caller's copy of the result):
 //   one_shot  puts n*S (its x into every PE), gets n*S (every slot), 1 reduction over n*S
 //   two_shot  ADD-puts S, gets B, puts S, gets S (+ clears B per pass inside a pto::loop)
-//   rs_ag     puts S, gets S, puts S, gets S; the reduction reads S, in chunks that stay in cache
+//   rs_ag     puts S, gets S, puts S, gets S; the reduction reads S (in cache-sized chunks
+//             with AllreduceOptions::chunk_bytes)
 // None clears a buffer before use (kernel entry leaves shmem data and signals zero; SET puts
 // need no zero at all) and none gets a block twice.
 #include "pto/ops.h"
@@ -30,19 +31,17 @@ struct Blocks {
   int64_t chunks = 1; ///< B / C
 };
 
-/// Chunks of about kChunkWorkingSet / (n + 1) bytes (n terms and the result of one chunk's
-/// reduction stay in a 512 KiB L2), at least kMinChunkBytes, at most kMaxChunks per block (each
-/// chunk is a few runtime calls per PE).
-constexpr int64_t kChunkWorkingSet = int64_t{512} << 10;
-constexpr int64_t kMinChunkBytes = int64_t{16} << 10;
+/// At most kMaxChunks chunks per block (each chunk is a few runtime calls and n waits per PE).
+/// `chunk_bytes` 0 (the default) is one chunk per block: on today's runtime every chunk costs a
+/// wait hand-off, and one chunk measured fastest (bench/RESULTS.md, "Allreduce algorithms").
 constexpr int64_t kMaxChunks = 16;
 
 Blocks block_geometry(int64_t rows, int n, int64_t row_bytes, int64_t chunk_bytes) {
   const int64_t b0 = (rows + n - 1) / n;
-  const int64_t target =
-      chunk_bytes > 0 ? chunk_bytes : std::max(kMinChunkBytes, kChunkWorkingSet / (n + 1));
   Blocks g;
-  g.chunk = std::clamp<int64_t>(target / std::max<int64_t>(row_bytes, 1), 1, b0);
+  g.chunk = chunk_bytes > 0
+                ? std::clamp<int64_t>(chunk_bytes / std::max<int64_t>(row_bytes, 1), 1, b0)
+                : b0;
   g.chunk = std::max(g.chunk, (b0 + kMaxChunks - 1) / kMaxChunks);
   g.chunks = (b0 + g.chunk - 1) / g.chunk;
   g.block = g.chunks * g.chunk;
@@ -70,13 +69,12 @@ Tensor one_shot(const Tensor &x, const std::vector<int64_t> &shape, Reduction op
   auto begin = reuse_barrier(group, n, {start}, loc);
   for (int p = 0; p < n; ++p) {
     auto mine = shmem_view(stage, shape, at_row(me * R, rank), {}, loc);
-    auto put = shmem_put(x, zeros_at(rank), mine, p, {.pred = {begin}}, loc);
-    shmem_signal(mine, p, 1, p, {.pred = {put}}, loc);
+    signal_arrival(stage, p, shmem_put(x, zeros_at(rank), mine, p, {.pred = {begin}}, loc), loc);
   }
+  auto ready = wait_arrivals(stage, me, n, begin, loc);
   std::vector<Tensor> terms;
   for (int q = 0; q < n; ++q) {
     auto theirs = shmem_view(stage, shape, at_row(q * R, rank), {}, loc);
-    auto ready = shmem_wait_until(theirs, me, 1, {.clear_signal = true, .pred = {begin}}, loc);
     terms.push_back(
         shmem_get(theirs, me, {.pred = {ready}, .dtype = reduce_dtype(op, x.dtype())}, loc));
   }
@@ -92,7 +90,9 @@ Tensor collect(const ShmemTensor &gath, const std::vector<int64_t> &shape, const
   const size_t rank = shape.size();
   const auto chunk = with_rows(shape, g.chunk);
   std::vector<Tensor> arrived;
-  for (int q = 0; q < n; ++q)
+  if (g.chunks == 1)
+    arrived.push_back(wait_arrivals(gath, me, n, begin, loc));
+  for (int q = 0; q < n && g.chunks > 1; ++q)
     for (int64_t c = 0; c < g.chunks; ++c) {
       auto w = shmem_view(gath, chunk, at_row(q * g.block + c * g.chunk, rank), {}, loc);
       arrived.push_back(shmem_wait_until(w, me, 1, {.clear_signal = true, .pred = {begin}}, loc));
@@ -101,14 +101,18 @@ Tensor collect(const ShmemTensor &gath, const std::vector<int64_t> &shape, const
   return shmem_get(all, me, {.pred = {nop(arrived, loc)}}, loc);
 }
 
-/// Puts chunk `part` (valid rows clipped) at `row` of `gath` on every PE and signals each.
+/// Puts chunk `part` (valid rows clipped) at `row` of `gath` on every PE and signals each: one
+/// counted arrival per buffer when blocks are one chunk, else the chunk's own slot.
 void publish(const Tensor &part, const ShmemTensor &gath, const std::vector<int64_t> &chunk,
-             const SymbolicScalar &row, int n, const Tensor &begin, const SrcLoc &loc) {
+             const SymbolicScalar &row, int n, bool whole, const Tensor &begin, const SrcLoc &loc) {
   const size_t rank = chunk.size();
   auto w = shmem_view(gath, chunk, at_row(row, rank), {}, loc);
   for (int p = 0; p < n; ++p) {
     auto put = shmem_put(part, zeros_at(rank), w, p, {.pred = {begin}}, loc);
-    shmem_signal(w, p, 1, p, {.pred = {put}}, loc);
+    if (whole)
+      signal_arrival(gath, p, put, loc);
+    else
+      shmem_signal(w, p, 1, p, {.pred = {put}}, loc);
   }
 }
 
@@ -146,21 +150,27 @@ Tensor rs_ag(const Tensor &x, const std::vector<int64_t> &shape, Reduction op,
                  {.valid_shape = with_valid_rows(xv, valid_rows_at(xv[0], off, rows))}, loc);
         tok = shmem_put(part, zeros_at(rank), slot, p, {.pred = {begin}}, loc);
       }
-      shmem_signal(slot, p, 1, p, {.pred = {tok}}, loc);
+      if (g.chunks == 1)
+        signal_arrival(stage, p, tok, loc);
+      else
+        shmem_signal(slot, p, 1, p, {.pred = {tok}}, loc);
     }
   const DataType acc = reduce_dtype(op, x.dtype());
+  const Tensor all_in = g.chunks == 1 ? wait_arrivals(stage, me, n, begin, loc) : begin;
   for (int64_t c = 0; c < g.chunks; ++c) {
     std::vector<Tensor> terms;
     for (int q = 0; q < n; ++q) {
       auto slot = shmem_view(stage, chunk, at_row(q * g.block + c * g.chunk, rank), {}, loc);
-      auto ready = shmem_wait_until(slot, me, 1, {.clear_signal = true, .pred = {begin}}, loc);
+      auto ready = g.chunks == 1 ? all_in
+                                 : shmem_wait_until(slot, me, 1,
+                                                    {.clear_signal = true, .pred = {begin}}, loc);
       terms.push_back(shmem_get(slot, me, {.pred = {ready}, .dtype = acc}, loc));
     }
     auto red = reduce_in_order(op, terms, x.dtype(), loc);
     const SymbolicScalar row = me * g.block + c * g.chunk;
     auto part = view(red, chunk, zeros_at(rank),
                      {.valid_shape = with_valid_rows(xv, valid_rows_at(xv[0], row, g.chunk))}, loc);
-    publish(part, gath, chunk, row, n, begin, loc);
+    publish(part, gath, chunk, row, n, g.chunks == 1, begin, loc);
   }
   return collect(gath, shape, g, n, xv, me, begin, loc);
 }
@@ -205,7 +215,7 @@ Tensor two_shot_sum(const Tensor &x, const std::vector<int64_t> &shape, const st
   const SymbolicScalar row = me * g.block;
   auto part = view(mine, block, zeros_at(rank),
                    {.valid_shape = with_valid_rows(xv, valid_rows_at(xv[0], row, g.block))}, loc);
-  publish(part, gath, block, row, n, begin, loc);
+  publish(part, gath, block, row, n, true, begin, loc);
   return collect(gath, shape, g, n, xv, me, begin, loc);
 }
 

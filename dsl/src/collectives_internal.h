@@ -60,6 +60,14 @@ Tensor group_barrier(const std::string &group, int n, std::vector<Tensor> pred, 
 /// buffers are fresh, just the join of `pred` (no barrier).
 Tensor reuse_barrier(const std::string &group, int n, std::vector<Tensor> pred, const SrcLoc &loc);
 
+/// Counted arrivals in one slot per buffer: a sender ADDs 1 into the slot of `buf`'s whole
+/// window on PE p (row p) after `put`; a receiver waits once for `n` of them (with clear), however
+/// many windows the senders filled (their puts are visible before their signals). `buf` is the
+/// whole shmem tensor; every signal and wait on it must go through these two.
+Tensor signal_arrival(const ShmemTensor &buf, int p, const Tensor &put, const SrcLoc &loc);
+Tensor wait_arrivals(const ShmemTensor &buf, const SymbolicScalar &me, int n, const Tensor &begin,
+                     const SrcLoc &loc);
+
 Tensor combine(Reduction op, const Tensor &a, const Tensor &b, const SrcLoc &loc);
 /// Accumulation dtype of sums: fp16/bf16 sum in fp32 (one rounding at the end).
 DataType sum_dtype(DataType dt);

@@ -45,10 +45,11 @@ const char *name(Reduction r);
 ///   For max, min and prod it runs as RS_AG.
 /// - RS_AG: reduce-scatter + allgather with single-writer SET puts (no atomics, no cleared
 ///   buffers): PE p owns a block of rows; the others put their rows of it into their own slots
-///   of p's buffer; p reduces its block chunk by chunk (chunks of at most 512 KiB / (n + 1),
-///   so one chunk's terms stay in cache) and puts each reduced chunk into every PE's result
-///   buffer as soon as it is done, while it reduces the next. Each PE puts and gets about 2*S
-///   bytes whatever n is (the bandwidth-bound choice).
+///   of p's buffer; p reduces its block in PE order and puts it into every PE's result buffer.
+///   With AllreduceOptions::chunk_bytes the block is pipelined in chunks: each reduced chunk is
+///   put (and signalled) as soon as it is done, while the next one is reduced, and one chunk's
+///   terms stay in cache. Each PE puts and gets about 2*S bytes whatever n is (the
+///   bandwidth-bound choice).
 /// - AUTO: ONE_SHOT when n == 1, when x has fewer rows than PEs, or when x has at most
 ///   kAllreduceOneShotMaxBytes; RS_AG otherwise.
 /// Determinism: ONE_SHOT and RS_AG (and so AUTO) reduce every element in PE order 0, 1, ...,
@@ -83,9 +84,10 @@ struct AllreduceOptions {
   int fusion_id = -1;
   /// fusion 1: the most bytes one bucket's packed buffer may hold (> 0).
   int64_t fusion_bucket_bytes = kAllreduceFusionBucketBytes;
-  /// RS_AG's pipeline chunk in bytes (rounded to whole rows, at least one; at most 16 chunks
-  /// per PE's block); 0 picks it (512 KiB / (n + 1), at least 16 KiB). As NCCL's chunk size:
-  /// a tuning knob that never changes the result.
+  /// RS_AG's pipeline chunk in bytes (rounded down to whole rows, at least one row; at most 16
+  /// chunks per PE's block). 0: one chunk per block (no pipelining): on today's runtime each
+  /// chunk costs n wait hand-offs, which measured slower than the cache it saves
+  /// (bench/RESULTS.md). As NCCL's chunk size: a tuning knob that never changes the result.
   int64_t chunk_bytes = 0;
   std::vector<Tensor> pred = {};
 };
