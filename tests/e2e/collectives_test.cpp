@@ -546,6 +546,12 @@ TEST_CASE("allreduce fusion: bad options are typed errors at the caller's line")
       }),
       doctest::Contains("fusion_bucket_bytes must be > 0, got 0"), pto::DistributedError);
   CHECK_THROWS_WITH_AS(
+      trace([](pto::Tensor x) { dist::allreduce(x, Reduction::SUM, {.chunk_bytes = -1}); }),
+      doctest::Contains("collectives_test.cpp:"), pto::DistributedError);
+  CHECK_THROWS_WITH_AS(
+      trace([](pto::Tensor x) { dist::allreduce(x, Reduction::SUM, {.chunk_bytes = -1}); }),
+      doctest::Contains("allreduce: chunk_bytes must be >= 0, got -1"), pto::DistributedError);
+  CHECK_THROWS_WITH_AS(
       trace([](pto::Tensor x) { dist::allreduce(pto::ne(x, x), Reduction::SUM, {.fusion = 1}); }),
       doctest::Contains("dtype must be one of"), pto::DTypeError);
 }
