@@ -137,7 +137,9 @@ struct Case {
 };
 
 void ours_call(Case &c) {
-  c.world->run([&](int pe) { (*c.kernel)(c.xs[size_t(pe)], c.ys[size_t(pe)], static_cast<int>(c.algo->a)); });
+  c.world->run([&](int pe) {
+    (*c.kernel)(c.xs[size_t(pe)], c.ys[size_t(pe)], static_cast<int>(c.algo->a));
+  });
 }
 
 void peer_call(Case &c) {
