@@ -25,23 +25,29 @@ namespace {
 struct Gate {
   std::atomic<int32_t> word{0};
   std::atomic<int32_t> sleepers{0};
+  std::atomic<int64_t> rung_ns{0}; ///< when a sleeper was last woken (detail::now_ns)
 
   int32_t *futex() { return reinterpret_cast<int32_t *>(&word); }
   void wake() {
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (sleepers.load(std::memory_order_relaxed) > 0)
+    if (sleepers.load(std::memory_order_relaxed) > 0) {
+      rung_ns.store(detail::now_ns(), std::memory_order_relaxed);
       futex_wake_all(futex());
+    }
   }
-  /// Waits until word != seen: polls for `spin`, then sleeps.
-  void wait_change(int32_t seen, std::chrono::nanoseconds spin) {
+  /// Waits until word != seen: polls for spin.budget(), then sleeps.
+  void wait_change(int32_t seen, detail::AdaptiveSpin &spin) {
     auto changed = [&] { return word.load(std::memory_order_acquire) != seen; };
-    if (detail::spin_until(changed, spin))
+    if (detail::spin_until(changed, spin.budget()))
       return;
     sleepers.fetch_add(1, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst);
+    const int64_t slept = detail::now_ns();
     while (!changed())
       futex_wait(futex(), seen, 1000);
     sleepers.fetch_sub(1, std::memory_order_relaxed);
+    if (const int64_t rung = rung_ns.load(std::memory_order_relaxed); rung > slept)
+      spin.woke(detail::now_ns() - rung);
   }
 };
 
@@ -71,6 +77,8 @@ public:
   void run(int n_pes, const std::function<void(int pe)> &body,
            const std::function<void()> &) override {
     const auto spin = detail::spin_budget(n_pes);
+    if (main_spin_.budget().count() == 0 && spin.count() > 0)
+      main_spin_.set_cap(spin);
     // Start the missing PE threads before any PE runs: if one cannot start, nothing has run.
     while (int(threads_.size()) < n_pes - 1) {
       const int pe = int(threads_.size()) + 1;
@@ -90,13 +98,14 @@ public:
     start_.wake();
     body(0);
     for (int32_t left; (left = done_.word.load(std::memory_order_acquire)) != 0;)
-      done_.wait_change(left, spin);
+      done_.wait_change(left, main_spin_);
     body_ = nullptr;
   }
 
 private:
   // `seen`: the run epoch when the thread was made (it waits for the next one).
-  void thread_main(int pe, int32_t seen, std::chrono::nanoseconds spin) {
+  void thread_main(int pe, int32_t seen, std::chrono::nanoseconds cap) {
+    detail::AdaptiveSpin spin(cap);
     for (;;) {
       start_.wait_change(seen, spin);
       seen = start_.word.load(std::memory_order_acquire);
@@ -115,6 +124,7 @@ private:
   const std::function<void(int)> *body_ = nullptr;
   int n_run_ = 0;
   std::atomic<bool> stop_{false};
+  detail::AdaptiveSpin main_spin_; ///< the caller's, waiting for the PE threads
 };
 
 } // namespace

@@ -31,12 +31,16 @@ using detail::element_size;
 struct alignas(64) Sleeper {
   std::atomic<int32_t> doorbell{0};
   std::atomic<int32_t> sleeping{0};
+  std::atomic<int64_t> rung_ns{0}; ///< when it was last rung (detail::now_ns)
+  detail::AdaptiveSpin spin;       ///< its PE's own, adapted per wait
 };
 
 class ShmTransport final : public Transport {
 public:
-  explicit ShmTransport(int n_pes)
-      : sleepers_(new Sleeper[size_t(n_pes)]), n_pes_(n_pes), spin_(detail::spin_budget(n_pes)) {}
+  explicit ShmTransport(int n_pes) : sleepers_(new Sleeper[size_t(n_pes)]), n_pes_(n_pes) {
+    for (int p = 0; p < n_pes; ++p)
+      sleepers_[size_t(p)].spin.set_cap(detail::spin_budget(n_pes));
+  }
 
   const char *name() const override { return "shm"; }
   std::unique_ptr<Group> make_group(const std::string &name,
@@ -59,6 +63,7 @@ public:
   void ring(int world_pe) {
     Sleeper &s = sleepers_[size_t(world_pe)];
     if (s.sleeping.load(std::memory_order_relaxed)) {
+      s.rung_ns.store(detail::now_ns(), std::memory_order_relaxed);
       s.doorbell.fetch_add(1, std::memory_order_release);
       futex_wake_all(reinterpret_cast<int32_t *>(&s.doorbell));
     }
@@ -68,10 +73,14 @@ public:
   /// policy gives up. `missing()` lists the members a barrier still waits for.
   template <class Ready, class Missing>
   WaitResult block(int world_pe, Ready &&ready, WaitPolicy &policy, Missing &&missing) {
-    if (detail::spin_until(ready, spin_))
+    if (ready())
       return WaitResult::Done;
     Sleeper &s = sleepers_[size_t(world_pe)];
-    for (;;) {
+    if (detail::spin_until(ready, s.spin.budget()))
+      return WaitResult::Done;
+    for (bool first = true;; first = false) {
+      if (!first && ready())
+        return WaitResult::Done;
       // The doorbell before the policy: a wake_all after this read changes it (the futex wait
       // then returns at once); one before it is seen by the policy check.
       const int32_t bell = s.doorbell.load(std::memory_order_acquire);
@@ -81,23 +90,22 @@ public:
         return r;
       s.sleeping.store(1, std::memory_order_relaxed);
       std::atomic_thread_fence(std::memory_order_seq_cst);
-      if (ready()) {
-        s.sleeping.store(0, std::memory_order_relaxed);
-        return WaitResult::Done;
+      if (!ready()) {
+        const auto ns = policy.max_sleep().count();
+        const int64_t slept = detail::now_ns();
+        futex_wait(reinterpret_cast<int32_t *>(&s.doorbell), bell,
+                   std::max<int64_t>(1, (ns + 999999) / 1000000));
+        const int64_t rung = s.rung_ns.load(std::memory_order_relaxed);
+        if (rung > slept)
+          s.spin.woke(detail::now_ns() - rung);
       }
-      const auto ns = policy.max_sleep().count();
-      futex_wait(reinterpret_cast<int32_t *>(&s.doorbell), bell,
-                 std::max<int64_t>(1, (ns + 999999) / 1000000));
       s.sleeping.store(0, std::memory_order_relaxed);
-      if (ready())
-        return WaitResult::Done;
     }
   }
 
 private:
   std::unique_ptr<Sleeper[]> sleepers_;
   int n_pes_;
-  std::chrono::nanoseconds spin_;
 };
 
 class ShmGroup final : public Group {
