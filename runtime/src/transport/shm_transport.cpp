@@ -86,8 +86,10 @@ public:
       const int32_t bell = s.doorbell.load(std::memory_order_acquire);
       int culprit = -1;
       const std::vector<int> m = missing();
+      // A verdict against a stale `m` (a member that arrived, passed and returned since) is
+      // void once the condition holds: what the policy saw happened after the release.
       if (const WaitResult r = policy.check(m, culprit); r != WaitResult::Done)
-        return r;
+        return ready() ? WaitResult::Done : r;
       s.sleeping.store(1, std::memory_order_relaxed);
       std::atomic_thread_fence(std::memory_order_seq_cst);
       if (!ready()) {
