@@ -125,8 +125,8 @@ void check_amo_dtype(OpKind kind, DataType dt, const char *op, const SrcLoc &loc
   if (dt == DT_INT32 || dt == DT_INT64 || (dt == DT_FP32 && !cswap))
     return;
   throw DTypeError(loc, op,
-                   fmt::format("the shmem tensor's dtype must be int32, int64{}, got {}{}",
-                               cswap ? "" : " or fp32", name(dt),
+                   fmt::format("the shmem tensor's dtype must be {}, got {}{}",
+                               cswap ? "int32 or int64" : "int32, int64 or fp32", name(dt),
                                cswap && dt == DT_FP32
                                    ? " (compare_swap compares integers; floats are not compared "
                                      "bitwise)"

@@ -163,8 +163,8 @@ int32_t pto_rt_atomic(pto_ctx *ctx, int32_t group, int32_t pe, int32_t amo, pto_
     if (!ok_dtype)
       return fail<pto::DTypeError>(
           ctx, site, kOp,
-          fmt::format("the word's dtype must be int32, int64{}, got {}",
-                      amo == PTO_AMO_COMPARE_SWAP ? "" : " or fp32",
+          fmt::format("the word's dtype must be {}, got {}",
+                      amo == PTO_AMO_COMPARE_SWAP ? "int32 or int64" : "int32, int64 or fp32",
                       pto::is_supported(dtype) ? pto::name(dtype) : std::to_string(dt)));
     const int n = ctx->groups[size_t(group)]->n_pes;
     if (pe < 0 || pe >= n)

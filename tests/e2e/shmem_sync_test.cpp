@@ -305,3 +305,176 @@ TEST_CASE("shmem_wait_until_some reports every element that holds; fence and qui
     }
   }
 }
+
+namespace {
+
+constexpr const char *kFile = "shmem_sync_test.cpp";
+
+/// Traces and runs `fn` on one PE (trace-time errors surface here).
+template <class F> void run1(pto::RunMode mode, F fn, pto::HostTensor x) {
+  auto k = pto::jit("bad", fn, support::opts(mode));
+  k(x);
+}
+
+} // namespace
+
+TEST_CASE("shmem AMOs: typed errors name the op and the user's line") {
+  for (auto mode : support::run_modes()) {
+    const std::string mode_name = support::mode_name(mode);
+    CAPTURE(mode_name);
+    pto::HostTensor x(pto::DT_INT32, {1, 8});
+    int line = 0;
+    auto amo_on = [&](pto::DataType dt, int which) {
+      return [&line, dt, which](pto::Tensor) {
+        // clang-format off
+        auto w = dist::create_shmem_tensor("world", 1, dt, {1, 8});
+        auto s = dist::create_shmem_signal("world", 1);
+        line = __LINE__ + 2 + which; // the line of case `which`
+        switch (which) {
+        case 0: dist::shmem_atomic_compare_swap(w, {0, 0}, 0, 1, 0); break;
+        case 1: dist::shmem_atomic_fetch_add(w, {0, 0}, 1, 0); break;
+        case 2: dist::shmem_atomic_fetch_add(w, {0, 0}, 1.5, 0); break;
+        case 3: dist::shmem_atomic_swap(w, {0, 0}, int64_t(1) << 40, 0); break;
+        case 4: dist::shmem_atomic_fetch_add(w, {0, 0}, 1, 1); break;
+        case 5: dist::shmem_atomic_swap(w, {0, 8}, 1, 0); break;
+        case 6: dist::shmem_atomic_swap(w, {0}, 1, 0); break;
+        default: dist::shmem_atomic_swap(s, {0, 0}, 1, 0); break;
+        }
+        // clang-format on
+      };
+    };
+    support::expect_error<pto::DTypeError>([&] { run1(mode, amo_on(pto::DT_FP32, 0), x); }, kFile,
+                                           line, "shmem_atomic_compare_swap",
+                                           "must be int32 or int64, got");
+    support::expect_error<pto::DTypeError>([&] { run1(mode, amo_on(pto::DT_FP16, 1), x); }, kFile,
+                                           line, "shmem_atomic_fetch_add",
+                                           "must be int32, int64 or fp32, got");
+    support::expect_error<pto::DTypeError>([&] { run1(mode, amo_on(pto::DT_INT32, 2), x); }, kFile,
+                                           line, "shmem_atomic_fetch_add", "value 1.5 is floating");
+    support::expect_error<pto::ArgumentError>([&] { run1(mode, amo_on(pto::DT_INT32, 3), x); },
+                                              kFile, line, "shmem_atomic_swap",
+                                              "does not fit the int32 word");
+    support::expect_error<pto::DistributedError>([&] { run1(mode, amo_on(pto::DT_INT64, 4), x); },
+                                                 kFile, line, "shmem_atomic_fetch_add",
+                                                 "pe 1 is out of range [0, 1)");
+    support::expect_error<pto::DistributedError>([&] { run1(mode, amo_on(pto::DT_INT32, 5), x); },
+                                                 kFile, line, "shmem_atomic_swap",
+                                                 "window [8, 9) of dim 1 exceeds");
+    support::expect_error<pto::ShapeError>([&] { run1(mode, amo_on(pto::DT_INT32, 6), x); }, kFile,
+                                           line, "shmem_atomic_swap", "index needs 2 entries");
+    support::expect_error<pto::DistributedError>([&] { run1(mode, amo_on(pto::DT_INT32, 7), x); },
+                                                 kFile, line, "shmem_atomic_swap",
+                                                 "signal-only object");
+    CHECK_NOTHROW(run1(mode, amo_on(pto::DT_FP32, 1), x)); // fp32 fetch_add is allowed
+  }
+}
+
+TEST_CASE("wait sets, test, put_signal: typed errors name the op and the user's line") {
+  for (auto mode : support::run_modes()) {
+    const std::string mode_name = support::mode_name(mode);
+    CAPTURE(mode_name);
+    pto::HostTensor x(pto::DT_INT32, {1, 8});
+    pto::HostTensor f(pto::DT_FP32, {1, 8});
+    int line = 0;
+    auto bad_status = [&line](pto::Tensor s) {
+      pto::set_vec_tile_shapes(1, 8);
+      auto flags = dist::create_shmem_signal("world", 1);
+      line = __LINE__ + 1;
+      dist::shmem_wait_until_any(dist::signal_rows(flags), 1, {.status = s});
+    };
+    support::expect_error<pto::DTypeError>([&] { run1(mode, bad_status, f); }, kFile, line,
+                                           "shmem_wait_until_any", "status must be DT_INT32");
+    support::expect_error<pto::ShapeError>([&] { run1(mode, bad_status, x); }, kFile, line,
+                                           "shmem_wait_until_any", "status must have shape [1]");
+    auto two_tensors = [&line](pto::Tensor) {
+      auto a = dist::create_shmem_signal("world", 1), b = dist::create_shmem_signal("world", 1);
+      line = __LINE__ + 1;
+      dist::shmem_wait_until_all({{a, 0}, {b, 0}}, 1);
+    };
+    support::expect_error<pto::DistributedError>([&] { run1(mode, two_tensors, x); }, kFile, line,
+                                                 "shmem_wait_until_all", "another shmem tensor");
+    auto bad_row = [&line](pto::Tensor) {
+      auto a = dist::create_shmem_signal("world", 1);
+      line = __LINE__ + 1;
+      dist::shmem_wait_until_some({{a, 0}, {a, 5}}, 1);
+    };
+    support::expect_error<pto::DistributedError>([&] { run1(mode, bad_row, x); }, kFile, line,
+                                                 "shmem_wait_until_some",
+                                                 "src_pe 5 is out of range [0, 1)");
+    auto incongruent = [&line](pto::Tensor) {
+      auto d = dist::create_shmem_tensor("world", 1, pto::DT_INT32, {4, 8});
+      pto::set_vec_tile_shapes(2, 8);
+      dist::shmem_wait_until(d, 0, 0);
+      pto::set_vec_tile_shapes(1, 8);
+      line = __LINE__ + 1;
+      dist::shmem_test(d, 0, 0);
+    };
+    support::expect_error<pto::DistributedError>([&] { run1(mode, incongruent, x); }, kFile, line,
+                                                 "shmem_test", "is not congruent");
+    auto put_dtype = [&line](pto::Tensor s) {
+      pto::set_vec_tile_shapes(1, 8);
+      auto d = dist::create_shmem_tensor("world", 1, pto::DT_INT32, {2, 8});
+      line = __LINE__ + 1;
+      dist::shmem_put_signal(s, {0, 0}, d, 0, 1);
+    };
+    support::expect_error<pto::DTypeError>([&] { run1(mode, put_dtype, f); }, kFile, line,
+                                           "shmem_put_signal", "must match");
+    auto put_unaligned = [&line](pto::Tensor s) {
+      pto::set_vec_tile_shapes(1, 4);
+      auto d = dist::create_shmem_tensor("world", 1, pto::DT_INT32, {2, 16});
+      line = __LINE__ + 1;
+      dist::shmem_put_signal(pto::view(s, {1, 4}, {0, 0}), {0, 2}, d, 0, 1);
+    };
+    support::expect_error<pto::DistributedError>([&] { run1(mode, put_unaligned, x); }, kFile, line,
+                                                 "shmem_put_signal", "is not aligned");
+  }
+}
+
+TEST_CASE("shmem AMOs and wait sets: run-time PEs and windows out of range fail the call") {
+  for (auto mode : support::run_modes()) {
+    const std::string mode_name = support::mode_name(mode);
+    CAPTURE(mode_name);
+    pto::runtime::World world(2, {.deadlock_timeout_ms = 2000});
+    auto xs = tensors(2, pto::DT_INT32, {1, 8});
+    int line = 0;
+    auto pe = pto::jit(
+        "amo_pe",
+        [&line](pto::Tensor x) {
+          auto w = dist::create_shmem_tensor("world", 2, pto::DT_INT32, {1, 8});
+          line = __LINE__ + 1;
+          auto r = dist::shmem_atomic_fetch_add(w, {0, 0}, 1, dist::my_symbolic_pe("world") + 1);
+          pto::set_vec_tile_shapes(1, 8);
+          pto::assemble(r.old, {0, 0}, pto::view(x, {1, 1}, {0, 0}));
+        },
+        support::opts(mode));
+    support::expect_error<pto::DistributedError>(
+        [&] { world.run([&](int p) { pe(xs[size_t(p)]); }); }, kFile, line,
+        "shmem_atomic_fetch_add", "out of range [0, 2)");
+    auto index = pto::jit(
+        "amo_index",
+        [&line](pto::Tensor x) {
+          auto w = dist::create_shmem_tensor("world", 2, pto::DT_INT32, {1, 8});
+          line = __LINE__ + 1;
+          auto r = dist::shmem_atomic_swap(w, {0, dist::my_symbolic_pe("world") * 8}, 1, 0);
+          pto::set_vec_tile_shapes(1, 8);
+          pto::assemble(r.old, {0, 0}, pto::view(x, {1, 1}, {0, 0}));
+        },
+        support::opts(mode));
+    support::expect_error<pto::DistributedError>(
+        [&] { world.run([&](int p) { index(xs[size_t(p)]); }); }, kFile, line, "shmem_atomic_swap",
+        "window [8, 9) of dim 1 exceeds the size 8");
+    auto row = pto::jit(
+        "set_row",
+        [&line](pto::Tensor x) {
+          auto flags = dist::create_shmem_signal("world", 2);
+          line = __LINE__ + 1;
+          auto r = dist::shmem_wait_until_any({{flags, dist::my_symbolic_pe("world") + 1}}, 1);
+          pto::set_vec_tile_shapes(1, 8);
+          pto::assemble(r.index, {0, 0}, pto::view(x, {1, 1}, {0, 0}));
+        },
+        support::opts(mode));
+    support::expect_error<pto::DistributedError>(
+        [&] { world.run([&](int p) { row(xs[size_t(p)]); }); }, kFile, line, "shmem_wait_until_any",
+        "out of range [0, 2)");
+  }
+}
