@@ -313,34 +313,48 @@ int32_t Run::shmem_wait_set(const Op &op) {
 
 int32_t Run::shmem_atomic(const Op &op) {
   const ir::ShmemInfo &s = p_.shmems.at(static_cast<size_t>(op.shmem));
-  int64_t pe = 0;
+  int64_t pe = 0, offset = 0, limit = 0;
   std::vector<int64_t> offs;
-  if (int32_t st = shmem_target(op, s, pe, offs))
-    return st;
+  const DataType dt = op.slots ? DT_INT32 : s.dtype;
+  if (op.slots) { // a signal word: the slot of the window's one tile
+    int64_t row = 0;
+    if (int32_t st = check_slots(s, *op.slots, op.set_offsets.at(0), op.set_rows.at(0), offs, row))
+      return st;
+    if (int32_t st = eval(op.pe, pe))
+      return st;
+    if (pe < 0 || pe >= s.n_pes)
+      return fail(PTO_FAIL_PE, pe, s.n_pes);
+    offset = s.signal_offset_bytes +
+             slot_number(*op.slots, offs, std::vector<int64_t>(offs.size(), 0), row) * 8 * 4;
+    limit = s.signal_offset_bytes + s.signal_bytes;
+  } else {
+    if (int32_t st = shmem_target(op, s, pe, offs))
+      return st;
+    offset = s.data_offset_bytes +
+             dot(offs, row_major(s.shape)) * static_cast<int64_t>(bytes_of(s.dtype));
+    limit = s.data_offset_bytes + s.data_bytes;
+  }
   // The operands as elements of the word's dtype (an int64 is wide enough for each).
   uint8_t value[8] = {}, cond[8] = {};
   if (op.amo_is_real) {
-    store_f(value, s.dtype, op.amo_real);
+    store_f(value, dt, op.amo_real);
   } else {
     int64_t v = 0;
     if (int32_t st = eval(op.amo_value, v))
       return st;
-    store_i(value, s.dtype, v);
+    store_i(value, dt, v);
   }
   if (op.kind == OpKind::ShmemAtomicCompareSwap) {
     int64_t c = 0;
     if (int32_t st = eval(op.amo_cond, c))
       return st;
-    store_i(cond, s.dtype, c);
+    store_i(cond, dt, c);
   }
   Ref old;
   if (int32_t st = ref(op.outputs.at(1), old))
     return st;
-  const int64_t offset =
-      s.data_offset_bytes + dot(offs, row_major(s.shape)) * static_cast<int64_t>(bytes_of(s.dtype));
-  return pto_rt_atomic(ctx_, s.group_index, static_cast<int32_t>(pe), abi_amo(op.kind), s.dtype,
-                       offset, s.data_offset_bytes + s.data_bytes, value, cond, old.at({0, 0}), 0,
-                       site_);
+  return pto_rt_atomic(ctx_, s.group_index, static_cast<int32_t>(pe), abi_amo(op.kind), dt, offset,
+                       limit, value, cond, old.at({0, 0}), op.slots ? 1 : 0, site_);
 }
 
 } // namespace pto::codegen::interp

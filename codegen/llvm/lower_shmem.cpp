@@ -478,19 +478,32 @@ LV *ShmemLowering::amo_operand(DataType dt, const SymbolicScalar &v, bool is_rea
 
 void ShmemLowering::atomic_op(const Op &op) {
   const auto &s = shmem_of(op);
-  check_whole_window(s, op);
-  Index zero(s.shape.size(), kb_.i64(0));
-  LV *value = amo_operand(s.dtype, op.amo_value, op.amo_is_real, op.amo_real, "amo_value");
+  const DataType dt = op.slots ? DT_INT32 : s.dtype;
+  LV *offset = nullptr, *limit = nullptr;
+  if (op.slots) { // a signal word: the slot of the window's one tile
+    const ir::SlotGeometry &g = *op.slots;
+    Index O = syms(op.set_offsets.at(0)), zero(g.data_shape.size(), kb_.i64(0));
+    LV *row = kb_.sym(op.set_rows.at(0));
+    if (!s.shape.empty())
+      check_shmem_window(s, O, zero, constants(g.view_shape));
+    check_slots(s, g, row, O);
+    offset = slot_offset(s, slot_of(g, O, zero, row));
+    limit = kb_.i64(s.signal_offset_bytes + s.signal_bytes);
+  } else {
+    check_whole_window(s, op);
+    offset = heap_offset(s, op, Index(s.shape.size(), kb_.i64(0)));
+    limit = kb_.i64(s.data_offset_bytes + s.data_bytes);
+  }
+  LV *value = amo_operand(dt, op.amo_value, op.amo_is_real, op.amo_real, "amo_value");
   LV *cond = op.kind == OpKind::ShmemAtomicCompareSwap
-                 ? amo_operand(s.dtype, op.amo_cond, false, 0, "amo_cond")
+                 ? amo_operand(dt, op.amo_cond, false, 0, "amo_cond")
                  : static_cast<LV *>(llvm::ConstantPointerNull::get(B.getPtrTy()));
   LV *old = int32_out(op.outputs.at(1), nullptr);
-  kb_.ret_if_error(kb_.call_rt(
-      RtFn::Atomic,
-      {kb_.ctx_arg(), B.getInt32(s.group_index), B.CreateTrunc(kb_.sym(op.pe), B.getInt32Ty()),
-       B.getInt32(abi_amo(op.kind)), B.getInt32(s.dtype), heap_offset(s, op, zero),
-       kb_.i64(s.data_offset_bytes + s.data_bytes), value, cond, old, B.getInt32(0),
-       B.getInt32(kb_.current_site())}));
+  kb_.ret_if_error(kb_.call_rt(RtFn::Atomic, {kb_.ctx_arg(), B.getInt32(s.group_index),
+                                              B.CreateTrunc(kb_.sym(op.pe), B.getInt32Ty()),
+                                              B.getInt32(abi_amo(op.kind)), B.getInt32(dt), offset,
+                                              limit, value, cond, old, B.getInt32(op.slots ? 1 : 0),
+                                              B.getInt32(kb_.current_site())}));
 }
 
 } // namespace

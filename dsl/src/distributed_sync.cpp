@@ -189,7 +189,63 @@ AmoResult trace_amo(OpKind kind, const ShmemTensor &dst, const std::vector<Symbo
   return res;
 }
 
+AmoResult trace_signal_amo(OpKind kind, const SignalSlot &slot, const AmoValue *cond,
+                           const AmoValue &value, const SymbolicScalar &pe, const AmoOptions &opts,
+                           const char *op, const SrcLoc &loc) {
+  auto &r = Recorder::current(op, loc);
+  const auto &s = shmem_of(r, slot.window, op, loc);
+  check_amo_value(value, DT_INT32, "value", op, loc);
+  if (cond)
+    check_amo_value(*cond, DT_INT32, "cond", op, loc);
+  check_pe(r, slot.src_pe, s.n_pes, "src_pe", s, op, loc);
+  check_pe(r, pe, s.n_pes, "pe", s, op, loc);
+  check_view(r, s, slot.window, op, loc);
+  ir::SlotGeometry g = slot_geometry(r, slot.window, signal_tile(r, s, op, loc), op, loc);
+  if (g.view_tile_num != 1)
+    throw DistributedError(loc, op,
+                           fmt::format("an AMO on a signal word needs a window of one vec tile "
+                                       "(one slot per row); window {} with tile {} has {} slots",
+                                       dims_str(g.view_shape), dims_str(g.tile), g.view_tile_num));
+  ir::Op o;
+  o.kind = kind;
+  o.where = loc;
+  o.shmem = slot.window.index;
+  o.pe = pe;
+  o.set_offsets = {g.view_offsets};
+  o.set_rows = {slot.src_pe};
+  o.tile.vec = g.tile;
+  o.slots = std::move(g);
+  o.amo_value = value.i;
+  if (cond)
+    o.amo_cond = cond->i;
+  o.preds = use_preds(r, opts.pred, op, loc);
+  AmoResult res;
+  res.token = make_token(r, pred_token_shape(r, o.preds));
+  res.old = make_local(r, DT_INT32, {SymbolicScalar(1), SymbolicScalar(1)});
+  o.outputs = {res.token.id(), res.old.id()};
+  r.emit(std::move(o));
+  return res;
+}
+
 } // namespace
+
+AmoResult shmem_atomic_fetch_add(const SignalSlot &slot, AmoValue value, const SymbolicScalar &pe,
+                                 AmoOptions opts, SrcLoc loc) {
+  return trace_signal_amo(OpKind::ShmemAtomicFetchAdd, slot, nullptr, value, pe, opts,
+                          "shmem_atomic_fetch_add", loc);
+}
+
+AmoResult shmem_atomic_swap(const SignalSlot &slot, AmoValue value, const SymbolicScalar &pe,
+                            AmoOptions opts, SrcLoc loc) {
+  return trace_signal_amo(OpKind::ShmemAtomicSwap, slot, nullptr, value, pe, opts,
+                          "shmem_atomic_swap", loc);
+}
+
+AmoResult shmem_atomic_compare_swap(const SignalSlot &slot, AmoValue cond, AmoValue value,
+                                    const SymbolicScalar &pe, AmoOptions opts, SrcLoc loc) {
+  return trace_signal_amo(OpKind::ShmemAtomicCompareSwap, slot, &cond, value, pe, opts,
+                          "shmem_atomic_compare_swap", loc);
+}
 
 Tensor shmem_fence(SyncOptions opts, SrcLoc loc) {
   return sync_op(OpKind::ShmemFence, opts, "shmem_fence", loc);

@@ -143,6 +143,51 @@ TEST_CASE("shmem_atomic_swap and compare_swap: a swap chain and exactly one winn
   }
 }
 
+TEST_CASE("AMOs on signal words: tickets land on the slot a wait sees, one lock winner") {
+  const int n = 4;
+  for (auto mode : support::run_modes()) {
+    const std::string mode_name = support::mode_name(mode);
+    CAPTURE(mode_name);
+    // Every PE takes a ticket (fetch_add 1 on row 0 of `count` on PE 0) and tries to take the
+    // lock (compare_swap 0 -> me + 1 on row 1 of `count` on PE 0, then swap it back to
+    // itself); PE 0's wait for n tickets on that very slot must complete (AMOs wake waiters).
+    auto kern = pto::jit(
+        "signal_amo",
+        [](pto::Tensor out, int pes) {
+          pto::set_vec_tile_shapes(1, 8);
+          auto count = dist::create_shmem_signal("world", pes);
+          auto me = dist::my_symbolic_pe("world");
+          auto ticket = dist::shmem_atomic_fetch_add({count, 0}, 1, 0);
+          pto::assemble(ticket.old, {0, 0}, out);
+          auto lock = dist::shmem_atomic_compare_swap({count, 1}, 0, me + 1, 0);
+          pto::assemble(lock.old, {0, 1}, out);
+          for (auto _ : pto::loop(1)) {
+            (void)_;
+            if (pto::cond(me == 0)) {
+              auto all = dist::shmem_wait_until(count, 0, pes, {.pred = {ticket.token}});
+              auto peek = dist::shmem_atomic_fetch_add({count, 1}, 0, 0, {.pred = {all}});
+              pto::assemble(peek.old, {0, 2}, out);
+            }
+          }
+        },
+        support::opts(mode));
+    auto outs = tensors(n, pto::DT_INT32, {1, 3});
+    pto::runtime::World world(n, kWorldOpts);
+    world.run([&](int pe) { kern(outs[size_t(pe)], n); });
+    std::set<double> tickets;
+    int winners = 0;
+    for (int p = 0; p < n; ++p) {
+      tickets.insert(outs[size_t(p)].get(0));
+      winners += outs[size_t(p)].get(1) == 0 ? 1 : 0;
+    }
+    CHECK(tickets == std::set<double>{0, 1, 2, 3});
+    CHECK(winners == 1);
+    const double owner = outs[0].get(2); // the lock word holds the winner's me + 1
+    for (int p = 0; p < n; ++p)
+      CHECK(outs[size_t(p)].get(1) == (double(p + 1) == owner ? 0.0 : owner));
+  }
+}
+
 TEST_CASE("shmem_put_signal + shmem_wait_until_all: an allgather over multi-tile windows") {
   const int n = 3;
   for (auto mode : support::run_modes()) {

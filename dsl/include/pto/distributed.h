@@ -327,5 +327,18 @@ AmoResult shmem_atomic_compare_swap(const ShmemTensor &dst,
                                     const std::vector<SymbolicScalar> &index, AmoValue cond,
                                     AmoValue value, const SymbolicScalar &pe, AmoOptions opts = {},
                                     SrcLoc loc = SrcLoc::current());
+/// The AMOs on a signal word (int32): the slot of `slot.window` in row `slot.src_pe` of PE
+/// `pe`'s signal memory, as OpenSHMEM's AMOs on a signal (`shmem_signal_fetch` is a fetch_add of
+/// 0). The window must have one vec tile, so one slot per row (DistributedError otherwise), and
+/// follows the slot rules of shmem_signal; waiters of the slot are woken. A ticket counter or a
+/// lock: compare_swap(slot, 0, me + 1, owner). Values and errors as the data forms (the word is
+/// int32).
+AmoResult shmem_atomic_fetch_add(const SignalSlot &slot, AmoValue value, const SymbolicScalar &pe,
+                                 AmoOptions opts = {}, SrcLoc loc = SrcLoc::current());
+AmoResult shmem_atomic_swap(const SignalSlot &slot, AmoValue value, const SymbolicScalar &pe,
+                            AmoOptions opts = {}, SrcLoc loc = SrcLoc::current());
+AmoResult shmem_atomic_compare_swap(const SignalSlot &slot, AmoValue cond, AmoValue value,
+                                    const SymbolicScalar &pe, AmoOptions opts = {},
+                                    SrcLoc loc = SrcLoc::current());
 
 } // namespace pto::distributed

@@ -328,7 +328,8 @@ struct Op {
   std::vector<std::vector<SymbolicScalar>> set_offsets;
   std::vector<SymbolicScalar> set_rows;
   /// AMOs: the operand and compare_swap's comparand as integers (run-time values allowed), or a
-  /// floating literal operand (`amo_is_real`, `amo_real`). The word is element `view_offsets`.
+  /// floating literal operand (`amo_is_real`, `amo_real`). The word is element `view_offsets`
+  /// of the data, or (with `slots`) the int32 signal slot of set_offsets[0], set_rows[0].
   SymbolicScalar amo_value, amo_cond;
   double amo_real = 0;
   bool amo_is_real = false;
