@@ -1,12 +1,14 @@
 // shmem_amo.cpp - The rest of the OpenSHMEM 1.5 model in the ABI (abi.h): fence, quiet,
 // put-with-signal, fetching AMOs (fetch_add, swap, compare_swap) and waits on sets of signal
-// slots (wait_until_all/any/some and their non-blocking test forms). On the threads runtime every
-// put has completed when its call returns, so fence and quiet are full fences; AMOs are
-// std::atomic_ref operations on the heap word, sequentially consistent.
+// slots (wait_until_all/any/some and their non-blocking test forms). Checks here, the bytes and
+// the blocking through the transport (transport/transport.h: Group::atomic, fence, quiet, wait),
+// so the same entry points serve the shared-memory and the MPI transport.
 #include "pto/dtype.h"
 #include "pto/runtime/signal.h"
 
 #include "boundary.h"
+#include "shmem_checks.h"
+#include "transport/transport.h"
 #include "world_state.h"
 
 #include <algorithm>
@@ -14,74 +16,32 @@
 #include <chrono>
 #include <cstring>
 #include <fmt/format.h>
-#include <optional>
-#include <thread>
+#include <vector>
 
 using namespace pto::runtime;
 using namespace pto::runtime::detail;
 
 namespace {
 
-/// The kernel declared `group` (else a code generation bug, InternalError).
-bool group_ok(pto_ctx *ctx, int32_t group, int32_t site, const char *op) {
-  if (group >= 0 && size_t(group) < ctx->groups.size())
-    return true;
-  fail<pto::InternalError>(ctx, site, op,
-                           fmt::format("group index {} was not declared by kernel_enter ({} "
-                                       "groups); rerun with PTO_DUMP=ir",
-                                       group, ctx->groups.size()));
-  return false;
-}
-
-int64_t heap_bytes(pto_ctx *ctx, int32_t group) {
-  return ctx->groups[size_t(group)]->heap.size_bytes();
-}
-
-std::byte *heap_at(pto_ctx *ctx, int32_t group, int pe, int64_t offset) {
-  return ctx->groups[size_t(group)]->heap.base(pe) + offset;
-}
-
-/// A word of `size` bytes at `offset`: aligned, inside [0, limit) and the heap.
-bool word_ok(pto_ctx *ctx, int32_t group, int pe, int64_t offset, int64_t size, int64_t limit,
-             int32_t site, const char *op) {
-  const int64_t heap = heap_bytes(ctx, group);
-  if (offset >= 0 && offset % size == 0 && offset <= std::min(limit, heap) - size)
+/// The word of `size` bytes at `offset` lies inside [0, limit) (check_word checks alignment and
+/// the heap).
+bool word_in_object(pto_ctx *ctx, int32_t group, int pe, int64_t offset, int64_t size,
+                    int64_t limit, int32_t site, const char *op) {
+  if (!check_word(ctx, group, offset, size, site, op))
+    return false;
+  if (offset <= limit - size)
     return true;
   fail<pto::DistributedError>(ctx, site, op,
                               fmt::format("the {}-byte word at byte {} of PE {}'s heap for group "
-                                          "'{}' is not aligned or not inside the object (which "
-                                          "ends at byte {}; heap size {} bytes)",
-                                          size, offset, pe, group_name(ctx, group), limit, heap));
+                                          "'{}' is not inside the object, which ends at byte {}",
+                                          size, offset, pe, group_name(ctx, group), limit));
   return false;
 }
 
-template <class T> T read_value(const void *p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-/// The AMO on a word of type T; returns the old value.
-template <class T> T apply_amo(T *word, int32_t amo, const void *value, const void *cond) {
-  std::atomic_ref<T> a(*word);
-  const T v = read_value<T>(value);
-  switch (amo) {
-  case PTO_AMO_FETCH_ADD:
-    if constexpr (std::is_integral_v<T>) { // wraps: two's complement, as an ADD put
-      using U = std::make_unsigned_t<T>;
-      std::atomic_ref<U> u(*reinterpret_cast<U *>(word));
-      return T(u.fetch_add(U(v), std::memory_order_seq_cst));
-    } else {
-      return a.fetch_add(v, std::memory_order_seq_cst);
-    }
-  case PTO_AMO_SWAP:
-    return a.exchange(v, std::memory_order_seq_cst);
-  default: { // PTO_AMO_COMPARE_SWAP (checked by the caller)
-    T expected = read_value<T>(cond);
-    a.compare_exchange_strong(expected, v, std::memory_order_seq_cst);
-    return expected; // the old value either way
-  }
-  }
+transport::Amo transport_amo(int32_t amo) {
+  return amo == PTO_AMO_SWAP           ? transport::Amo::Swap
+         : amo == PTO_AMO_COMPARE_SWAP ? transport::Amo::CompareSwap
+                                       : transport::Amo::FetchAdd;
 }
 
 const char *amo_name(int32_t amo) {
@@ -106,12 +66,67 @@ const char *set_name(int32_t mode, int32_t blocking) {
                                  : "shmem_wait_until_all";
 }
 
-/// Wakes the waiters of signal word `word` (the Dekker handshake of pto_rt_signal: the write
-/// before this was seq_cst).
-void wake(WorldState &world, int32_t *word) {
-  if (world.futex_waiters.load(std::memory_order_seq_cst) > 0)
-    futex_wake_all(word);
+/// Fence or quiet on every group of the running kernel.
+void each_group(pto_ctx *ctx, void (transport::Group::*f)(int)) {
+  for (size_t g = 0; g < ctx->groups.size(); ++g)
+    (tgroup(ctx, int32_t(g)).*f)(pto_rt_my_pe(ctx, int32_t(g)));
 }
+
+/// A set of elements, each `per` slots of this PE's heap, scanned as pto_rt_wait_until_set
+/// says; ready() when the mode's condition holds, with the reported indices in `hits`.
+class SetCondition final : public transport::WaitCondition {
+public:
+  SetCondition(transport::Group &g, int me, int32_t mode, const int64_t *slots, int32_t n,
+               int32_t per, const int32_t *status, int64_t status_stride, int64_t status_valid,
+               int32_t cmp, int32_t value)
+      : g_(g), me_(me), mode_(mode), slots_(slots), n_(n), per_(per), status_(status),
+        status_stride_(status_stride), status_valid_(status_valid), cmp_(cmp), value_(value) {}
+  bool included(int32_t e) const {
+    return !status_ || e >= status_valid_ || status_[e * status_stride_] == 0;
+  }
+  bool ready() override {
+    hits.clear();
+    first_bad = -1;
+    bool all = true;
+    for (int32_t e = 0; e < n_; ++e) {
+      if (!included(e))
+        continue;
+      if (holds(e)) {
+        hits.push_back(e);
+        if (mode_ == PTO_WAIT_ANY)
+          break;
+      } else {
+        all = false;
+        if (mode_ == PTO_WAIT_ALL)
+          break;
+      }
+    }
+    return mode_ == PTO_WAIT_ALL ? all : !hits.empty();
+  }
+  std::vector<int32_t> hits; ///< the elements that held at the last scan (ANY: the first)
+  int64_t first_bad = -1;    ///< the first slot that did not hold at the last scan
+
+private:
+  bool holds(int32_t e) {
+    for (int32_t s = 0; s < per_; ++s) {
+      const int64_t k = int64_t(e) * per_ + s;
+      if (!signal_compare(g_.load_slot(me_, slots_[k]), cmp_, value_)) {
+        if (first_bad < 0)
+          first_bad = k;
+        return false;
+      }
+    }
+    return true;
+  }
+  transport::Group &g_;
+  int me_;
+  int32_t mode_;
+  const int64_t *slots_;
+  int32_t n_, per_;
+  const int32_t *status_;
+  int64_t status_stride_, status_valid_;
+  int32_t cmp_, value_;
+};
 
 } // namespace
 
@@ -119,18 +134,24 @@ extern "C" {
 
 int32_t pto_rt_fence(pto_ctx *ctx, int32_t site) {
   (void)site;
-  TraceScope trace(ctx, "shmem_fence", "sync");
-  // Every put, AMO and signal of this PE has completed when its call returned; the fence keeps
-  // the compiler and the CPU (non-temporal stores of a fast path included) from reordering them.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  return PTO_OK;
+  return abi_boundary(ctx, [&]() -> int32_t {
+    TraceScope trace(ctx, "shmem_fence", "sync");
+    // The compiler and the CPU (non-temporal stores of a fast path included) do not reorder
+    // across it; the transport orders what it has in flight.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    each_group(ctx, &transport::Group::fence);
+    return PTO_OK;
+  });
 }
 
 int32_t pto_rt_quiet(pto_ctx *ctx, int32_t site) {
   (void)site;
-  TraceScope trace(ctx, "shmem_quiet", "sync");
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  return PTO_OK;
+  return abi_boundary(ctx, [&]() -> int32_t {
+    TraceScope trace(ctx, "shmem_quiet", "sync");
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    each_group(ctx, &transport::Group::quiet);
+    return PTO_OK;
+  });
 }
 
 int32_t pto_rt_put_signal(pto_ctx *ctx, int32_t group, int32_t dst_pe, int32_t op, const void *src,
@@ -153,7 +174,7 @@ int32_t pto_rt_atomic(pto_ctx *ctx, int32_t group, int32_t pe, int32_t amo, pto_
     TraceScope trace(ctx, kOp, "amo");
     if (auto *e = trace.event())
       e->peer = pe;
-    if (!group_ok(ctx, group, site, kOp))
+    if (!check_group(ctx, group, site, kOp))
       return PTO_ERR;
     if (amo < PTO_AMO_FETCH_ADD || amo > PTO_AMO_COMPARE_SWAP)
       return fail<pto::InternalError>(ctx, site, kOp, fmt::format("unknown AMO {}", amo));
@@ -166,29 +187,15 @@ int32_t pto_rt_atomic(pto_ctx *ctx, int32_t group, int32_t pe, int32_t amo, pto_
           fmt::format("the word's dtype must be {}, got {}",
                       amo == PTO_AMO_COMPARE_SWAP ? "int32 or int64" : "int32, int64 or fp32",
                       pto::is_supported(dtype) ? pto::name(dtype) : std::to_string(dt)));
-    const int n = ctx->groups[size_t(group)]->n_pes;
-    if (pe < 0 || pe >= n)
-      return fail<pto::DistributedError>(ctx, site, kOp,
-                                         fmt::format("pe {} is out of range [0, {}) for group "
-                                                     "'{}'",
-                                                     pe, n, group_name(ctx, group)));
-    if (!word_ok(ctx, group, pe, offset_bytes, pto::bytes_of(dtype), limit_bytes, site, kOp))
+    if (!check_pe(ctx, group, pe, "pe", site, kOp) ||
+        !word_in_object(ctx, group, pe, offset_bytes, pto::bytes_of(dtype), limit_bytes, site, kOp))
       return PTO_ERR;
     if (!value || !old || (amo == PTO_AMO_COMPARE_SWAP && !cond))
       return fail<pto::InternalError>(ctx, site, kOp, "null operand");
-    std::byte *word = heap_at(ctx, group, pe, offset_bytes);
-    if (dtype == pto::DT_INT32) {
-      const int32_t o = apply_amo(reinterpret_cast<int32_t *>(word), amo, value, cond);
-      std::memcpy(old, &o, sizeof o);
-    } else if (dtype == pto::DT_INT64) {
-      const int64_t o = apply_amo(reinterpret_cast<int64_t *>(word), amo, value, cond);
-      std::memcpy(old, &o, sizeof o);
-    } else {
-      const float o = apply_amo(reinterpret_cast<float *>(word), amo, value, cond);
-      std::memcpy(old, &o, sizeof o);
-    }
-    if (wake_waiters && dtype == pto::DT_INT32)
-      wake(*ctx->world, reinterpret_cast<int32_t *>(word));
+    (void)wake_waiters; // the transport wakes `pe` after every AMO
+    tgroup(ctx, group)
+        .atomic(pto_rt_my_pe(ctx, group), pe, offset_bytes, transport_amo(amo), dt, value,
+                amo == PTO_AMO_COMPARE_SWAP ? cond : nullptr, old);
     ctx->world->progress.bump();
     return PTO_OK;
   });
@@ -209,12 +216,6 @@ int32_t pto_rt_wait_until_set(pto_ctx *ctx, int32_t group, int32_t mode, int32_t
         n_elems < 0 || slots_per_elem < 1 || (n_elems > 0 && !slot_offsets) ||
         (mode != PTO_WAIT_ALL && !out))
       return fail<pto::InternalError>(ctx, site, kOp, "malformed wait set");
-    auto included = [&](int32_t e) {
-      return !status || e >= status_valid || status[e * status_stride] == 0;
-    };
-    int32_t n_included = 0;
-    for (int32_t e = 0; e < n_elems; ++e)
-      n_included += included(e) ? 1 : 0;
     auto report = [&](int32_t count) {
       if (out_count)
         *out_count = count;
@@ -222,120 +223,70 @@ int32_t pto_rt_wait_until_set(pto_ctx *ctx, int32_t group, int32_t mode, int32_t
         out[0] = -1;
       return PTO_OK;
     };
+    int32_t n_included = 0;
+    for (int32_t e = 0; e < n_elems; ++e)
+      n_included += !status || e >= status_valid || status[e * status_stride] == 0 ? 1 : 0;
     if (n_included == 0) // OpenSHMEM: an empty set returns at once
       return report(mode == PTO_WAIT_ALL ? 1 : 0);
-    if (!group_ok(ctx, group, site, kOp))
+    if (!check_group(ctx, group, site, kOp))
       return PTO_ERR;
-    const int64_t heap = heap_bytes(ctx, group);
-    const int64_t n_slots = int64_t(n_elems) * slots_per_elem;
-    for (int64_t k = 0; k < n_slots; ++k) {
-      const int64_t off = slot_offsets[k];
-      if (off < 0 || off % 4 != 0 || off > heap - 4)
-        return fail<pto::DistributedError>(
-            ctx, site, kOp,
-            fmt::format("signal slot offset {} bytes is not an aligned int32 inside the heap of "
-                        "group '{}' ({} bytes)",
-                        off, group_name(ctx, group), heap));
-    }
+    for (int64_t k = 0; k < int64_t(n_elems) * slots_per_elem; ++k)
+      if (!check_word(ctx, group, slot_offsets[k], 4, site, kOp))
+        return PTO_ERR;
     WorldState &world = *ctx->world;
     const int me = pto_rt_my_pe(ctx, group);
-    auto word = [&](int64_t k) {
-      return reinterpret_cast<int32_t *>(heap_at(ctx, group, me, slot_offsets[k]));
-    };
-    auto load = [&](int64_t k) {
-      return std::atomic_ref<int32_t>(*word(k)).load(std::memory_order_acquire);
-    };
-    // Element e holds when all its slots compare; `first_bad` is its first slot that does not.
-    auto holds = [&](int32_t e, int64_t &first_bad) {
-      for (int32_t s = 0; s < slots_per_elem; ++s) {
-        const int64_t k = int64_t(e) * slots_per_elem + s;
-        if (!signal_compare(load(k), cmp, value)) {
-          first_bad = k;
-          return false;
-        }
-      }
-      return true;
-    };
-    auto consume = [&](int32_t e) {
-      for (int32_t s = 0; s < slots_per_elem; ++s) {
-        std::atomic_ref<int32_t> a(*word(int64_t(e) * slots_per_elem + s));
-        const int32_t v = a.load(std::memory_order_acquire);
-        a.fetch_sub(cmp == PTO_CMP_GE ? value : v, std::memory_order_acq_rel);
-      }
-    };
-    std::optional<ProgressWatch> watch;
-    for (int spins = 0;; ++spins) {
-      int32_t count = 0;
-      int64_t first_bad = -1;
-      bool all = true;
-      for (int32_t e = 0; e < n_elems; ++e) {
-        if (!included(e))
-          continue;
-        int64_t bad = -1;
-        if (holds(e, bad)) {
-          if (mode != PTO_WAIT_ALL && out)
-            out[int64_t(count) * out_stride] = e;
-          ++count;
-          if (mode == PTO_WAIT_ANY)
-            break;
-        } else {
-          all = false;
-          if (first_bad < 0)
-            first_bad = bad;
-          if (mode == PTO_WAIT_ALL)
-            break;
-        }
-      }
-      const bool done = mode == PTO_WAIT_ALL ? all : count > 0;
-      if (done || !blocking) {
-        if (done && clear) {
-          if (mode == PTO_WAIT_ALL) {
-            for (int32_t e = 0; e < n_elems; ++e)
-              if (included(e))
-                consume(e);
-          } else {
-            for (int32_t i = 0; i < count; ++i)
-              consume(out ? out[int64_t(i) * out_stride] : -1);
-          }
-        }
-        if (done)
-          world.progress.bump();
-        return report(mode == PTO_WAIT_ALL ? (done ? 1 : 0) : count);
-      }
-      if (world.aborted.load(std::memory_order_acquire))
+    transport::Group &tg = tgroup(ctx, group);
+    SetCondition cond(tg, me, mode, slot_offsets, n_elems, slots_per_elem, status, status_stride,
+                      status_valid, cmp, value);
+    if (!cond.ready()) {
+      if (!blocking)
+        return report(0);
+      CorePolicy policy(world, /*collective=*/false, nullptr);
+      switch (tg.wait(me, cond, policy)) {
+      case transport::WaitResult::Done:
+        break;
+      case transport::WaitResult::Aborted:
+      case transport::WaitResult::PeerGone: // not for signal waits
         return fail_released(ctx, site, kOp);
-      const auto now = ProgressWatch::Clock::now();
-      if (!watch)
-        watch.emplace(world.watch());
-      if (watch->stalled(now))
+      case transport::WaitResult::Stalled: {
+        const int64_t bad = cond.first_bad >= 0 ? cond.first_bad : 0;
         return fail<pto::DeadlockError>(
             ctx, site, kOp,
             fmt::format("PE {} timed out after {} ms without progress on any PE, waiting for {} "
                         "of {} signal elements (group '{}') to be {} {}; signal slot {} has "
                         "current value {}; raise PTO_DEADLOCK_TIMEOUT_MS if a PE legitimately "
                         "computes that long without communicating",
-                        me, watch->timeout_ms(),
+                        me, policy.timeout_ms(),
                         mode == PTO_WAIT_ALL   ? "all"
                         : mode == PTO_WAIT_ANY ? "any"
                                                : "some",
                         n_included, group_name(ctx, group), signal_compare_name(cmp), value,
-                        (slot_offsets[first_bad] - signal_base_bytes) / 32, load(first_bad)));
-      // Several words cannot share one futex wait: poll briefly, then sleep on the first slot
-      // that does not hold, in short slices so that a signal to another slot is seen soon.
-      if (spins < 64) {
-        std::this_thread::yield();
-        continue;
+                        (slot_offsets[bad] - signal_base_bytes) / 32,
+                        tg.load_slot(me, slot_offsets[bad])));
       }
-      int32_t *w = word(first_bad);
-      const int32_t v = std::atomic_ref<int32_t>(*w).load(std::memory_order_seq_cst);
-      ctx->waiting_on.store(w, std::memory_order_seq_cst);
-      world.futex_waiters.fetch_add(1, std::memory_order_seq_cst);
-      if (std::atomic_ref<int32_t>(*w).load(std::memory_order_seq_cst) == v &&
-          !world.aborted.load(std::memory_order_seq_cst))
-        futex_wait(w, v, 1);
-      world.futex_waiters.fetch_sub(1, std::memory_order_seq_cst);
-      ctx->waiting_on.store(nullptr, std::memory_order_relaxed);
+      }
     }
+    // Report, then consume what was reported (subtracting what was seen, as pto_rt_wait_until:
+    // an ADD landing meanwhile is kept).
+    std::vector<int32_t> reported = cond.hits;
+    if (mode == PTO_WAIT_ALL) {
+      reported.clear();
+      for (int32_t e = 0; e < n_elems; ++e)
+        if (cond.included(e))
+          reported.push_back(e);
+    } else {
+      for (size_t i = 0; i < reported.size(); ++i)
+        out[int64_t(i) * out_stride] = reported[i];
+    }
+    if (clear)
+      for (int32_t e : reported)
+        for (int32_t k = 0; k < slots_per_elem; ++k) {
+          const int64_t off = slot_offsets[int64_t(e) * slots_per_elem + k];
+          const int32_t minus = -(cmp == PTO_CMP_GE ? value : tg.load_slot(me, off));
+          tg.atomic(me, me, off, transport::Amo::FetchAdd, pto::DT_INT32, &minus, nullptr, nullptr);
+        }
+    world.progress.bump();
+    return report(mode == PTO_WAIT_ALL ? 1 : int32_t(cond.hits.size()));
   });
 }
 
