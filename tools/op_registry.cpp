@@ -56,6 +56,8 @@ constexpr std::string_view kRegressT = "tests/e2e/regressions_test.cpp";
 constexpr std::string_view kCollT = "tests/e2e/collectives_test.cpp";
 constexpr std::string_view kShmemT = "tests/e2e/shmem_primitives_test.cpp";
 constexpr std::string_view kGoldenT = "tests/e2e/golden_st_test.cpp";
+constexpr std::string_view kSyncT = "tests/e2e/shmem_sync_test.cpp";
+constexpr std::string_view kLitmusT = "tests/e2e/litmus_test.cpp";
 constexpr std::string_view kCastsT = "tests/codegen/hardening_casts_test.cpp";
 constexpr std::string_view kZerosT = "tests/codegen/hardening_zeros_test.cpp";
 constexpr std::string_view kReuseS = "samples/allreduce_add_allreduce.cpp";
@@ -584,6 +586,26 @@ std::vector<OpRow> make_rows() {
        kShmemTypes, tested_in(kShmemT), kNone, "the data path of shmem_get"},
       {"pto::distributed::nop", kDistH, K::Distributed, "experimental.nop", "", "",
        tested_in(kShmemT), kNone, ""},
+      {"pto::distributed::shmem_fence", kDistH, K::Distributed, "", "", "", tested_in(kSyncT),
+       kNone, "OpenSHMEM shmem_fence (PyPTO has none)"},
+      {"pto::distributed::shmem_quiet", kDistH, K::Distributed, "", "", "", tested_in(kSyncT),
+       kNone, "OpenSHMEM shmem_quiet (PyPTO has none)"},
+      {"pto::distributed::shmem_put_signal", kDistH, K::Distributed, "", "", kShmemTypes,
+       tested_in(kSyncT, kLitmusT), kNone, "OpenSHMEM shmem_put_signal, per tile"},
+      {"pto::distributed::shmem_wait_until_all", kDistH, K::Distributed, "", "", "",
+       tested_in(kSyncT), kNone, "OpenSHMEM 1.5, with a status mask"},
+      {"pto::distributed::shmem_wait_until_any", kDistH, K::Distributed, "", "", "",
+       tested_in(kSyncT), kNone, "OpenSHMEM 1.5; -1 for an empty set (SIZE_MAX there)"},
+      {"pto::distributed::shmem_wait_until_some", kDistH, K::Distributed, "", "", "",
+       tested_in(kSyncT), kNone, "OpenSHMEM 1.5"},
+      {"pto::distributed::shmem_test", kDistH, K::Distributed, "", "", "", tested_in(kSyncT), kNone,
+       "OpenSHMEM shmem_test: never blocks"},
+      {"pto::distributed::shmem_atomic_fetch_add", kDistH, K::Distributed, "", "",
+       "int32, int64, fp32", tested_in(kSyncT), kNone, "OpenSHMEM; fp32 is an extension"},
+      {"pto::distributed::shmem_atomic_swap", kDistH, K::Distributed, "", "", "int32, int64, fp32",
+       tested_in(kSyncT), kNone, "OpenSHMEM"},
+      {"pto::distributed::shmem_atomic_compare_swap", kDistH, K::Distributed, "", "",
+       "int32, int64", tested_in(kSyncT), kNone, "OpenSHMEM"},
 
       // ---- distributed: collectives ------------------------------------------------------
       {"pto::distributed::n_pes", kCollH, K::Collective, "", "", "", tested_in(kShmemT), kNone,

@@ -293,6 +293,21 @@ int32_t Run::exec_op(const Op &op) {
       return shmem_clear_signal(op);
     case ir::ShmemKind::Nop:
       return PTO_OK;
+    case ir::ShmemKind::ShmemFence:
+      return pto_rt_fence(ctx_, site_);
+    case ir::ShmemKind::ShmemQuiet:
+      return pto_rt_quiet(ctx_, site_);
+    case ir::ShmemKind::ShmemPutSignal:
+      return shmem_put_signal(op);
+    case ir::ShmemKind::ShmemWaitUntilAll:
+    case ir::ShmemKind::ShmemWaitUntilAny:
+    case ir::ShmemKind::ShmemWaitUntilSome:
+    case ir::ShmemKind::ShmemTest:
+      return shmem_wait_set(op);
+    case ir::ShmemKind::ShmemAtomicFetchAdd:
+    case ir::ShmemKind::ShmemAtomicSwap:
+    case ir::ShmemKind::ShmemAtomicCompareSwap:
+      return shmem_atomic(op);
     }
     break;
   case ir::OpFamily::Control:

@@ -107,6 +107,15 @@ private:
   int32_t check_shmem_window(const std::vector<int64_t> &data, const std::vector<int64_t> &offs,
                              const std::vector<int64_t> &shape);
   int32_t shmem_clear_signal(const ir::Op &op);
+  /// Evaluates the window offsets `offs` and slot row `row` of a signal/wait over geometry `g` of
+  /// `s` and checks them: the window inside the data (kind 4), the row a PE (kind 3), the window
+  /// tile-aligned (kind 6).
+  int32_t check_slots(const ir::ShmemInfo &s, const ir::SlotGeometry &g,
+                      const std::vector<SymbolicScalar> &offs_sym, const SymbolicScalar &row_sym,
+                      std::vector<int64_t> &offs, int64_t &row);
+  int32_t shmem_put_signal(const ir::Op &op);
+  int32_t shmem_wait_set(const ir::Op &op);
+  int32_t shmem_atomic(const ir::Op &op);
   // interpreter_matmul.cpp
   int32_t matmul(const ir::Op &op);
   // interpreter.cpp

@@ -35,7 +35,12 @@ namespace pto::codegen {
   X(Xop, pto_rt_xop)                                                                               \
   X(Alloc, pto_rt_alloc)                                                                           \
   X(TraceNow, pto_rt_trace_now)                                                                    \
-  X(TraceOp, pto_rt_trace_op)
+  X(TraceOp, pto_rt_trace_op)                                                                      \
+  X(Fence, pto_rt_fence)                                                                           \
+  X(Quiet, pto_rt_quiet)                                                                           \
+  X(PutSignal, pto_rt_put_signal)                                                                  \
+  X(Atomic, pto_rt_atomic)                                                                         \
+  X(WaitUntilSet, pto_rt_wait_until_set)
 
 /// A runtime entry point of generated code (PTO_RT_ENTRY_POINTS).
 enum class RtFn {

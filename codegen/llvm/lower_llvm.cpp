@@ -173,6 +173,24 @@ private:
       break;
     case H::Nop:
       break;
+    case H::ShmemFence:
+    case H::ShmemQuiet:
+      lower_sync(kb_, op);
+      break;
+    case H::ShmemPutSignal:
+      lower_put_signal(kb_, op);
+      break;
+    case H::ShmemWaitUntilAll:
+    case H::ShmemWaitUntilAny:
+    case H::ShmemWaitUntilSome:
+    case H::ShmemTest:
+      lower_wait_set(kb_, op);
+      break;
+    case H::ShmemAtomicFetchAdd:
+    case H::ShmemAtomicSwap:
+    case H::ShmemAtomicCompareSwap:
+      lower_atomic(kb_, op);
+      break;
     }
   }
 

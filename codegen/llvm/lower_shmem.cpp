@@ -6,6 +6,7 @@
 
 #include "llvm/abi_decls.h"
 #include "llvm/dtype_codec.h"
+#include "passes/tile_expand.h"
 #include "rtlib/abi_codes.h"
 
 #include <algorithm>
@@ -36,6 +37,9 @@ public:
   TileBody prepare_signal_wait(const Op &op);
   void clear(const Op &op);
   void clear_signal(const Op &op);
+  TileBody prepare_put_signal(const Op &op);
+  void wait_set(const Op &op);
+  void atomic_op(const Op &op);
 
 private:
   /// A tile clipped to a valid region: its extent per dim, its element offset in the local
@@ -77,7 +81,8 @@ private:
   static std::vector<int64_t> shmem_strides(const ir::ShmemInfo &s);
   Index constants(const std::vector<int64_t> &v);
   Index syms(const std::vector<SymbolicScalar> &v);
-  void check_shmem_window(const ir::ShmemInfo &s, const Op &op, const Index &toff,
+  /// Each dim of the window [O + toff, + ext) inside the data (O: the evaluated view offsets).
+  void check_shmem_window(const ir::ShmemInfo &s, const Index &O, const Index &toff,
                           const Index &ext);
   void check_whole_window(const ir::ShmemInfo &s, const Op &op);
   LV *heap_offset(const ir::ShmemInfo &s, const Op &op, const Index &toff);
@@ -86,6 +91,16 @@ private:
   void check_slots(const ir::ShmemInfo &s, const ir::SlotGeometry &g, LV *row, const Index &O);
   LV *slot_of(const ir::SlotGeometry &g, const Index &O, const Index &off, LV *row);
   LV *atomic(const Op &op) { return B.getInt32(abi_atomic(op.atomic)); }
+  /// The signal word of the tile at `off`: its byte offset in the heap.
+  LV *slot_offset(const ir::ShmemInfo &s, LV *slot) {
+    return B.CreateAdd(kb_.i64(s.signal_offset_bytes), B.CreateMul(slot, kb_.i64(32)));
+  }
+  /// A stack element of dtype `dt` (int32, int64, fp32) holding the AMO operand `v` (an integer,
+  /// or the floating literal `real` when `is_real`), for pto_rt_atomic.
+  LV *amo_operand(DataType dt, const SymbolicScalar &v, bool is_real, double real,
+                  const char *name);
+  /// The int32 element 0 of value `id`'s window, and its last-dim stride.
+  LV *int32_out(ir::ValueId id, LV **stride);
 };
 
 void ShmemLowering::for_tiles(const std::vector<int64_t> &shape, const std::vector<int64_t> &tile,
@@ -154,11 +169,11 @@ Index ShmemLowering::syms(const std::vector<SymbolicScalar> &v) {
 /// Each dim of the window [view_offsets + toff, + ext) must lie inside the shmem data (checked
 /// once per tile, like the interpreter): otherwise the call fails with a DistributedError before
 /// the runtime touches memory.
-void ShmemLowering::check_shmem_window(const ir::ShmemInfo &s, const Op &op, const Index &toff,
+void ShmemLowering::check_shmem_window(const ir::ShmemInfo &s, const Index &O, const Index &toff,
                                        const Index &ext) {
   for (size_t d = 0; d < s.shape.size(); ++d) {
     // o <= shape - ext, not o + ext <= shape: a huge offset must not wrap the window's end.
-    LV *o = B.CreateAdd(kb_.sym(op.view_offsets[d]), toff[d]);
+    LV *o = B.CreateAdd(O[d], toff[d]);
     LV *shape = kb_.i64(s.shape[d]);
     LV *ok =
         B.CreateAnd(B.CreateICmpSGE(o, kb_.i64(0)), B.CreateICmpSLE(o, B.CreateSub(shape, ext[d])));
@@ -172,7 +187,7 @@ void ShmemLowering::check_shmem_window(const ir::ShmemInfo &s, const Op &op, con
 /// The op's whole window (view_offsets + view_shape) inside the data, checked once per op.
 void ShmemLowering::check_whole_window(const ir::ShmemInfo &s, const Op &op) {
   Index zero(op.view_shape.size(), kb_.i64(0));
-  check_shmem_window(s, op, zero, constants(op.view_shape));
+  check_shmem_window(s, syms(op.view_offsets), zero, constants(op.view_shape));
 }
 
 /// Byte offset in the heap of element (view_offsets + tile_off) of shmem `s`.
@@ -294,7 +309,7 @@ TileBody ShmemLowering::prepare_signal_wait(const Op &op) {
   LV *row = kb_.sym(op.pe);
   Index O = syms(g.view_offsets), zero(g.data_shape.size(), kb_.i64(0));
   if (!s.shape.empty())
-    check_shmem_window(s, op, zero, constants(g.view_shape));
+    check_shmem_window(s, syms(op.view_offsets), zero, constants(g.view_shape));
   check_slots(s, g, row, O);
   LV *target = op.kind == OpKind::ShmemSignal && !op.target_all
                    ? B.CreateTrunc(kb_.sym(op.target_pe), B.getInt32Ty())
@@ -343,7 +358,170 @@ void ShmemLowering::clear(const Op &op) {
   });
 }
 
+// Per tile: the tile's data (when any of it is valid) then its slot, in one pto_rt_put_signal;
+// a tile with no valid data only signals (the receiver waits on every tile's slot).
+TileBody ShmemLowering::prepare_put_signal(const Op &op) {
+  const ir::Value &src = p_.value(op.inputs[0]);
+  const auto &s = shmem_of(op);
+  const ir::SlotGeometry &g = *op.slots;
+  Transfer t = begin_transfer(op, src.id, src.valid);
+  LV *row = kb_.sym(op.target_pe);
+  Index O = syms(g.view_offsets);
+  check_slots(s, g, row, O);
+  return [=, this, &s, &g, &op](const Index &off, const Index &size) {
+    ClippedTile c = clip(t.valid, t.a.strides, off, size);
+    LV *slot_off = slot_offset(s, slot_of(g, O, off, row));
+    LV *site = B.getInt32(kb_.current_site());
+    LV *sig_op = B.getInt32(abi_atomic(op.sig_atomic)), *value = B.getInt32(op.signal);
+    kb_.if_else(
+        c.nonempty,
+        [&] {
+          LV *blk = make_block(c.ext, t.a.strides, t.heap_strides);
+          LV *sp = B.CreateGEP(storage_type(B, t.local->dtype), t.a.base, c.lin);
+          kb_.ret_if_error(kb_.call_rt(RtFn::PutSignal,
+                                       {kb_.ctx_arg(), B.getInt32(s.group_index), t.pe, atomic(op),
+                                        sp, B.getInt32(t.local->dtype), heap_offset(s, op, off),
+                                        kb_.i64(s.data_offset_bytes + s.data_bytes),
+                                        B.getInt32(s.dtype), blk, slot_off, sig_op, value, site}));
+        },
+        [&] {
+          kb_.ret_if_error(kb_.call_rt(RtFn::Signal, {kb_.ctx_arg(), B.getInt32(s.group_index),
+                                                      t.pe, slot_off, sig_op, value, site}));
+        },
+        "putsig", "putsig.empty", "putsig.end");
+  };
+}
+
+LV *ShmemLowering::int32_out(ir::ValueId id, LV **stride) {
+  Addr a = kb_.addr(id);
+  if (stride)
+    *stride = a.strides.back();
+  return a.base;
+}
+
+// The slots of every element, in a stack array (element-major), then one runtime call.
+void ShmemLowering::wait_set(const Op &op) {
+  const size_t n = op.set_rows.size();
+  LV *group = B.getInt32(0), *base = kb_.i64(0), *slots = nullptr;
+  int64_t per_elem = 1;
+  if (n > 0) {
+    const auto &s = shmem_of(op);
+    const ir::SlotGeometry &g = *op.slots;
+    const auto tiles = tile_expand(g.view_shape, g.tile);
+    per_elem = static_cast<int64_t>(tiles.size());
+    group = B.getInt32(s.group_index);
+    base = kb_.i64(s.signal_offset_bytes);
+    auto *ty = llvm::ArrayType::get(B.getInt64Ty(), static_cast<uint64_t>(n) * tiles.size());
+    slots = kb_.entry_alloca(ty, "wait_set");
+    Index zero(g.data_shape.size(), kb_.i64(0));
+    for (size_t i = 0; i < n; ++i) {
+      Index O = syms(op.set_offsets[i]);
+      LV *row = kb_.sym(op.set_rows[i]);
+      if (!s.shape.empty())
+        check_shmem_window(s, O, zero, constants(g.view_shape));
+      check_slots(s, g, row, O);
+      for (size_t k = 0; k < tiles.size(); ++k)
+        B.CreateStore(slot_offset(s, slot_of(g, O, constants(tiles[k].offset), row)),
+                      B.CreateConstGEP2_64(ty, slots, 0, i * tiles.size() + k));
+    }
+  } else {
+    slots = kb_.entry_alloca(B.getInt64Ty(), "wait_set");
+  }
+  LV *status = llvm::ConstantPointerNull::get(B.getPtrTy()), *status_stride = kb_.i64(0),
+     *status_valid = kb_.i64(0);
+  if (!op.inputs.empty()) {
+    const ir::Value &v = p_.value(op.inputs[0]);
+    status = int32_out(op.inputs[0], &status_stride);
+    status_valid = kb_.sym(v.valid.back());
+    for (size_t d = 0; d + 1 < v.valid.size(); ++d) // nothing valid: every element included
+      status_valid = B.CreateSelect(B.CreateICmpSLE(kb_.sym(v.valid[d]), kb_.i64(0)), kb_.i64(0),
+                                    status_valid);
+  }
+  LV *null = llvm::ConstantPointerNull::get(B.getPtrTy());
+  LV *out = null, *count = null, *out_stride = kb_.i64(0);
+  if (op.kind == OpKind::ShmemWaitUntilAny) {
+    out = int32_out(op.outputs.at(1), nullptr);
+  } else if (op.kind == OpKind::ShmemWaitUntilSome) {
+    out = int32_out(op.outputs.at(1), &out_stride);
+    count = int32_out(op.outputs.at(2), nullptr);
+    const int64_t len = p_.value(op.outputs[1]).shape.back().concrete();
+    LV *stride = out_stride;
+    kb_.for_loop(kb_.i64(0), kb_.i64(len), kb_.i64(1), [&](LV *i) { // entries past the count
+      B.CreateStore(B.getInt32(-1), B.CreateGEP(B.getInt32Ty(), out, B.CreateMul(i, stride)));
+    });
+  } else if (op.kind == OpKind::ShmemTest) {
+    count = int32_out(op.outputs.at(1), nullptr);
+  }
+  kb_.ret_if_error(kb_.call_rt(
+      RtFn::WaitUntilSet,
+      {kb_.ctx_arg(), group, B.getInt32(abi_wait_mode(op.kind)),
+       B.getInt32(abi_wait_blocks(op.kind)), slots, B.getInt32(static_cast<int32_t>(n)),
+       B.getInt32(static_cast<int32_t>(per_elem)), base, status, status_stride, status_valid,
+       B.getInt32(abi_cmp(op.cmp)), B.getInt32(op.signal), B.getInt32(op.clear ? 1 : 0), out,
+       out_stride, count, B.getInt32(kb_.current_site())}));
+}
+
+LV *ShmemLowering::amo_operand(DataType dt, const SymbolicScalar &v, bool is_real, double real,
+                               const char *name) {
+  LV *slot = kb_.entry_alloca(B.getInt64Ty(), name); // 8 bytes: wide enough for each dtype
+  LV *x;
+  if (dt == DT_FP32)
+    x = is_real ? static_cast<LV *>(llvm::ConstantFP::get(B.getFloatTy(), real))
+                : B.CreateSIToFP(kb_.sym(v), B.getFloatTy());
+  else if (dt == DT_INT32)
+    x = B.CreateTrunc(kb_.sym(v), B.getInt32Ty());
+  else
+    x = kb_.sym(v);
+  B.CreateStore(x, slot);
+  return slot;
+}
+
+void ShmemLowering::atomic_op(const Op &op) {
+  const auto &s = shmem_of(op);
+  const DataType dt = op.slots ? DT_INT32 : s.dtype;
+  LV *offset = nullptr, *limit = nullptr;
+  if (op.slots) { // a signal word: the slot of the window's one tile
+    const ir::SlotGeometry &g = *op.slots;
+    Index O = syms(op.set_offsets.at(0)), zero(g.data_shape.size(), kb_.i64(0));
+    LV *row = kb_.sym(op.set_rows.at(0));
+    if (!s.shape.empty())
+      check_shmem_window(s, O, zero, constants(g.view_shape));
+    check_slots(s, g, row, O);
+    offset = slot_offset(s, slot_of(g, O, zero, row));
+    limit = kb_.i64(s.signal_offset_bytes + s.signal_bytes);
+  } else {
+    check_whole_window(s, op);
+    offset = heap_offset(s, op, Index(s.shape.size(), kb_.i64(0)));
+    limit = kb_.i64(s.data_offset_bytes + s.data_bytes);
+  }
+  LV *value = amo_operand(dt, op.amo_value, op.amo_is_real, op.amo_real, "amo_value");
+  LV *cond = op.kind == OpKind::ShmemAtomicCompareSwap
+                 ? amo_operand(dt, op.amo_cond, false, 0, "amo_cond")
+                 : static_cast<LV *>(llvm::ConstantPointerNull::get(B.getPtrTy()));
+  LV *old = int32_out(op.outputs.at(1), nullptr);
+  kb_.ret_if_error(kb_.call_rt(RtFn::Atomic, {kb_.ctx_arg(), B.getInt32(s.group_index),
+                                              B.CreateTrunc(kb_.sym(op.pe), B.getInt32Ty()),
+                                              B.getInt32(abi_amo(op.kind)), B.getInt32(dt), offset,
+                                              limit, value, cond, old, B.getInt32(op.slots ? 1 : 0),
+                                              B.getInt32(kb_.current_site())}));
+}
+
 } // namespace
+
+void lower_sync(KernelBuilder &kb, const Op &op) {
+  auto &B = kb.builder();
+  kb.ret_if_error(kb.call_rt(op.kind == OpKind::ShmemFence ? RtFn::Fence : RtFn::Quiet,
+                             {kb.ctx_arg(), B.getInt32(kb.current_site())}));
+}
+
+void lower_put_signal(KernelBuilder &kb, const Op &op) {
+  ShmemLowering sl(kb);
+  sl.for_tiles(op.view_shape, op.tile.vec, sl.prepare_put_signal(op));
+}
+
+void lower_wait_set(KernelBuilder &kb, const Op &op) { ShmemLowering(kb).wait_set(op); }
+
+void lower_atomic(KernelBuilder &kb, const Op &op) { ShmemLowering(kb).atomic_op(op); }
 
 void lower_put(KernelBuilder &kb, const Op &op) {
   ShmemLowering sl(kb);

@@ -20,6 +20,18 @@ void lower_clear(KernelBuilder &kb, const ir::Op &op);
 /// OpKind::ShmemClearSignal: one pto_rt_clear of the whole signal block.
 void lower_clear_signal(KernelBuilder &kb, const ir::Op &op);
 
+/// OpKind::ShmemFence / ShmemQuiet: pto_rt_fence / pto_rt_quiet.
+void lower_sync(KernelBuilder &kb, const ir::Op &op);
+/// OpKind::ShmemPutSignal: pto_rt_put_signal per tile (pto_rt_signal for a tile with no valid
+/// data), so tile i's signal follows tile i's data.
+void lower_put_signal(KernelBuilder &kb, const ir::Op &op);
+/// OpKind::ShmemWaitUntil{All,Any,Some}, ShmemTest: every element's slot offsets in a stack
+/// array, then one pto_rt_wait_until_set.
+void lower_wait_set(KernelBuilder &kb, const ir::Op &op);
+/// OpKind::ShmemAtomic{FetchAdd,Swap,CompareSwap}: one pto_rt_atomic; the old value lands in
+/// outputs[1].
+void lower_atomic(KernelBuilder &kb, const ir::Op &op);
+
 /// True when `second` runs per tile right after `first` (reference §6.4 tile-level pipelining):
 /// a signal whose only pred is the put just before it, over the same window and tiles, fires per
 /// tile right after that tile's put (the receiver can start on tile 0 while tile 1 is in

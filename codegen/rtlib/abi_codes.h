@@ -24,4 +24,20 @@ static_assert(static_cast<int>(ir::Cmp::EQ) == PTO_CMP_EQ &&
 /// pto_cmp of a wait's comparison (the same ordinals).
 inline int32_t abi_cmp(ir::Cmp c) { return static_cast<int32_t>(c); }
 
+/// pto_amo of an AMO op kind (ShmemAtomicFetchAdd, ShmemAtomicSwap, ShmemAtomicCompareSwap).
+inline int32_t abi_amo(ir::OpKind k) {
+  return k == ir::OpKind::ShmemAtomicSwap          ? PTO_AMO_SWAP
+         : k == ir::OpKind::ShmemAtomicCompareSwap ? PTO_AMO_COMPARE_SWAP
+                                                   : PTO_AMO_FETCH_ADD;
+}
+
+/// pto_wait_set mode of a wait-set op kind (ShmemWaitUntil{All,Any,Some}; ShmemTest is ALL).
+inline int32_t abi_wait_mode(ir::OpKind k) {
+  return k == ir::OpKind::ShmemWaitUntilAny    ? PTO_WAIT_ANY
+         : k == ir::OpKind::ShmemWaitUntilSome ? PTO_WAIT_SOME
+                                               : PTO_WAIT_ALL;
+}
+/// Whether a wait-set op blocks (all but ShmemTest).
+inline int32_t abi_wait_blocks(ir::OpKind k) { return k == ir::OpKind::ShmemTest ? 0 : 1; }
+
 } // namespace pto::codegen

@@ -5,6 +5,7 @@
 #include "pto/ir/recorder.h"
 #include "pto/size_math.h"
 
+#include "distributed_detail.h"
 #include "shape_rules.h"
 
 #include <fmt/format.h>
@@ -17,7 +18,7 @@ using ir::Value;
 using ir::ValueId;
 using ir::ValueKind;
 
-namespace {
+namespace detail {
 
 /// Signal-only objects behave as a [1, 8] window with one tile (one slot per PE row).
 const std::vector<int64_t> kSignalOnlyShape{1, 8};
@@ -207,7 +208,9 @@ int check_group(Recorder &r, const std::string &group, int n_pes, const char *op
   return r.group_index(group, n_pes, op, loc);
 }
 
-} // namespace
+} // namespace detail
+
+using namespace detail;
 
 ShmemTensor create_shmem_tensor(const std::string &group, int n_pes, DataType dtype,
                                 const std::vector<int64_t> &shape, SrcLoc loc) {
@@ -342,10 +345,9 @@ SymbolicScalar my_symbolic_pe(const std::string &group, SrcLoc loc) {
                          "unknown group '" + group + "'; create a shmem tensor in it first");
 }
 
-Tensor shmem_put(const Tensor &src, const std::vector<SymbolicScalar> &offsets,
-                 const ShmemTensor &dst, const SymbolicScalar &dst_pe, PutOptions opts,
-                 SrcLoc loc) {
-  const char *op = "shmem_put";
+ir::Op detail::trace_put(const Tensor &src, const std::vector<SymbolicScalar> &offsets,
+                         const ShmemTensor &dst, const SymbolicScalar &dst_pe,
+                         const PutOptions &opts, const char *op, const SrcLoc &loc) {
   auto &r = Recorder::current(op, loc);
   const auto &s = shmem_of(r, dst, op, loc);
   if (s.shape.empty())
@@ -400,8 +402,16 @@ Tensor shmem_put(const Tensor &src, const std::vector<SymbolicScalar> &offsets,
   o.inputs = {sid};
   o.preds = use_preds(r, opts.pred, op, loc);
   o.tile = ir::capture_tile(r, shape.size(), op, loc);
-  Tensor tok = make_token(r, token_shape);
-  o.outputs = {tok.id()};
+  o.outputs = {make_token(r, token_shape).id()};
+  return o;
+}
+
+Tensor shmem_put(const Tensor &src, const std::vector<SymbolicScalar> &offsets,
+                 const ShmemTensor &dst, const SymbolicScalar &dst_pe, PutOptions opts,
+                 SrcLoc loc) {
+  ir::Op o = trace_put(src, offsets, dst, dst_pe, opts, "shmem_put", loc);
+  auto &r = Recorder::current("shmem_put", loc);
+  Tensor tok = r.tensor(o.outputs[0]);
   r.emit(std::move(o));
   return tok;
 }

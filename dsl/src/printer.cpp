@@ -89,18 +89,50 @@ void shmem_attrs(const Op &op, std::vector<std::string> &attrs) {
     break;
   case H::Nop:
   case H::ShmemClearSignal:
+  case H::ShmemFence:
+  case H::ShmemQuiet:
     return;
+  case H::ShmemPutSignal:
+  case H::ShmemAtomicFetchAdd:
+  case H::ShmemAtomicSwap:
+  case H::ShmemAtomicCompareSwap:
+    break;
+  case H::ShmemWaitUntilAll:
+  case H::ShmemWaitUntilAny:
+  case H::ShmemWaitUntilSome:
+  case H::ShmemTest: {
+    std::vector<std::string> elems;
+    for (size_t i = 0; i < op.set_rows.size(); ++i)
+      elems.push_back(str(op.set_offsets[i]) + ":pe=" + op.set_rows[i].str());
+    attrs.push_back(fmt::format("shmem={}", op.shmem));
+    attrs.push_back(fmt::format("set=[{}]", fmt::join(elems, ", ")));
+    attrs.push_back(fmt::format("cmp={} value={}", static_cast<int>(op.cmp), op.signal));
+    if (op.clear)
+      attrs.push_back("clear");
+    if (op.slots)
+      attrs.push_back(
+          fmt::format("slots={}x{}", op.slots->view_tile_num, op.slots->total_tile_num));
+    return;
+  }
   }
   attrs.push_back(fmt::format("shmem={}", op.shmem));
   attrs.push_back("view=" + ints(op.view_shape) + "@" + str(op.view_offsets));
   if (k != H::ShmemClearData)
     attrs.push_back("pe=" + op.pe.str());
-  if (k == H::ShmemPut || k == H::ShmemSignal)
+  if (k == H::ShmemPut || k == H::ShmemSignal || k == H::ShmemPutSignal)
     attrs.push_back(op.atomic == Atomic::Add ? "ADD" : "SET");
   if (k == H::ShmemSignal)
     attrs.push_back(op.target_all ? "target=all" : "target=" + op.target_pe.str());
-  if (k == H::ShmemSignal || k == H::ShmemWaitUntil)
+  if (k == H::ShmemPutSignal)
+    attrs.push_back(fmt::format("signal {} row={}", op.sig_atomic == Atomic::Add ? "ADD" : "SET",
+                                op.target_pe.str()));
+  if (k == H::ShmemSignal || k == H::ShmemWaitUntil || k == H::ShmemPutSignal)
     attrs.push_back(fmt::format("value={}", op.signal));
+  if (k == H::ShmemAtomicFetchAdd || k == H::ShmemAtomicSwap || k == H::ShmemAtomicCompareSwap)
+    attrs.push_back("amo=" +
+                    (op.amo_is_real ? fmt::format("{}", op.amo_real) : op.amo_value.str()));
+  if (k == H::ShmemAtomicCompareSwap)
+    attrs.push_back("cond=" + op.amo_cond.str());
   if (k == H::ShmemWaitUntil && op.clear)
     attrs.push_back("clear");
   if (op.slots)

@@ -22,6 +22,11 @@ namespace {
                           " (a ptojit bug; rerun with PTO_DUMP=ir)");
 }
 
+bool is_wait_set(OpKind k) {
+  return k == OpKind::ShmemWaitUntilAll || k == OpKind::ShmemWaitUntilAny ||
+         k == OpKind::ShmemWaitUntilSome || k == OpKind::ShmemTest;
+}
+
 bool is_one(const SymbolicScalar &s) { return s.is_concrete() && s.concrete() == 1; }
 
 bool same_dims(const std::vector<SymbolicScalar> &a, const std::vector<SymbolicScalar> &b) {
@@ -157,9 +162,18 @@ void verify_family(const Program &p, const Op &op) {
     check_assemble(p, op);
     break;
   case OpFamily::Shmem:
-    if (op.kind != OpKind::Nop &&
+    // Nop, fence and quiet name no shmem tensor; nor does a wait set with no element.
+    if (op.kind != OpKind::Nop && op.kind != OpKind::ShmemFence && op.kind != OpKind::ShmemQuiet &&
+        !(is_wait_set(op.kind) && op.set_rows.empty()) &&
         (op.shmem < 0 || static_cast<size_t>(op.shmem) >= p.shmems.size()))
       fail(op, "shmem index out of range");
+    if (is_wait_set(op.kind) && (op.set_offsets.size() != op.set_rows.size() ||
+                                 op.slots.has_value() == op.set_rows.empty()))
+      fail(op, "a wait set's elements disagree with its slot geometry");
+    if ((op.kind == OpKind::ShmemPutSignal || op.kind == OpKind::ShmemSignal ||
+         op.kind == OpKind::ShmemWaitUntil) &&
+        !op.slots)
+      fail(op, "a signal or wait without its slot geometry");
     if (op.outputs.empty() || p.value(op.outputs[0]).kind != ValueKind::Token)
       fail(op, "a shmem op's first output must be a token");
     break;

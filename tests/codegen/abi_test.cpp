@@ -107,7 +107,7 @@ TEST_CASE("abi_decls: every runtime entry point resolves in the JIT to its C fun
   CHECK(jit_symbol_address("pto_rt_fail") == reinterpret_cast<void *>(&pto_rt_fail));
   CHECK(jit_symbol_address("pto_rt_xop") == reinterpret_cast<void *>(&pto_rt_xop));
   CHECK(jit_symbol_address("pto_rt_alloc") == reinterpret_cast<void *>(&pto_rt_alloc));
-  CHECK(rt_symbols().size() == 17);
+  CHECK(rt_symbols().size() == 22);
   for (const auto &[name, addr] : rt_symbols()) {
     CAPTURE(name);
     CHECK(addr != nullptr);
@@ -128,6 +128,15 @@ TEST_CASE("abi_decls: LLVM function types are the C declarations' (abi.h)") {
   CHECK(str(rt_type(c, RtFn::TraceNow)) == "i64 (ptr)");
   CHECK(str(rt_type(c, RtFn::TraceOp)) == "void (ptr, i32, i32, i64)");
   CHECK(str(rt_type(c, RtFn::Xop)) == "i32 (ptr)");
+  CHECK(str(rt_type(c, RtFn::Fence)) == "i32 (ptr, i32)");
+  CHECK(str(rt_type(c, RtFn::Quiet)) == "i32 (ptr, i32)");
+  CHECK(str(rt_type(c, RtFn::PutSignal)) ==
+        "i32 (ptr, i32, i32, i32, ptr, i32, i64, i64, i32, ptr, i64, i32, i32, i32)");
+  CHECK(str(rt_type(c, RtFn::Atomic)) ==
+        "i32 (ptr, i32, i32, i32, i32, i64, i64, ptr, ptr, ptr, i32, i32)");
+  CHECK(str(rt_type(c, RtFn::WaitUntilSet)) ==
+        "i32 (ptr, i32, i32, i32, ptr, i32, i32, i64, ptr, i64, i64, i32, i32, i32, ptr, i64, "
+        "ptr, i32)");
   CHECK(str(kernel_type(c)) == "i32 (ptr, ptr, ptr)");
   CHECK(std::string(rt_name(RtFn::WaitUntil)) == "pto_rt_wait_until");
 }

@@ -176,4 +176,169 @@ Tensor shmem_load(const ShmemTensor &src, const SymbolicScalar &src_pe, GetOptio
 /// Joins tokens into one, as PyPTO `experimental.nop`.
 Tensor nop(const std::vector<Tensor> &tokens, SrcLoc loc = SrcLoc::current());
 
+// ---- The rest of the OpenSHMEM 1.5 model ------------------------------------------------------
+// Fence, quiet, put-with-signal, waits on sets of signal slots, test and fetching AMOs, spelled
+// as OpenSHMEM 1.5 (§9.9 point-to-point synchronization, §9.8 AMOs, §9.10 memory ordering) with
+// PyPTO's conventions: every op takes `pred` and returns a token first; results are tensors.
+// What is ordered after what: docs/distributed.md, "Memory model".
+
+struct SyncOptions {
+  std::vector<Tensor> pred = {};
+};
+/// Orders this PE's puts, put_signals, AMOs and signals to each PE: those issued before the fence
+/// are delivered to that PE before those issued after it, as OpenSHMEM `shmem_fence`. Applies to
+/// every group and PE. Returns a [1, 1] token. On the threads runtime every put has completed
+/// when it returns, so this is a full memory fence; on a transport with asynchronous puts it
+/// orders them. No errors.
+Tensor shmem_fence(SyncOptions opts = {}, SrcLoc loc = SrcLoc::current());
+/// Completes every put, put_signal, AMO and signal this PE issued before it: their effects are
+/// visible to every PE before any later op of this PE, as OpenSHMEM `shmem_quiet`. Use it before
+/// signalling a PE other than the one the data went to. Returns a [1, 1] token. No errors.
+Tensor shmem_quiet(SyncOptions opts = {}, SrcLoc loc = SrcLoc::current());
+
+struct PutSignalOptions {
+  AtomicType put_op = AtomicType::SET; ///< as shmem_put's put_op
+  AtomicType sig_op = AtomicType::SET; ///< as shmem_signal's sig_op
+  /// The slot row (shmem_signal's src_pe); default dst_pe, the convention of docs/distributed.md
+  /// (the receiver waits with src_pe = my_symbolic_pe).
+  std::optional<SymbolicScalar> src_pe = {};
+  std::vector<Tensor> pred = {};
+};
+/// Put-with-signal as one operation, as OpenSHMEM `shmem_put_signal`: shmem_put of `src` into
+/// `dst` at `offsets` on PE `dst_pe`, then, on the same PE, shmem_signal of `signal` into the
+/// slots of the written window (shmem_view(dst, src's shape, offsets)), row opts.src_pe. Per vec
+/// tile (pipelined): tile i's signal is written right after tile i's data and is never visible
+/// before it, so a receiver waiting on the window (shmem_wait_until(shmem_view(dst, shape,
+/// offsets), my_symbolic_pe, signal)) may start on tile 0 while tile 1 is in flight. The rules of
+/// both ops apply (dtypes, windows, PEs, and the slot rules: the window's shape divides the data,
+/// it is tile-aligned, and every signal and wait on `dst` uses that shape and vec tile), with
+/// their errors reported as shmem_put_signal. Returns a token of src's shape.
+Tensor shmem_put_signal(const Tensor &src, const std::vector<SymbolicScalar> &offsets,
+                        const ShmemTensor &dst, const SymbolicScalar &dst_pe, int32_t signal,
+                        PutSignalOptions opts = {}, SrcLoc loc = SrcLoc::current());
+
+/// One element of a wait set: the slots of `window` (one per vec tile) in slot row `src_pe` of
+/// this PE's signal memory, i.e. what shmem_wait_until(window, src_pe, ...) waits on. It holds
+/// when each of its slots compares true.
+struct SignalSlot {
+  ShmemTensor window;
+  SymbolicScalar src_pe;
+};
+/// The n_pes elements {window, 0}, ..., {window, n_pes - 1}: "a signal from any PE" when every
+/// PE p signals row p (shmem_signal(window, my_symbolic_pe, v, target)).
+std::vector<SignalSlot> signal_rows(const ShmemTensor &window);
+
+struct WaitSetOptions {
+  OpType cmp = OpType::EQ;
+  /// Consume what was reported: each slot of each element the op reports (all included ones for
+  /// _all) is decreased by the value it was seen with (GE: by cmp_value), as shmem_wait_until.
+  bool clear_signal = false;
+  /// OpenSHMEM's status array: element i is excluded when status[i] != 0. A DT_INT32 tensor of
+  /// n elements, shape [n] or [1, ..., 1, n] (a run-time tensor: e.g. an earlier _some's result
+  /// turned into a mask); elements past its valid shape count as 0 (included). None: all
+  /// included.
+  std::optional<Tensor> status = {};
+  std::vector<Tensor> pred = {};
+};
+struct WaitAnyResult {
+  Tensor token;
+  Tensor index; ///< DT_INT32 [1, 1]: the element that holds (the lowest), -1 for an empty set
+};
+struct WaitSomeResult {
+  Tensor token;
+  Tensor indices; ///< DT_INT32 [1, n]: the elements that hold, ascending, then -1s
+  Tensor count;   ///< DT_INT32 [1, 1]: how many (0 for an empty set)
+};
+/// Blocks until every element of `slots` not excluded by opts.status holds (`cmp` cmp_value), as
+/// OpenSHMEM `shmem_wait_until_all`. An empty set (no element, or all excluded) returns at once.
+/// Every element is a window of one shmem tensor (DistributedError otherwise) and follows the
+/// slot rules of shmem_wait_until (same view shape and vec tile as every signal on it,
+/// tile-aligned windows, src_pe in [0, n_pes): DistributedError, at run time when symbolic).
+/// Status: DTypeError unless DT_INT32 (tokens and shmem data are DTypeErrors too), ShapeError
+/// unless it has n elements as above. Acquire ordering. DeadlockError after the world's timeout
+/// as shmem_wait_until (naming PE, slot, expected and current value). Returns a token (pred's
+/// shape, or [1, 1]). Semantics: OpenSHMEM 1.5 §9.9.2.
+Tensor shmem_wait_until_all(const std::vector<SignalSlot> &slots, int32_t cmp_value,
+                            WaitSetOptions opts = {}, SrcLoc loc = SrcLoc::current());
+/// Blocks until one included element holds and returns its index (the lowest that holds when the
+/// slots are read), as OpenSHMEM `shmem_wait_until_any`; an empty set returns -1 at once
+/// (OpenSHMEM: SIZE_MAX). `index.at({0, 0})` is a run-time scalar usable as a PE number, view
+/// offset or pto::cond condition. Rules and errors as shmem_wait_until_all.
+WaitAnyResult shmem_wait_until_any(const std::vector<SignalSlot> &slots, int32_t cmp_value,
+                                   WaitSetOptions opts = {}, SrcLoc loc = SrcLoc::current());
+/// Blocks until at least one included element holds and returns every element that holds at
+/// that moment, as OpenSHMEM `shmem_wait_until_some`; an empty set returns count 0 at once.
+/// Rules and errors as shmem_wait_until_all.
+WaitSomeResult shmem_wait_until_some(const std::vector<SignalSlot> &slots, int32_t cmp_value,
+                                     WaitSetOptions opts = {}, SrcLoc loc = SrcLoc::current());
+
+struct TestResult {
+  Tensor token;
+  Tensor holds; ///< DT_INT32 [1, 1]: 1 when every slot of the window compares true, else 0
+};
+/// Never blocks: whether shmem_wait_until(src, src_pe, cmp_value, opts) would return at once, as
+/// OpenSHMEM `shmem_test`. With opts.clear_signal a condition that holds is consumed as the wait
+/// would. `holds.at({0, 0})` drives control flow (pto::cond) or a later op. Rules and errors as
+/// shmem_wait_until (no DeadlockError: it never waits).
+TestResult shmem_test(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t cmp_value,
+                      WaitOptions opts = {}, SrcLoc loc = SrcLoc::current());
+
+/// The operand of an AMO: an integer (a literal or a run-time SymbolicScalar such as
+/// my_symbolic_pe or `t.at({i})`; truncated to int32 for int32 words) or a floating literal (fp32
+/// words only).
+struct AmoValue {
+  AmoValue(int v) : i(int64_t(v)) {}
+  AmoValue(int64_t v) : i(v) {}
+  AmoValue(const SymbolicScalar &v) : i(v) {}
+  AmoValue(double v) : real(v) {}
+  AmoValue(float v) : real(double(v)) {}
+  SymbolicScalar i = SymbolicScalar(0);
+  std::optional<double> real = {};
+};
+struct AmoOptions {
+  std::vector<Tensor> pred = {};
+};
+struct AmoResult {
+  Tensor token;
+  Tensor old; ///< [1, 1] of the word's dtype: its value just before the AMO
+};
+/// Atomically adds `value` to element `index` (within `dst`'s window) of `dst`'s data on PE `pe`
+/// and returns the old value, as OpenSHMEM `shmem_atomic_fetch_add`. Dtypes: int32, int64 (wrap)
+/// and fp32 (rounded to nearest even; a ptojit extension); others are a DTypeError, as is a
+/// floating value for an integer word. An integer literal must fit the word (ArgumentError).
+/// `index` has one entry per data dim, each in [0, window extent), and `pe` lies in [0, n_pes)
+/// (DistributedError; at run time when symbolic, before memory is touched). Concurrent AMOs on
+/// one word never lose an update; AMOs are atomic only with other AMOs, not with puts to the same
+/// word (OpenSHMEM §9.8). Sequentially consistent. `old.at({0, 0})` is a run-time scalar (integer
+/// words) for control flow. Signal-only objects have no data (DistributedError).
+AmoResult shmem_atomic_fetch_add(const ShmemTensor &dst, const std::vector<SymbolicScalar> &index,
+                                 AmoValue value, const SymbolicScalar &pe, AmoOptions opts = {},
+                                 SrcLoc loc = SrcLoc::current());
+/// Atomically stores `value` into the word and returns the old value, as OpenSHMEM
+/// `shmem_atomic_swap`. Dtypes int32, int64, fp32; rules and errors as shmem_atomic_fetch_add.
+AmoResult shmem_atomic_swap(const ShmemTensor &dst, const std::vector<SymbolicScalar> &index,
+                            AmoValue value, const SymbolicScalar &pe, AmoOptions opts = {},
+                            SrcLoc loc = SrcLoc::current());
+/// Atomically stores `value` into the word if it equals `cond` and returns the old value (the
+/// swap happened iff old == cond), as OpenSHMEM `shmem_atomic_compare_swap`. Dtypes int32 and
+/// int64 only (DTypeError for fp32 and the rest: float equality is not bitwise); rules and errors
+/// as shmem_atomic_fetch_add.
+AmoResult shmem_atomic_compare_swap(const ShmemTensor &dst,
+                                    const std::vector<SymbolicScalar> &index, AmoValue cond,
+                                    AmoValue value, const SymbolicScalar &pe, AmoOptions opts = {},
+                                    SrcLoc loc = SrcLoc::current());
+/// The AMOs on a signal word (int32): the slot of `slot.window` in row `slot.src_pe` of PE
+/// `pe`'s signal memory, as OpenSHMEM's AMOs on a signal (`shmem_signal_fetch` is a fetch_add of
+/// 0). The window must have one vec tile, so one slot per row (DistributedError otherwise), and
+/// follows the slot rules of shmem_signal; waiters of the slot are woken. A ticket counter or a
+/// lock: compare_swap(slot, 0, me + 1, owner). Values and errors as the data forms (the word is
+/// int32).
+AmoResult shmem_atomic_fetch_add(const SignalSlot &slot, AmoValue value, const SymbolicScalar &pe,
+                                 AmoOptions opts = {}, SrcLoc loc = SrcLoc::current());
+AmoResult shmem_atomic_swap(const SignalSlot &slot, AmoValue value, const SymbolicScalar &pe,
+                            AmoOptions opts = {}, SrcLoc loc = SrcLoc::current());
+AmoResult shmem_atomic_compare_swap(const SignalSlot &slot, AmoValue cond, AmoValue value,
+                                    const SymbolicScalar &pe, AmoOptions opts = {},
+                                    SrcLoc loc = SrcLoc::current());
+
 } // namespace pto::distributed

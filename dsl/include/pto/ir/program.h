@@ -317,9 +317,22 @@ struct Op {
   bool target_all = false;     ///< signal: every PE of the group (shmem_signal_all)
   Atomic atomic = Atomic::Set; ///< put_op / sig_op
   Cmp cmp = Cmp::EQ;
-  int32_t signal = 0;                                  ///< signal value / wait cmp_value
-  bool clear = false;                                  ///< wait: clear_signal
-  std::optional<SlotGeometry> slots;                   ///< signal/wait
+  int32_t signal = 0;                ///< signal value / wait cmp_value
+  bool clear = false;                ///< wait: clear_signal
+  std::optional<SlotGeometry> slots; ///< signal/wait (wait sets: every element's)
+  // The rest of the OpenSHMEM model (distributed.h).
+  Atomic sig_atomic =
+      Atomic::Set; ///< put_signal: sig_op (`atomic` is the put's, `target_pe` the row)
+  /// Wait sets (shmem_wait_until_all/any/some, shmem_test): per element, the view offsets of its
+  /// window and its slot row; every element is a window of `shmem` with `slots`' view and tile.
+  std::vector<std::vector<SymbolicScalar>> set_offsets;
+  std::vector<SymbolicScalar> set_rows;
+  /// AMOs: the operand and compare_swap's comparand as integers (run-time values allowed), or a
+  /// floating literal operand (`amo_is_real`, `amo_real`). The word is element `view_offsets`
+  /// of the data, or (with `slots`) the int32 signal slot of set_offsets[0], set_rows[0].
+  SymbolicScalar amo_value, amo_cond;
+  double amo_real = 0;
+  bool amo_is_real = false;
   bool a_trans = false, b_trans = false, relu = false; ///< Matmul
   // Shape, creation and reduction ops of shape_ops.h / reduce_ops.h.
   std::vector<int> perm;     ///< Permute: output dim d reads input dim perm[d]

@@ -173,6 +173,67 @@ void *pto_rt_alloc(pto_ctx *ctx, int64_t bytes, int32_t site);
 /// concatenated. Returns a pto_status (on PTO_ERR the error is recorded in `ctx`).
 typedef int32_t (*pto_kernel_fn)(pto_ctx *ctx, void *const *args, const int64_t *dims);
 
+// ---- The rest of the OpenSHMEM 1.5 model (runtime/src/shmem_amo.cpp) -------------------------
+// Ordering on this runtime (docs/distributed.md, "Memory model"): every entry point completes
+// before it returns, in program order per PE; signals are release and waits acquire operations
+// (seq_cst); fence and quiet are full fences. A transport whose puts complete later (MPI RMA)
+// must make fence order the puts to each PE and quiet complete them all.
+
+/// Orders this PE's earlier puts, AMOs and signals to each PE before its later ones to the same
+/// PE, as OpenSHMEM `shmem_fence` (every group). Cannot fail.
+int32_t pto_rt_fence(pto_ctx *ctx, int32_t site);
+/// Completes this PE's earlier puts, AMOs and signals: they are visible to every PE before any
+/// later operation of this PE, as OpenSHMEM `shmem_quiet` (every group). Cannot fail.
+int32_t pto_rt_quiet(pto_ctx *ctx, int32_t site);
+
+/// pto_rt_put of the block, then pto_rt_signal (op `sig_op`, `sig_value`) of the int32 slot at
+/// `slot_offset_bytes` on the same PE `dst_pe`: one operation, as OpenSHMEM `shmem_put_signal`.
+/// The signal is never visible before the data. Errors: those of put, then of signal (nothing
+/// is signalled when the put fails).
+int32_t pto_rt_put_signal(pto_ctx *ctx, int32_t group, int32_t dst_pe, int32_t op, const void *src,
+                          pto_dtype src_dt, int64_t dst_offset_bytes, int64_t dst_limit_bytes,
+                          pto_dtype dst_dt, const pto_block *block, int64_t slot_offset_bytes,
+                          int32_t sig_op, int32_t sig_value, int32_t site);
+
+/// Fetching atomic memory operations, as OpenSHMEM `shmem_atomic_fetch_add`, `shmem_atomic_swap`
+/// and `shmem_atomic_compare_swap`.
+enum pto_amo { PTO_AMO_FETCH_ADD = 0, PTO_AMO_SWAP = 1, PTO_AMO_COMPARE_SWAP = 2 };
+/// Atomically applies `amo` to the word of dtype `dt` at byte offset `offset_bytes` of PE `pe`'s
+/// heap of `group` and stores the word's old value at `old` (dtype `dt`): FETCH_ADD adds `*value`
+/// (ints wrap; fp32 rounds to nearest even), SWAP stores `*value`, COMPARE_SWAP stores `*value`
+/// only when the word equals `*cond`. `value` and `cond` point at one element of dtype `dt`
+/// (`cond` may be null except for COMPARE_SWAP). Sequentially consistent; atomic with respect to
+/// every other AMO on the word (not with puts: OpenSHMEM's rule). `wake` != 0: the word is a
+/// signal slot, wake its waiters. Dtypes: int32, int64, fp32; COMPARE_SWAP int32 and int64
+/// (DTypeError otherwise). Errors (DistributedError): pe outside [0, n_pes), a word that is not
+/// aligned or not inside [0, limit_bytes) and the heap.
+int32_t pto_rt_atomic(pto_ctx *ctx, int32_t group, int32_t pe, int32_t amo, pto_dtype dt,
+                      int64_t offset_bytes, int64_t limit_bytes, const void *value,
+                      const void *cond, void *old, int32_t wake, int32_t site);
+
+/// Modes of pto_rt_wait_until_set, as OpenSHMEM `shmem_wait_until_{all,any,some}`.
+enum pto_wait_set { PTO_WAIT_ALL = 0, PTO_WAIT_ANY = 1, PTO_WAIT_SOME = 2 };
+/// Waits on a set of `n_elems` elements, each `slots_per_elem` int32 signal slots of this PE's
+/// heap of `group` at byte offsets `slot_offsets[e * slots_per_elem + k]`. An element holds when
+/// each of its slots compares `cmp` to `value`. Element e is excluded when `status` is non-null
+/// and `status[e * status_stride] != 0` for e < status_valid (elements past status_valid are
+/// included). ALL returns once every included element holds; ANY once one does, with its index
+/// in out[0] (the lowest; -1 when none is included); SOME once at least one does, with every
+/// holding index in out[0..count) ascending (out_stride apart). `out_count` (may be null)
+/// receives the number of elements reported (ALL: 1 when they all hold). An empty set (no
+/// element included) returns at once (count 0, ANY -1). With `blocking` == 0 nothing blocks: one
+/// check, as OpenSHMEM `shmem_test_{all,any,some}` (ALL: count 1 or 0). `clear` subtracts from
+/// each slot of every reported element the value it was seen with (GE: `value`), as
+/// pto_rt_wait_until. Acquire ordering. `signal_base_bytes` is the signal array's offset, for
+/// slot numbers in messages. Errors: slots outside the heap or not aligned (DistributedError);
+/// DeadlockError and release on another PE's failure as pto_rt_wait_until.
+int32_t pto_rt_wait_until_set(pto_ctx *ctx, int32_t group, int32_t mode, int32_t blocking,
+                              const int64_t *slot_offsets, int32_t n_elems, int32_t slots_per_elem,
+                              int64_t signal_base_bytes, const int32_t *status,
+                              int64_t status_stride, int64_t status_valid, int32_t cmp,
+                              int32_t value, int32_t clear, int32_t *out, int64_t out_stride,
+                              int32_t *out_count, int32_t site);
+
 #ifdef __cplusplus
 }
 
