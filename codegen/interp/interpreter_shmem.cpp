@@ -126,7 +126,7 @@ int32_t Run::shmem_get(const Op &op) {
 
 int32_t Run::shmem_signal_wait(const Op &op) {
   const ir::ShmemInfo &s = p_.shmems.at(static_cast<size_t>(op.shmem));
-  const ir::SlotGeometry &g = *op.slots;
+  const ir::SlotGeometry &g = ir::slots_of(op);
   std::vector<int64_t> o;
   if (int32_t st = eval_all(g.view_offsets, o))
     return st;

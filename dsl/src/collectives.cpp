@@ -176,7 +176,8 @@ Tensor scatter_reduce(const Tensor &x, Reduction op, const std::vector<int64_t> 
   auto me = me_in(group, n, loc);
   // x's valid region: PE p's block holds its rows in [p*B, (p+1)*B), and x's valid extents in
   // the other dims (collectives.h).
-  const std::vector<SymbolicScalar> x_valid = x.valid_shape(); // a copy: values may move
+  const std::vector<SymbolicScalar> x_valid = // NOLINT(performance-unnecessary-copy-initialization)
+      x.valid_shape();                        // a copy: values may move
   auto valid_rows_at = [&](const SymbolicScalar &off, int64_t rows) {
     return min(max(x_valid[0] - off, 0), rows);
   };
@@ -682,7 +683,8 @@ Tensor all_to_all(const Tensor &x, const std::vector<std::vector<int64_t>> &coun
   auto me = me_in(opts.group, n, loc);
   // Only x's valid region is sent: its valid rows must cover the rows this PE sends, and the
   // other dims' valid extents carry over (collectives.h).
-  const std::vector<SymbolicScalar> x_valid = x.valid_shape();
+  const std::vector<SymbolicScalar> x_valid = // NOLINT(performance-unnecessary-copy-initialization)
+      x.valid_shape();                        // a copy: values may move
   trace::require_le(ir::Recorder::current("all_to_all", loc), pick(sent, me), x_valid[0],
                     "PE {} sends {} rows but x has {} valid rows", {me, pick(sent, me), x_valid[0]},
                     "all_to_all", loc);
