@@ -21,9 +21,8 @@
 #include <fstream>
 #include <memory>
 #include <string>
-#include <vector>
-
 #include <unistd.h>
+#include <vector>
 
 namespace dist = pto::distributed;
 using passes_test::plan;
@@ -43,7 +42,8 @@ std::string lowered(const pto::codegen::Compiled &c) {
 /// Runs FileCheck with `checks` over `ir`; returns "" when they hold, else FileCheck's report.
 std::string file_check(const std::string &name, const std::string &checks, const std::string &ir) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("pto_llvm_ir_test." + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("pto_llvm_ir_test." + std::to_string(::getpid()));
   fs::create_directories(dir);
   const fs::path check_file = dir / (name + ".check"), ir_file = dir / (name + ".ll"),
                  out_file = dir / (name + ".out");
@@ -74,8 +74,8 @@ void check_ir(const std::string &name, const pto::codegen::Compiled &c,
   const std::string ir = lowered(c);
   for (size_t k = 0; k < check_sets.size(); ++k) {
     const std::string report = file_check(name + "." + std::to_string(k), check_sets[k], ir);
-    CHECK_MESSAGE(report.empty(),
-                  "the lowered IR of " << name << " fails check set " << k << ":\n" << report);
+    CHECK_MESSAGE(report.empty(), "the lowered IR of " << name << " fails check set " << k << ":\n"
+                                                       << report);
   }
 }
 
@@ -103,11 +103,12 @@ TEST_CASE("llvm ir: softmax is one tile loop with three row passes and a vector 
   });
   // One tile loop and, inside it, one row loop with three vector passes over the row: the max,
   // the sum of exp (a SLEEF vector exp), the scaled store; then no second tile loop.
-  check_ir("softmax", c, {kOneTileLoop, kOneRowLoop, R"(
+  check_ir("softmax", c,
+           {kOneTileLoop, kOneRowLoop, R"(
 CHECK-COUNT-3: {{^}}vec.body{{[0-9]*}}:
 CHECK-NOT:     {{^}}vec.body{{[0-9]*}}:
 )",
-                          R"(
+            R"(
 CHECK-LABEL: define {{.*}}@pto_kernel(
 CHECK:       {{^}}vec.body:
 CHECK:       call <16 x float> @llvm.maximum.v16f32
@@ -128,11 +129,12 @@ TEST_CASE("llvm ir: an elementwise chain is one tile loop of vector code") {
     pto::assemble(pto::relu(pto::add(pto::mul(pto::exp(x), 2.0), x)), {0, 0}, a[1]);
   });
   // One row pass: exp, the multiply, the add and the relu in one vector body.
-  check_ir("chain", c, {kOneTileLoop, kOneRowLoop, R"(
+  check_ir("chain", c,
+           {kOneTileLoop, kOneRowLoop, R"(
 CHECK-COUNT-1: {{^}}vec.body{{[0-9]*}}:
 CHECK-NOT:     {{^}}vec.body{{[0-9]*}}:
 )",
-                        R"(
+            R"(
 CHECK:      {{^}}vec.body:
 CHECK:      load <16 x float>
 CHECK:      call <{{[0-9]+}} x float> @Sleef_expf{{[0-9]+}}_u10
@@ -169,14 +171,16 @@ CHECK-NOT:     call i32 @pto_rt_signal(
 )";
 
 TEST_CASE("llvm ir: a put and its signal run in one tile loop") {
-  auto c = plan("put_signal", {{F32, {16, 128}}, {pto::DT_INT32, {1}}},
-                [](const Args &a) { put_signal_kernel(a, false); }, 2);
+  auto c = plan(
+      "put_signal", {{F32, {16, 128}}, {pto::DT_INT32, {1}}},
+      [](const Args &a) { put_signal_kernel(a, false); }, 2);
   check_ir("put_signal", c, {kPipelined, kPutAndSignal});
 }
 
 TEST_CASE("llvm ir: a run-time Check between a put and its signal does not stop pipelining") {
-  auto c = plan("put_check_signal", {{F32, {16, 128}}, {pto::DT_INT32, {1}}},
-                [](const Args &a) { put_signal_kernel(a, true); }, 2);
+  auto c = plan(
+      "put_check_signal", {{F32, {16, 128}}, {pto::DT_INT32, {1}}},
+      [](const Args &a) { put_signal_kernel(a, true); }, 2);
   // The Check ops sit between the put and the signal in the plan...
   const auto &items = c.planned->items(c.planned->program.body);
   std::vector<pto::ir::OpKind> kinds;
