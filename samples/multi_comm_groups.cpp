@@ -17,7 +17,7 @@ namespace dist = pto::distributed;
 
 namespace {
 
-void kernel(pto::Tensor x, pto::Tensor y, std::string group_a, std::string group_b) {
+void kernel(pto::Tensor x, pto::Tensor y, const std::string &group_a, const std::string &group_b) {
   int64_t batch = x.shape(0).concrete(), hidden = x.shape(1).concrete();
   const int64_t block = 8;
   pto::set_vec_tile_shapes(block, hidden);

@@ -65,7 +65,6 @@ constexpr std::string_view kReuseS = "samples/allreduce_add_allreduce.cpp";
 using K = Kind;
 template <class... T> std::vector<std::string_view> tested_in(T... files) { return {files...}; }
 constexpr Ulp kNone{};
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 /// The max ULP error per dtype (fp32, fp64, fp16, bf16) that tests/codegen/ulp_sweep_test.cpp
 /// measures, at round_figure's precision; the sweep fails when a figure here differs from its

@@ -281,7 +281,7 @@ std::vector<std::string> problems(const std::string &source_dir) {
     if (it == headers.end())
       it = headers.emplace(path, read_file(path)).first;
     if (it->second.empty()) {
-      out.push_back(fn + ": header " + path + " is missing");
+      out.push_back((fn + ": header ").append(path).append(" is missing"));
       continue;
     }
     const std::regex decl("\\b" + std::string(short_name(r.fn)) + "\\s*\\(");

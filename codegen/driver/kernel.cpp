@@ -306,7 +306,7 @@ void KernelCore::call(const std::vector<HostTensor *> &tensors,
     // any, is secondary to this one).
     try {
       runtime::end_call(ctx);
-    } catch (...) {
+    } catch (...) { // NOLINT(bugprone-empty-catch): the first error is the one to report
     }
     throw;
   }

@@ -287,7 +287,7 @@ int32_t Run::full(const Op &op) {
   if (int32_t st = valid_of(op.outputs[0], y.shape, yv))
     return st;
   uint8_t pattern[8] = {};
-  const ir::Scalar &s = *op.scalar;
+  const ir::Scalar &s = ir::scalar_of(op);
   if (s.is_int)
     store_i(pattern, y.dt, s.i);
   else

@@ -127,7 +127,7 @@ int32_t Run::shmem_get(const Op &op) {
 
 int32_t Run::shmem_signal_wait(const Op &op) {
   const ir::ShmemInfo &s = p_.shmems.at(static_cast<size_t>(op.shmem));
-  const ir::SlotGeometry &g = *op.slots;
+  const ir::SlotGeometry &g = ir::slots_of(op);
   std::vector<int64_t> o;
   int64_t row = 0, target = -1;
   if (int32_t st = check_slots(s, g, g.view_offsets, op.pe, o, row))

@@ -261,7 +261,7 @@ int32_t Run::standalone(const Op &op) {
   }
   case S::Pad: {
     uint8_t pattern[8] = {};
-    const ir::Scalar &s = *op.scalar;
+    const ir::Scalar &s = ir::scalar_of(op);
     if (s.is_int)
       store_i(pattern, y.dt, s.i);
     else

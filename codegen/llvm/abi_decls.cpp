@@ -53,8 +53,8 @@ struct Entry {
 };
 
 #define PTO_RT_ROW(e, sym)                                                                         \
-  Entry{#sym, reinterpret_cast<void *>(&sym),                                                      \
-        [](llvm::LLVMContext &c) { return fn_type(c, &sym); }},
+  Entry{#sym, reinterpret_cast<void *>(&(sym)),                                                    \
+        [](llvm::LLVMContext &c) { return fn_type(c, &(sym)); }},
 const Entry kEntries[] = {PTO_RT_ENTRY_POINTS(PTO_RT_ROW)};
 #undef PTO_RT_ROW
 
@@ -80,7 +80,8 @@ struct Field {
   llvm::Type *(*type)(llvm::LLVMContext &);
 };
 
-#define PTO_FIELD_ROW(S, f) Field{#f, offsetof(S, f), sizeof(S::f), &llvm_type<decltype(S::f)>},
+#define PTO_FIELD_ROW(S, f)                                                                        \
+  Field{#f, offsetof(S, f), sizeof(decltype(S::f)), &llvm_type<decltype(S::f)>},
 #define PTO_BLOCK_ROW(f) PTO_FIELD_ROW(pto_block, f)
 #define PTO_XTENSOR_ROW(f) PTO_FIELD_ROW(XTensor, f)
 #define PTO_XCALL_ROW(f) PTO_FIELD_ROW(XCall, f)

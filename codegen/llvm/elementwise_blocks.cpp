@@ -2,6 +2,7 @@
 #include "llvm/elementwise_blocks.h"
 
 #include "llvm/dtype_codec.h"
+#include "llvm/llvm_loops.h"
 #include "llvm/lower_elementwise.h"
 
 #include <llvm/IR/Intrinsics.h>
@@ -73,13 +74,7 @@ LV *patch_rare_lanes(KernelBuilder &kb, LV *rare, LV *base, const std::function<
                  llvm::MDBuilder(C).createBranchWeights(1, 1000));
   B.SetInsertPoint(slow);
   LV *fixed = B.CreateSelect(rare, fix(), base);
-  auto *slow_end = B.GetInsertBlock();
-  B.CreateBr(join);
-  B.SetInsertPoint(join);
-  auto *phi = B.CreatePHI(base->getType(), 2);
-  phi->addIncoming(base, pre);
-  phi->addIncoming(fixed, slow_end);
-  return phi;
+  return emit_join_phi(B, join, base, pre, fixed);
 }
 
 /// `base`, with the lanes where `rare` holds replaced by `scalar(lane values of args)`, one

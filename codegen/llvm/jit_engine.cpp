@@ -61,7 +61,9 @@ public:
         auto it = live_.find(a.getAddress().getValue());
         if (it == live_.end())
           continue;
-        if ((per_jd_[it->second.jd] -= it->second.bytes) == 0)
+        int64_t &left = per_jd_[it->second.jd];
+        left -= it->second.bytes;
+        if (left == 0)
           per_jd_.erase(it->second.jd);
         bytes_ -= it->second.bytes;
         live_.erase(it);
@@ -235,12 +237,15 @@ struct JitModule::Impl {
   llvm::orc::JITDylib *jd = nullptr;
 };
 
+JitModule::JitModule(std::unique_ptr<Impl> impl, void *entry, int64_t code_bytes)
+    : impl_(std::move(impl)), entry_(entry), code_bytes_(code_bytes) {}
+
 JitModule::~JitModule() {
-  if (!impl || !impl->jd)
+  if (!impl_ || !impl_->jd)
     return;
   Engine &e = engine();
   std::lock_guard lk(e.mu);
-  remove_dylib(e, *impl->jd);
+  remove_dylib(e, *impl_->jd);
   e.modules.fetch_sub(1);
 }
 
@@ -293,11 +298,10 @@ std::unique_ptr<JitModule> link(llvm::orc::ThreadSafeModule tsm) {
   auto sym = e.jit->lookup(jd, "pto_kernel");
   if (!sym)
     fail("symbol pto_kernel not found: ", sym.takeError());
-  auto out = std::make_unique<JitModule>();
-  out->impl = std::make_unique<JitModule::Impl>();
-  out->impl->jd = &jd;
-  out->entry_ = sym->toPtr<void *>();
-  out->code_bytes_ = e.memory ? e.memory->bytes_of(&jd) : 0;
+  auto impl = std::make_unique<JitModule::Impl>();
+  impl->jd = &jd;
+  auto out = std::make_unique<JitModule>(std::move(impl), sym->toPtr<void *>(),
+                                         e.memory ? e.memory->bytes_of(&jd) : 0);
   e.modules.fetch_add(1);
   return out;
 }

@@ -21,13 +21,19 @@ namespace pto::codegen {
 /// JITDylib, which frees the module's code and data (thread-safe; any thread may do it).
 class JitModule {
 public:
+  struct Impl;
+  /// Made by jit_compile: `impl` owns the JITDylib, `entry` is its `pto_kernel`.
+  JitModule(std::unique_ptr<Impl> impl, void *entry, int64_t code_bytes);
+  JitModule(const JitModule &) = delete;
+  JitModule &operator=(const JitModule &) = delete;
   ~JitModule();
   /// The address of the module's entry function `pto_kernel`.
   void *entry() const { return entry_; }
   /// JIT memory the module holds (code, data and their page rounding), in bytes.
   int64_t code_bytes() const { return code_bytes_; }
-  struct Impl;
-  std::unique_ptr<Impl> impl;
+
+private:
+  std::unique_ptr<Impl> impl_;
   void *entry_ = nullptr;
   int64_t code_bytes_ = 0;
 };

@@ -170,13 +170,7 @@ void KernelBuilder::branch(LV *cond, const std::function<void()> &then,
 }
 
 LV *KernelBuilder::join_phi(llvm::BasicBlock *join, LV *a, llvm::BasicBlock *from, LV *b) {
-  auto *end = B.GetInsertBlock();
-  B.CreateBr(join);
-  B.SetInsertPoint(join);
-  auto *phi = B.CreatePHI(a->getType(), 2);
-  phi->addIncoming(a, from);
-  phi->addIncoming(b, end);
-  return phi;
+  return emit_join_phi(B, join, a, from, b);
 }
 
 void KernelBuilder::ret_if_error(LV *status) {

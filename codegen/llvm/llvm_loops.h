@@ -1,6 +1,7 @@
 // llvm_loops.h - The counted loop every lowering emits: for (i = start; i < end; i += step),
 // with the trip count computed up front so the index never wraps: an i64 counter k over
-// [0, trips) in a head block and i = start + k * step, the body built by a callback.
+// [0, trips) in a head block and i = start + k * step, the body built by a callback. Also the
+// join of two paths (emit_join_phi), which every branching lowering ends with.
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>
@@ -22,6 +23,19 @@ inline llvm::Value *emit_trip_count(llvm::IRBuilder<> &B, llvm::Value *start, ll
   llvm::Value *div = B.CreateSelect(runs, step, one); // no division by <= 0
   llvm::Value *n = B.CreateAdd(B.CreateUDiv(B.CreateSub(span, one), div), one);
   return B.CreateSelect(runs, n, zero);
+}
+
+/// Ends B's block with a branch to `join` and returns, at the start of `join`, the phi of `a`
+/// (coming from `from`) and `b` (coming from the block B was in).
+inline llvm::PHINode *emit_join_phi(llvm::IRBuilder<> &B, llvm::BasicBlock *join, llvm::Value *a,
+                                    llvm::BasicBlock *from, llvm::Value *b) {
+  auto *end = B.GetInsertBlock();
+  B.CreateBr(join);
+  B.SetInsertPoint(join);
+  auto *phi = B.CreatePHI(a->getType(), 2);
+  phi->addIncoming(a, from);
+  phi->addIncoming(b, end);
+  return phi;
 }
 
 /// Emits the loop at B's insertion point and leaves B at the loop's exit block. A step <= 0 runs

@@ -360,7 +360,7 @@ LV *GroupLowering::eval_op(const Op &op, RowCtx &rc, LV *c, int pass, LV *mask,
     break;
   }
   case OpFamily::Create:
-    v = scalar_const(*op.scalar, out_dt);
+    v = scalar_const(ir::scalar_of(op), out_dt);
     break;
   case OpFamily::Reduce:
     v = in(0);

@@ -24,6 +24,7 @@
 
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include <chrono>
 
@@ -141,14 +142,33 @@ private:
       }
       const Op &op = kb_.op(item.op);
       kb_.set_current_site(item.op);
-      if (k + 1 < items.size() && items[k + 1].op != kNoOp &&
-          shmem_pipelines(op, kb_.op(items[k + 1].op))) {
-        lower_shmem_pipelined(kb_, op, kb_.op(items[k + 1].op));
-        ++k;
+      if (size_t next = pipelined_partner(items, k); next != 0) {
+        for (size_t c = k + 1; c < next; ++c) { // the Check ops in between, first (see below)
+          kb_.set_current_site(items[c].op);
+          emit_op(kb_.op(items[c].op));
+        }
+        kb_.set_current_site(item.op);
+        lower_shmem_pipelined(kb_, op, kb_.op(items[next].op));
+        k = next;
         continue;
       }
       emit_op(op);
     }
+  }
+
+  /// The index of the item that items[k] runs per tile with (shmem_pipelines), or 0. Run-time
+  /// Check ops between the two are transparent: they touch no memory, and what they read (the
+  /// symbols and elements of parameters and locals) neither a put, a signal, a wait nor a get
+  /// writes, so they give the same verdict before the pair; the caller runs them first.
+  size_t pipelined_partner(const std::vector<RegionItem> &items, size_t k) const {
+    size_t j = k + 1;
+    while (j < items.size() && items[j].op != kNoOp &&
+           kb_.op(items[j].op).kind == ir::OpKind::Check)
+      ++j;
+    if (j < items.size() && items[j].op != kNoOp &&
+        shmem_pipelines(kb_.op(items[k].op), kb_.op(items[j].op)))
+      return j;
+    return 0;
   }
 
   /// A shmem op (lower_shmem.h), not pipelined with its neighbour.
@@ -336,18 +356,30 @@ private:
 
 } // namespace
 
+namespace {
+/// The lowered module of `pp` in `ctx` (which must outlive it).
+std::unique_ptr<llvm::Module> lower(const PlannedProgram &pp, const CompileOptions &opts,
+                                    llvm::LLVMContext &ctx) {
+  auto mod = std::make_unique<llvm::Module>(pp.program.name, ctx);
+  Lowering(pp, opts, ctx, *mod).run();
+  return mod;
+}
+} // namespace
+
+std::string lowered_llvm_ir(const PlannedProgram &pp, const CompileOptions &opts) {
+  llvm::LLVMContext ctx;
+  auto mod = lower(pp, opts, ctx);
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  mod->print(os, nullptr);
+  return s;
+}
+
 std::shared_ptr<const Executable>
 build_llvm_executable(const PlannedProgram &pp, const CompileOptions &opts, const StageDump &dump) {
-  const ir::Program &p = pp.program;
   auto t0 = std::chrono::steady_clock::now();
   auto ctx = std::make_unique<llvm::LLVMContext>();
-  auto mod = std::make_unique<llvm::Module>(p.name, *ctx);
-  try {
-    Lowering(pp, opts, *ctx, *mod).run();
-  } catch (...) {
-    mod.reset(); // the module must die before its context
-    throw;
-  }
+  auto mod = lower(pp, opts, *ctx);
   auto jm = jit_compile(std::move(ctx), std::move(mod), dump);
   auto exe = std::make_shared<LlvmExecutable>(std::move(jm), pp.sites.names());
   exe->compile_ms =

@@ -7,6 +7,7 @@
 #include "passes/stage_dump.h"
 
 #include <memory>
+#include <string>
 
 namespace pto::codegen {
 
@@ -14,5 +15,10 @@ namespace pto::codegen {
 /// CompileError/InternalError.
 std::shared_ptr<const Executable>
 build_llvm_executable(const PlannedProgram &pp, const CompileOptions &opts, const StageDump &dump);
+
+/// The module build_llvm_executable lowers `pp` to, before O3 (LLVM's textual IR): what the
+/// lowering itself wrote, for the golden IR tests (tests/codegen/llvm_ir_test.cpp). Throws what
+/// the lowering throws.
+std::string lowered_llvm_ir(const PlannedProgram &pp, const CompileOptions &opts);
 
 } // namespace pto::codegen

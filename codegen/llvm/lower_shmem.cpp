@@ -305,7 +305,7 @@ LV *ShmemLowering::slot_of(const ir::SlotGeometry &g, const Index &O, const Inde
 
 TileBody ShmemLowering::prepare_signal_wait(const Op &op) {
   const auto &s = shmem_of(op);
-  const ir::SlotGeometry &g = *op.slots;
+  const ir::SlotGeometry &g = ir::slots_of(op);
   LV *row = kb_.sym(op.pe);
   Index O = syms(g.view_offsets), zero(g.data_shape.size(), kb_.i64(0));
   if (!s.shape.empty())
@@ -535,7 +535,8 @@ void lower_get(KernelBuilder &kb, const Op &op) {
 
 void lower_signal_wait(KernelBuilder &kb, const Op &op) {
   ShmemLowering sl(kb);
-  sl.for_tiles(op.slots->view_shape, op.slots->tile, sl.prepare_signal_wait(op));
+  const ir::SlotGeometry &g = ir::slots_of(op);
+  sl.for_tiles(g.view_shape, g.tile, sl.prepare_signal_wait(op));
 }
 
 void lower_clear(KernelBuilder &kb, const Op &op) { ShmemLowering(kb).clear(op); }

@@ -433,7 +433,7 @@ void StandaloneLowering::pad(const Op &op) {
   Addr ax = kb_.addr(x.id), ay = kb_.addr(y.id);
   auto xv = valid_of(x.id), yv = valid_of(y.id);
   llvm::Type *st = storage_type(B, y.dtype);
-  const ir::Scalar &s = *op.scalar;
+  const ir::Scalar &s = ir::scalar_of(op);
   LV *fill;
   if (is_float(y.dtype))
     fill = from_double(B, llvm::ConstantFP::get(B.getDoubleTy(), s.f), y.dtype);

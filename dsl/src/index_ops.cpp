@@ -240,7 +240,7 @@ Tensor scatter(const Tensor &x, int axis, const Tensor &index, const Operand &sr
           loc);
     ins.push_back(sv.id);
   } else {
-    scalar = resolve(*src.scalar, xv.dtype, op, loc);
+    scalar = resolve(scalar_of(src, op), xv.dtype, op, loc);
   }
   for (size_t d = 0; d < rank; ++d)
     if (static_cast<int>(d) != a)
@@ -346,7 +346,7 @@ Tensor index_put(const Tensor &x, const std::vector<Tensor> &indices, const Oper
                                    str(vv.shape), str(target)));
     ins.push_back(vv.id);
   } else {
-    scalar = resolve(*values.scalar, xv.dtype, op, loc);
+    scalar = resolve(scalar_of(values, op), xv.dtype, op, loc);
   }
   const int64_t acc = opts.accumulate ? 1 : 0, nk = static_cast<int64_t>(k);
   return emit(r, OpKind::IndexPut, op, std::move(ins), xv.dtype, xv.shape, xv.valid, loc,

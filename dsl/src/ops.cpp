@@ -19,6 +19,7 @@ using ir::ValueId;
 using ir::ValueKind;
 using trace::check_valid_shape;
 using trace::check_window;
+using trace::scalar_of;
 using trace::Window;
 using trace::window_extent;
 
@@ -225,7 +226,7 @@ Tensor binary(OpKind kind, const Operand &a, const Operand &b, const SrcLoc &loc
   const Value &vt = data_operand(r, t.tensor, op, loc);
   check_dtype_supported(vt.dtype, op, loc);
   check_accepts(kind, vt.dtype, op, loc);
-  o.scalar = resolve_scalar(*s.scalar, vt.dtype, op, loc);
+  o.scalar = resolve_scalar(scalar_of(s, op), vt.dtype, op, loc);
   o.scalar_first = !a.is_tensor();
   if (int_divides(kind) && !o.scalar_first && !is_float(vt.dtype) && o.scalar->i == 0)
     throw RuntimeError(loc, op, "integer division by a zero scalar");
@@ -383,7 +384,7 @@ Tensor where(const Tensor &cond, const Operand &a, const Operand &b, SrcLoc loc)
     dt = odt;
   }
   if (dt == DT_BOTTOM) {
-    const ir::Scalar &sa = *a.scalar, &sb = *b.scalar;
+    const ir::Scalar &sa = scalar_of(a, op), &sb = scalar_of(b, op);
     dt = sa.dtype != DT_BOTTOM ? sa.dtype : sb.dtype;
     if (dt == DT_BOTTOM)
       dt = sa.is_int && sb.is_int ? DT_INT32 : DT_FP32;

@@ -30,6 +30,18 @@ const char *site_name(const Op &op) {
   return op.user_op ? op.user_op : op_info(op.kind).name;
 }
 
+const Scalar &scalar_of(const Op &op) {
+  if (!op.scalar)
+    throw InternalError("<codegen>", site_name(op), "the op has no scalar attribute");
+  return *op.scalar;
+}
+
+const SlotGeometry &slots_of(const Op &op) {
+  if (!op.slots)
+    throw InternalError("<codegen>", site_name(op), "the op has no signal slot geometry");
+  return *op.slots;
+}
+
 namespace {
 /// `a + b` exactly when both are decimal int64s, else the two joined by " + ".
 std::string exact_sum(const std::string &a, const std::string &b) {

@@ -251,7 +251,7 @@ Tensor expand(const Tensor &x, const std::vector<SymbolicScalar> &shape, SrcLoc 
         fmt::format("target {} has fewer dims than the input {}", str(shape), str(v.shape)));
   std::vector<SymbolicScalar> out, valid;
   for (size_t d = 0; d < tr; ++d) {
-    SymbolicScalar t = shape[d];
+    const SymbolicScalar &t = shape[d];
     bool keep = t.is_concrete() && t.concrete() == -1;
     if (t.is_concrete() && t.concrete() < 1 && !keep)
       throw ShapeError(loc, op, fmt::format("dim {} must be > 0 or -1, got {}", d, t.concrete()));

@@ -509,6 +509,9 @@ static const ir::Value &value_of(const Tensor &t, const std::source_location &lo
   return r->program().value(t.id());
 }
 
+Tensor::Tensor(const ir::Program *prog, ir::ValueId id)
+    : prog_(prog), id_(id), trace_(prog ? prog->trace_id : 0) {}
+
 const std::vector<SymbolicScalar> &Tensor::shape(std::source_location loc) const {
   return value_of(*this, loc, "shape").shape;
 }

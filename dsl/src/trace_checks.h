@@ -17,6 +17,14 @@ namespace pto::trace {
 
 using SrcLoc = std::source_location;
 
+/// The scalar of an operand that is not a tensor (the caller checked Operand::is_tensor()).
+/// Throws InternalError when it is a tensor (a ptojit bug).
+inline const ir::Scalar &scalar_of(const Operand &o, const char *op) {
+  if (!o.scalar)
+    throw InternalError("<trace>", op, "the operand is a tensor, not a scalar");
+  return *o.scalar;
+}
+
 inline void check_dtype_supported(DataType dt, const char *op, const SrcLoc &loc) {
   if (!is_supported(dt))
     throw DTypeError(loc, op, "dtype " + name(dt) + " is not supported by ptojit");

@@ -3,10 +3,11 @@
 #pragma once
 
 #include "pto/dtype.h"
-#include "pto/ir/program.h"
 #include "pto/symbolic.h"
+#include "pto/value.h"
 
 #include <cstdint>
+#include <optional>
 #include <source_location>
 #include <string>
 #include <vector>
@@ -23,8 +24,8 @@ class Tensor {
 public:
   /// An empty handle (`is_empty()`); using it in an op throws ShapeError.
   Tensor() = default;
-  Tensor(const ir::Program *prog, ir::ValueId id)
-      : prog_(prog), id_(id), trace_(prog ? prog->trace_id : 0) {}
+  /// Value `id` of `prog` (made by the tracer).
+  Tensor(const ir::Program *prog, ir::ValueId id);
 
   // The accessors below throw ShapeError at the caller's line for an empty handle, or for a
   // tensor used outside the trace that created it (kept from an earlier pto::jit call).

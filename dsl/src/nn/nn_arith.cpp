@@ -26,7 +26,7 @@ Tensor div_no_nan(const Operand &a, const Operand &b, SrcLoc loc) {
   UserOpScope user_op("div_no_nan");
   const char *op = "div_no_nan";
   DataType dt = binary_dtype(a, b, false, op, loc);
-  if (!b.is_tensor()) {
+  if (b.scalar) {
     double bv = b.scalar->is_int ? static_cast<double>(b.scalar->i) : b.scalar->f;
     if (bv == 0)
       return full_like(a.tensor, 0, dt, loc);
@@ -55,7 +55,7 @@ Tensor ceil_div(const Operand &a, const Operand &b, SrcLoc loc) {
   DataType dt = binary_dtype(a, b, false, op, loc);
   if (is_float(dt))
     return narrow(ceil(div(widen(a, loc), widen(b, loc), loc), loc), dt, loc);
-  if (!b.is_tensor() && b.scalar->i == 0)
+  if (b.scalar && b.scalar->i == 0)
     throw RuntimeError(loc, op, "integer division by a zero scalar");
   Tensor q = div(a, b, loc);
   Tensor r = sub(a, mul(q, b, loc), loc);
@@ -65,7 +65,7 @@ Tensor ceil_div(const Operand &a, const Operand &b, SrcLoc loc) {
   if (b.is_tensor())
     up = logical_and(ne(r, 0, loc), eq(lt(r, 0, loc), lt(b.tensor, 0, loc), loc), loc);
   else
-    up = b.scalar->i > 0 ? gt(r, 0, loc) : lt(r, 0, loc);
+    up = scalar_of(b, op).i > 0 ? gt(r, 0, loc) : lt(r, 0, loc);
   return where(up, add(q, 1, loc), q, loc);
 }
 
@@ -135,7 +135,7 @@ Tensor lerp(const Tensor &start, const Tensor &end, const Operand &weight, SrcLo
   Operand w = widen(weight, loc);
   Tensor diff = sub(e, s, loc);
   // PyTorch's two-sided form: exact at both ends (lerp(a, b, 0) = a, lerp(a, b, 1) = b).
-  if (!weight.is_tensor()) {
+  if (weight.scalar) {
     double wv = weight.scalar->is_int ? static_cast<double>(weight.scalar->i) : weight.scalar->f;
     Tensor y = std::abs(wv) < 0.5 ? add(s, mul(diff, wv, loc), loc)
                                   : sub(e, mul(diff, 1.0 - wv, loc), loc);

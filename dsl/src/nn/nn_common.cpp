@@ -83,7 +83,7 @@ DataType binary_dtype(const Operand &a, const Operand &b, bool float_only, const
   if (float_only && !is_float(dt))
     throw DTypeError(loc, op, float_expected(dt));
   for (const Operand *o : {&a, &b}) {
-    if (o->is_tensor())
+    if (!o->scalar)
       continue;
     const ir::Scalar &s = *o->scalar;
     if (s.dtype != DT_BOTTOM && s.dtype != dt)

@@ -64,9 +64,9 @@ Tensor logsumexp(const Tensor &x, int axis, ReduceOptions opts, SrcLoc loc) {
 
 namespace {
 /// An affine parameter of a normalization: x's dtype and exactly the normalized dims.
-Tensor norm_param(const std::optional<Tensor> &p, const char *what, const Value &x, size_t begin,
-                  const char *op, const SrcLoc &loc) {
-  Value v = operand(*p, op, loc);
+Tensor norm_param(const Tensor &p, const char *what, const Value &x, size_t begin, const char *op,
+                  const SrcLoc &loc) {
+  Value v = operand(p, op, loc);
   if (v.dtype != x.dtype)
     throw DTypeError(loc, op,
                      fmt::format("{} has dtype {}, expected {} (the input's)", what, name(v.dtype),
@@ -77,7 +77,7 @@ Tensor norm_param(const std::optional<Tensor> &p, const char *what, const Value 
     throw ShapeError(loc, op,
                      fmt::format("{} has shape {}, expected {} (the normalized dims)", what,
                                  str(v.shape), str(want)));
-  return widen(*p, loc);
+  return widen(p, loc);
 }
 } // namespace
 
@@ -88,8 +88,8 @@ Tensor layer_norm(const Tensor &x, int begin_axis, LayerNormOptions opts, SrcLoc
   Value v = operand(x, op, loc);
   int b = norm_axis(begin_axis, v.shape.size(), op, loc, "begin_axis");
   check_eps(opts.eps, "eps", op, loc);
-  Tensor w = opts.weight ? norm_param(opts.weight, "weight", v, b, op, loc) : Tensor();
-  Tensor bias = opts.bias ? norm_param(opts.bias, "bias", v, b, op, loc) : Tensor();
+  Tensor w = opts.weight ? norm_param(*opts.weight, "weight", v, b, op, loc) : Tensor();
+  Tensor bias = opts.bias ? norm_param(*opts.bias, "bias", v, b, op, loc) : Tensor();
   std::vector<int> axes;
   for (int d = b; d < static_cast<int>(v.shape.size()); ++d)
     axes.push_back(d);
@@ -111,7 +111,7 @@ Tensor rms_norm(const Tensor &x, RmsNormOptions opts, SrcLoc loc) {
   Value v = operand(x, op, loc);
   check_eps(opts.epsilon, "epsilon", op, loc);
   Tensor g =
-      opts.gamma ? norm_param(opts.gamma, "gamma", v, v.shape.size() - 1, op, loc) : Tensor();
+      opts.gamma ? norm_param(*opts.gamma, "gamma", v, v.shape.size() - 1, op, loc) : Tensor();
   Tensor xf = widen(x, loc);
   Tensor ms = mean(mul(xf, xf, loc), -1, {.keepdim = true}, loc);
   Tensor y = mul(xf, rsqrt(add(ms, opts.epsilon, loc), loc), loc);

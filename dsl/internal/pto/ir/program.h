@@ -7,6 +7,7 @@
 #include "pto/element.h"
 #include "pto/error.h"
 #include "pto/symbolic.h"
+#include "pto/value.h"
 
 #include <array>
 #include <cstdint>
@@ -16,9 +17,6 @@
 #include <vector>
 
 namespace pto::ir {
-
-using ValueId = int32_t;
-inline constexpr ValueId kNoValue = -1;
 
 /// Where a value's elements live.
 enum class ValueKind : uint8_t {
@@ -47,23 +45,10 @@ struct Value {
   int region = 0; ///< the loop region that defines it (0 = kernel body)
 };
 
-/// A typed scalar operand (PyPTO `Element`). `dtype` DT_BOTTOM means "the tensor's dtype".
-struct Scalar {
-  double f = 0;
-  int64_t i = 0;
-  bool is_int = false;
-  DataType dtype = DT_BOTTOM;
-};
-
 /// `s` as an element of `dt` (its dtype set to `dt`): an integer scalar meeting a floating dtype
 /// becomes the floating scalar nearest to it in `dt` (rounded once, to nearest even; not through
 /// fp64 or fp32), so every consumer sees a value `dt` holds exactly and rounds it no further.
 Scalar as_element(Scalar s, DataType dt);
-
-/// `v` truncated toward zero and saturated to int64, NaN -> 0: the integer companion `i` of a
-/// floating scalar the user wrote (a plain static_cast is undefined behaviour for 1e30, inf or
-/// NaN). The rule of a float -> int64 store (pto/element.h).
-inline int64_t trunc_saturate_int64(double v) { return element::from_double<int64_t>(v); }
 
 /// Families used by the front-ends, codegen and the verifier: each executor dispatches on the
 /// family first (an exhaustive switch), then on the family's own kind enum (UnaryKind, ...).
@@ -427,6 +412,12 @@ std::optional<int64_t> group_heap_bytes(const Program &p, int group);
 /// The op as the user spelled it, for call sites and messages: a Check op's label, else the
 /// kind's name (op_info).
 const char *site_name(const Op &op);
+
+/// `*op.scalar` of an op whose kind carries one (the tensor-scalar forms, Full, Pad). Throws
+/// InternalError, naming the op, when it has none (a ptojit bug).
+const Scalar &scalar_of(const Op &op);
+/// `*op.slots` of a signal or wait op. Throws InternalError when it has none (a ptojit bug).
+const SlotGeometry &slots_of(const Op &op);
 
 /// A Check op's message with each `{}` replaced by the next of `args` and each `{+}` by the sum
 /// of the next two, computed exactly (in 128 bits, so the end of a window near INT64_MAX never
