@@ -387,3 +387,45 @@ TEST_CASE("a run-time Tensor::at index error in a cond guard names cond, not an 
                                              "index 3 out of range [0, 3)");
   }
 }
+
+TEST_CASE("ops: a CastMode, DataFormat or ScatterMode outside its enum is an ArgumentError") {
+  struct Bad {
+    std::string op, detail;
+    std::function<pto::Tensor(const pto::Tensor &, const pto::Tensor &)> call;
+  };
+  int line = 0; // set by each call, on the line before the op
+  const std::vector<Bad> bad{
+      {"cast", "mode must be a CastMode (CAST_NONE .. CAST_ODD), got the value 200",
+       [&](const pto::Tensor &x, const pto::Tensor &) {
+         line = __LINE__ + 1;
+         return pto::cast(x, pto::DT_INT32, static_cast<pto::CastMode>(200));
+       }},
+      {"bias_add", "format must be NCHW or NHWC, got the value 7",
+       [&](const pto::Tensor &x, const pto::Tensor &b) {
+         line = __LINE__ + 1;
+         return pto::bias_add(x, b, static_cast<pto::DataFormat>(7));
+       }},
+      {"scatter", "reduce must be NONE, ADD or MULTIPLY, got the value 9",
+       [&](const pto::Tensor &x, const pto::Tensor &) {
+         line = __LINE__ + 1;
+         return pto::scatter(x, 0, pto::cast(x, pto::DT_INT32), 1.0,
+                             {.reduce = static_cast<pto::ScatterMode>(9)});
+       }},
+  };
+  for (auto m : support::run_modes())
+    for (size_t c = 0; c < bad.size(); ++c) {
+      const auto &b = bad[c];
+      CAPTURE(support::mode_name(m));
+      CAPTURE(b.op);
+      auto k = pto::jit(
+          "op_bad_enum_" + std::to_string(c),
+          [&](pto::Tensor x, pto::Tensor bias, pto::Tensor y) {
+            pto::set_vec_tile_shapes(4, 8);
+            pto::assemble(pto::cast(b.call(x, bias), pto::DT_FP32), {0, 0}, y);
+          },
+          support::opts(m));
+      pto::HostTensor x(pto::DT_FP32, {4, 8}), bias(pto::DT_FP32, {8}), y(pto::DT_FP32, {4, 8});
+      support::expect_error<pto::ArgumentError>([&] { k(x, bias, y); }, kFile, line, b.op,
+                                                b.detail);
+    }
+}
