@@ -54,9 +54,9 @@ int main(int argc, char **argv) {
   int64_t rows = 64, cols = 256;
   sample::add_common_flags(app, f, {"fp32", "bf16", "fp16", "int32"});
   app.add_option("--rows", rows, "rows (default 64, or 512 / pes above 8 PEs)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+      ->check(sample::int_range(int64_t{1}, int64_t{1} << 16));
   app.add_option("--cols", cols, "cols")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16))
+      ->check(sample::int_range(int64_t{1}, int64_t{1} << 16))
       ->capture_default_str();
   if (int rc = sample::parse(app, argc, argv); rc >= 0)
     return rc;

@@ -68,9 +68,9 @@ int main(int argc, char **argv) {
   int64_t rows = 256, cols = 1024;
   sample::add_common_flags(app, f, {"fp32", "fp16", "bf16"});
   app.add_option("--rows", rows, "rows of each PE's input (default 256, or 2048 / pes above 8 PEs)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+      ->check(sample::int_range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--cols", cols, "columns of each PE's input")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->check(sample::int_range(int64_t{1}, int64_t{1} << 20))
       ->capture_default_str();
   if (int rc = sample::parse(app, argc, argv); rc >= 0)
     return rc;

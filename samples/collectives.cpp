@@ -78,9 +78,9 @@ int main(int argc, char **argv) {
                  "rows of each PE's input (the exchanged dim; default 10, or 80 / pes above 8 "
                  "PEs). all_to_all sends PE j rows/pes rows, one more to the first rows % pes "
                  "PEs")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+      ->check(sample::int_range(int64_t{1}, int64_t{1} << 16));
   app.add_option("--cols", cols, "columns of each PE's input")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16))
+      ->check(sample::int_range(int64_t{1}, int64_t{1} << 16))
       ->capture_default_str();
   app.add_option("--root", root, "broadcast root PE, in [0, pes)")->capture_default_str();
   if (int rc = sample::parse(app, argc, argv); rc >= 0)

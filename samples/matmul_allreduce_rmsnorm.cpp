@@ -49,10 +49,12 @@ int main(int argc, char **argv) {
   int64_t batch = 8, k = 256, h = 512;
   sample::add_common_flags(app, f, {"bf16", "fp32"});
   app.add_option("--batch", batch, "rows per PE (default 8, or 64 / pes above 8 PEs)")
-      ->check(CLI::Range(1, 4096));
-  app.add_option("--k", k, "inner dim K")->check(CLI::Range(1, 1 << 16))->capture_default_str();
+      ->check(sample::int_range(1, 4096));
+  app.add_option("--k", k, "inner dim K")
+      ->check(sample::int_range(1, 1 << 16))
+      ->capture_default_str();
   app.add_option("--h", h, "hidden size H (rows of W)")
-      ->check(CLI::Range(1, 1 << 16))
+      ->check(sample::int_range(1, 1 << 16))
       ->capture_default_str();
   if (int rc = sample::parse(app, argc, argv); rc >= 0)
     return rc;

@@ -167,17 +167,17 @@ int main(int argc, char **argv) {
   // The dispatch unrolls a loop over the E expert groups at trace time: E grows with the PEs.
   sample::add_common_flags(app, f, {"fp32", "bf16", "fp16", "int32"}, {.max = 64});
   app.add_option("--tokens", d.b, "tokens per PE (B)")
-      ->check(CLI::Range(int64_t{1}, int64_t{4096}))
+      ->check(sample::int_range(int64_t{1}, int64_t{4096}))
       ->capture_default_str();
   app.add_option("--hidden", d.h, "hidden size (H)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 14))
+      ->check(sample::int_range(int64_t{1}, int64_t{1} << 14))
       ->capture_default_str();
   app.add_option("--experts", d.e,
                  "experts in total (E, a multiple of --pes and >= --topk; default the least "
                  "multiple of --pes that is >= 16)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
+      ->check(sample::int_range(int64_t{1}, int64_t{1024}));
   app.add_option("--topk", d.k, "experts per token (K <= E)")
-      ->check(CLI::Range(int64_t{1}, int64_t{64}))
+      ->check(sample::int_range(int64_t{1}, int64_t{64}))
       ->capture_default_str();
   if (int rc = sample::parse(app, argc, argv); rc >= 0)
     return rc;

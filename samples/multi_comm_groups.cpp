@@ -42,9 +42,9 @@ int main(int argc, char **argv) {
   int64_t batch = 13, hidden = 256;
   sample::add_common_flags(app, f, {"bf16", "fp32"}, {.min = 2, .max = 4096, .even = true});
   app.add_option("--batch", batch, "rows per PE (default 13, or 104 / pes above 8 PEs)")
-      ->check(CLI::Range(1, 1 << 16));
+      ->check(sample::int_range(1, 1 << 16));
   app.add_option("--hidden", hidden, "columns")
-      ->check(CLI::Range(1, 1 << 16))
+      ->check(sample::int_range(1, 1 << 16))
       ->capture_default_str();
   if (int rc = sample::parse(app, argc, argv); rc >= 0)
     return rc;

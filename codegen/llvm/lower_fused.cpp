@@ -332,13 +332,17 @@ LV *GroupLowering::eval_op(const Op &op, RowCtx &rc, LV *c, int pass, LV *mask,
                            std::map<ValueId, LV *> *memo) {
   std::map<ValueId, LV *> local;
   auto &m = memo ? *memo : local;
+  const int group_site = kb_.current_site();
   DataType out_dt = p_.value(op.outputs[0]).dtype;
   auto in = [&](size_t i) { return value_at(op.inputs[i], rc, c, mask, pass, m); };
   LV *v = nullptr;
   switch (ir::op_info(op.kind).family) {
-  case OpFamily::Unary:
-    v = lower_unary(kb_, op, in(0), p_.value(op.inputs[0]).dtype, out_dt);
+  case OpFamily::Unary: {
+    LV *a = in(0);
+    kb_.set_current_site(kb_.site_of(op)); // a failure inside names this op, not the group's
+    v = lower_unary(kb_, op, a, p_.value(op.inputs[0]).dtype, out_dt);
     break;
+  }
   case OpFamily::Binary: {
     DataType dt = p_.value(op.inputs[0]).dtype;
     LV *a, *b;
@@ -350,6 +354,7 @@ LV *GroupLowering::eval_op(const Op &op, RowCtx &rc, LV *c, int pass, LV *mask,
       a = in(0);
       b = in(1);
     }
+    kb_.set_current_site(kb_.site_of(op)); // e.g. an integer division by zero names this op
     v = lower_binary(kb_, op, a, b, dt, mask);
     break;
   }
@@ -374,6 +379,7 @@ LV *GroupLowering::eval_op(const Op &op, RowCtx &rc, LV *c, int pass, LV *mask,
   case OpFamily::Check:
     throw InternalError(op.where, ir::op_info(op.kind).name, "cannot evaluate in a fused group");
   }
+  kb_.set_current_site(group_site);
   return round_to(B, v, out_dt);
 }
 

@@ -26,6 +26,21 @@ TileScope::~TileScope() { r_.vec_tile = saved_; }
 std::vector<int64_t> static_shape(const Tensor &x, const char *op, const SrcLoc &loc) {
   if (x.is_empty())
     throw ShapeError(loc, op, "input tensor is empty");
+  auto &r = ir::Recorder::current(op, loc);
+  const ir::Value &xv = r.program().value(r.use(x, op, loc));
+  if (xv.kind == ir::ValueKind::Token)
+    throw DTypeError(loc, op, "tensor '" + xv.name + "' is a dependency token; pass it as `pred`");
+  if (xv.shmem >= 0)
+    throw DTypeError(loc, op,
+                     "tensor '" + xv.name +
+                         "' is shmem data; read it with pto::distributed::shmem_get first");
+  static const DataType kData[] = {DT_INT8, DT_INT16, DT_INT32, DT_INT64,
+                                   DT_FP16, DT_BF16,  DT_FP32,  DT_DOUBLE};
+  if (std::find(std::begin(kData), std::end(kData), xv.dtype) == std::end(kData))
+    throw DTypeError(
+        loc, op,
+        "dtype must be one of int8, int16, int32, int64, fp16, bf16, fp32, fp64, got " +
+            short_name(xv.dtype));
   if (x.dim() < 2 || x.dim() > 4)
     throw ShapeError(loc, op, fmt::format("input rank must be 2 to 4, got {}", x.dim()));
   std::vector<int64_t> s;
@@ -38,6 +53,36 @@ std::vector<int64_t> static_shape(const Tensor &x, const char *op, const SrcLoc 
   }
   return s;
 }
+
+void check_reduction(Reduction r, const char *op, const SrcLoc &loc) {
+  switch (r) {
+  case Reduction::SUM:
+  case Reduction::MAX:
+  case Reduction::MIN:
+  case Reduction::PROD:
+    return;
+  }
+  throw DistributedError(
+      loc, op,
+      fmt::format("the reduction must be SUM, MAX, MIN or PROD, got the value {}",
+                  static_cast<int>(r)));
+}
+
+namespace {
+void check_algorithm(AllreduceAlgorithm a, const SrcLoc &loc) {
+  switch (a) {
+  case AllreduceAlgorithm::AUTO:
+  case AllreduceAlgorithm::ONE_SHOT:
+  case AllreduceAlgorithm::TWO_SHOT:
+  case AllreduceAlgorithm::RS_AG:
+    return;
+  }
+  throw DistributedError(
+      loc, "allreduce",
+      fmt::format("algorithm must be AUTO, ONE_SHOT, TWO_SHOT or RS_AG, got the value {}",
+                  static_cast<int>(a)));
+}
+} // namespace
 
 std::vector<SymbolicScalar> zeros_at(size_t rank) {
   return std::vector<SymbolicScalar>(rank, SymbolicScalar(0));
@@ -244,6 +289,8 @@ int n_pes(const std::string &group, SrcLoc loc) { return group_pes(group, "n_pes
 
 Tensor allreduce(const Tensor &x, Reduction op, AllreduceOptions opts, SrcLoc loc) {
   auto shape = static_shape(x, "allreduce", loc);
+  check_reduction(op, "allreduce", loc);
+  check_algorithm(opts.algorithm, loc);
   if (opts.fusion < 0 || opts.fusion > 2)
     throw DistributedError(loc, "allreduce",
                            fmt::format("fusion must be 0, 1 or 2, got {}", opts.fusion));
@@ -291,6 +338,7 @@ Tensor allgather(const Tensor &x, CollectiveOptions opts, SrcLoc loc) {
 
 Tensor reduce_scatter(const Tensor &x, Reduction op, CollectiveOptions opts, SrcLoc loc) {
   auto shape = static_shape(x, "reduce_scatter", loc);
+  check_reduction(op, "reduce_scatter", loc);
   int n = group_pes(opts.group, "reduce_scatter", loc);
   Tensor start = opts.pred.empty() ? x : nop(opts.pred, loc);
   return reduce_scatter_blocks(x, op, shape, opts.group, n, start, loc);

@@ -199,20 +199,7 @@ Tensor defer_allreduce(const Tensor &x, const std::vector<int64_t> &shape, Reduc
   auto &r = ir::Recorder::current("allreduce", loc);
   ir::ValueId xid = r.use(x, "allreduce", loc);
   const ir::Value &xv = r.program().value(xid);
-  if (xv.kind == ir::ValueKind::Token)
-    throw DTypeError(loc, "allreduce",
-                     "tensor '" + xv.name + "' is a dependency token; pass it as `pred`");
-  if (xv.shmem >= 0)
-    throw DTypeError(loc, "allreduce",
-                     "tensor '" + xv.name +
-                         "' is shmem data; read it with pto::distributed::shmem_get first");
-  static const DataType kData[] = {DT_INT8, DT_INT16, DT_INT32, DT_INT64,
-                                   DT_FP16, DT_BF16,  DT_FP32,  DT_DOUBLE};
-  if (std::find(std::begin(kData), std::end(kData), xv.dtype) == std::end(kData))
-    throw DTypeError(
-        loc, "allreduce",
-        "dtype must be one of int8, int16, int32, int64, fp16, bf16, fp32, fp64, got " +
-            short_name(xv.dtype));
+  // x's dtype and kind were checked by allreduce (static_shape).
   FusedCall c;
   c.x = x;
   c.x_root = xv.kind == ir::ValueKind::View ? xv.base : xv.id;

@@ -29,8 +29,12 @@ private:
   ir::TileShape saved_;
 };
 
-/// x's static shape; collectives need concrete dims (rank 2-4). ShapeError naming `op`.
+/// The checks every collective makes of its input x, naming `op`: DTypeError for a token,
+/// shmem data or a dtype a collective does not move (collectives.h); ShapeError unless x has
+/// concrete dims (rank 2-4). Returns x's static shape.
 std::vector<int64_t> static_shape(const Tensor &x, const char *op, const SrcLoc &loc);
+/// DistributedError naming `op` for a Reduction value outside the enum (a cast integer).
+void check_reduction(Reduction r, const char *op, const SrcLoc &loc);
 
 std::vector<SymbolicScalar> zeros_at(size_t rank);
 /// Offsets of row `row` (dim 0), zero elsewhere.

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <exception>
 #include <fmt/format.h>
+#include <limits>
 
 namespace pto {
 
@@ -118,23 +119,39 @@ LoopUnrollRange::~LoopUnrollRange() noexcept(false) {
 bool LoopUnrollRange::open_next() {
   while (next_factor_ < factors_.size()) {
     int64_t k = factors_[next_factor_++];
-    SymbolicScalar step = step_ * k;
     // The last loop (k = 1) runs to `stop` itself, as pto::loop does.
     SymbolicScalar end = k == 1 ? stop_ : unroll_end(k);
     SymbolicScalar from = cur_;
     cur_ = end;
     if (from.is_concrete() && end.is_concrete() && from.concrete() >= end.concrete())
       continue; // no iteration: nothing to trace
-    sub_ = std::make_unique<LoopRange>(from, end, step, LoopOptions{}, loc_);
+    sub_ = std::make_unique<LoopRange>(from, end, unroll_step(k), LoopOptions{}, loc_);
     sub_it_ = sub_->begin();
     return true;
   }
   return false;
 }
 
+SymbolicScalar LoopUnrollRange::unroll_step(int64_t k) const {
+  constexpr int64_t max = std::numeric_limits<int64_t>::max();
+  if (step_.is_concrete()) {
+    auto sk = mul_checked(step_.concrete(), k);
+    return sk ? *sk : max;
+  }
+  return ternary(step_ > max / k, SymbolicScalar(max), step_ * k);
+}
+
 SymbolicScalar LoopUnrollRange::unroll_end(int64_t k) const {
-  if (!cur_.is_concrete() || !stop_.is_concrete() || !step_.is_concrete())
-    return stop_ - (stop_ - cur_) % SymDivisor(step_ * k, loc_); // checked when the loop runs
+  // A step * k past int64 is longer than any span: no whole unrolled step fits, the unrolled
+  // loop ends where it starts (so step * k is never computed wrapped, at trace or run time).
+  if (!step_.is_concrete()) {
+    const SymbolicScalar fits = step_ <= std::numeric_limits<int64_t>::max() / k;
+    return ternary(fits, stop_ - (stop_ - cur_) % SymDivisor(unroll_step(k), loc_), cur_);
+  }
+  if (!mul_checked(step_.concrete(), k))
+    return cur_;
+  if (!cur_.is_concrete() || !stop_.is_concrete())
+    return stop_ - (stop_ - cur_) % SymDivisor(unroll_step(k), loc_); // checked when it runs
   // Exact for any int64 bounds: stop - cur in uint64, and a step * k past int64 is longer than
   // any span (no whole step fits).
   const int64_t from = cur_.concrete(), stop = stop_.concrete();

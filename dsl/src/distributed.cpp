@@ -58,6 +58,35 @@ const ir::ShmemInfo &shmem_of(Recorder &r, const ShmemTensor &t, const char *op,
   return s;
 }
 
+/// The IR's atomic for the user's `field` (put_op, sig_op); DistributedError naming `op` for a
+/// value outside the enum (a cast integer).
+ir::Atomic to_atomic(AtomicType a, const char *field, const char *op, const SrcLoc &loc) {
+  switch (a) {
+  case AtomicType::SET:
+    return ir::Atomic::Set;
+  case AtomicType::ADD:
+    return ir::Atomic::Add;
+  }
+  throw DistributedError(
+      loc, op, fmt::format("{} must be SET or ADD, got the value {}", field, static_cast<int>(a)));
+}
+
+/// The IR's comparison for the user's `cmp`; DistributedError naming `op` outside the enum.
+ir::Cmp to_cmp(OpType c, const char *op, const SrcLoc &loc) {
+  switch (c) {
+  case OpType::EQ:
+  case OpType::NE:
+  case OpType::LT:
+  case OpType::LE:
+  case OpType::GT:
+  case OpType::GE:
+    return static_cast<ir::Cmp>(static_cast<int>(c)); // same order
+  }
+  throw DistributedError(
+      loc, op,
+      fmt::format("cmp must be EQ, NE, LT, LE, GT or GE, got the value {}", static_cast<int>(c)));
+}
+
 std::vector<ValueId> use_preds(Recorder &r, const std::vector<Tensor> &pred, const char *op,
                                const SrcLoc &loc) {
   std::vector<ValueId> ids;
@@ -349,6 +378,7 @@ ir::Op detail::trace_put(const Tensor &src, const std::vector<SymbolicScalar> &o
                          const ShmemTensor &dst, const SymbolicScalar &dst_pe,
                          const PutOptions &opts, const char *op, const SrcLoc &loc) {
   auto &r = Recorder::current(op, loc);
+  const ir::Atomic atomic = to_atomic(opts.put_op, "put_op", op, loc);
   const auto &s = shmem_of(r, dst, op, loc);
   if (s.shape.empty())
     throw DistributedError(loc, op, "cannot put into a signal-only object (create_shmem_signal)");
@@ -397,7 +427,7 @@ ir::Op detail::trace_put(const Tensor &src, const std::vector<SymbolicScalar> &o
   for (size_t d = 0; d < shape.size(); ++d)
     o.view_offsets.push_back(dst.view_offsets[d] + offsets[d]);
   o.pe = dst_pe;
-  o.atomic = opts.put_op == AtomicType::ADD ? ir::Atomic::Add : ir::Atomic::Set;
+  o.atomic = atomic;
   std::vector<SymbolicScalar> token_shape = vs.shape;
   o.inputs = {sid};
   o.preds = use_preds(r, opts.pred, op, loc);
@@ -484,7 +514,7 @@ Tensor signal_impl(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t
   if (target_pe)
     o.target_pe = *target_pe;
   o.signal = signal;
-  o.atomic = opts.sig_op == AtomicType::ADD ? ir::Atomic::Add : ir::Atomic::Set;
+  o.atomic = to_atomic(opts.sig_op, "sig_op", op, loc);
   o.preds = use_preds(r, opts.pred, op, loc);
   ir::TileShape tile =
       s.shape.empty() ? signal_only_tile() : ir::capture_tile(r, s.shape.size(), op, loc);
@@ -540,7 +570,7 @@ Tensor wait_impl(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t c
 
 Tensor shmem_wait_until(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t cmp_value,
                         WaitOptions opts, SrcLoc loc) {
-  ir::Cmp cmp = static_cast<ir::Cmp>(static_cast<int>(opts.cmp)); // same order
+  ir::Cmp cmp = to_cmp(opts.cmp, "shmem_wait_until", loc);
   return wait_impl(src, src_pe, cmp_value, cmp, std::move(opts), "shmem_wait_until", loc);
 }
 

@@ -225,6 +225,11 @@ Tensor scatter(const Tensor &x, int axis, const Tensor &index, const Operand &sr
   const size_t rank = xv.shape.size();
   const int a = norm_axis(axis, rank, op, loc);
   check_rank(iv, rank, "index", op, loc);
+  if (opts.reduce != ScatterMode::NONE && opts.reduce != ScatterMode::ADD &&
+      opts.reduce != ScatterMode::MULTIPLY) // a cast integer
+    throw ArgumentError(loc, op,
+                        fmt::format("reduce must be NONE, ADD or MULTIPLY, got the value {}",
+                                    static_cast<int>(opts.reduce)));
   if (opts.reduce != ScatterMode::NONE)
     check_not_bool(xv.dtype, op, loc, "reduce ADD or MULTIPLY of");
   std::vector<ValueId> ins{xv.id, iv.id};

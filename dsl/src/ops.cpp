@@ -509,6 +509,8 @@ Tensor view(const Tensor &x, const std::vector<int64_t> &shape,
   for (size_t d = 0; d < rank; ++d)
     if (shape[d] <= 0)
       throw ShapeError(loc, "view", fmt::format("view dim {} must be > 0, got {}", d, shape[d]));
+  // A view is a tensor later ops size their tiles and results by: it obeys the size limit.
+  trace::check_result_size(shape_s, v.dtype, "view", loc);
   if (opts.valid_shape)
     check_valid_shape(r, *opts.valid_shape, shape_s, "view", loc);
   Window win{.offsets = offsets,

@@ -471,7 +471,13 @@ SymbolicScalar sym_apply(SymOp op, std::vector<SymbolicScalar> args, std::source
                             (op == SymOp::Div ? "/" : "%") + " 0`");
   if (all_const) {
     bool div_zero = false;
-    return SymbolicScalar(sym_fold(op, v, &div_zero));
+    bool overflow = false;
+    int64_t r = sym_fold(op, v, &div_zero, &overflow);
+    // A wrapped value is never folded: the expression stays a node, which run-time
+    // evaluation reports where its value matters (loop bounds, shapes: "overflows int64" at
+    // the user's op) and otherwise wraps exactly as folding would have.
+    if (!overflow)
+      return SymbolicScalar(r);
   }
   // Identities that keep printed expressions and generated code small.
   auto c = [&](size_t i, int64_t k) {

@@ -340,6 +340,7 @@ bool Recorder::close_loop() {
     Op paths;
     paths.kind = OpKind::Paths;
     paths.where = f.first_cond;
+    paths.user_op = "cond"; // run-time failures in the guards name the op the user wrote
     paths.paths = std::move(f.paths);
     loop_op.body.push_back(std::move(paths));
   }

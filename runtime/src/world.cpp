@@ -119,22 +119,24 @@ namespace {
 constexpr const char *kWorldOp = "World";
 
 int64_t effective_timeout_ms(int64_t requested, const std::source_location &loc) {
-  if (requested <= 0)
-    throw DistributedError(loc, kWorldOp,
-                           fmt::format("deadlock_timeout_ms must be > 0, got {}", requested));
+  constexpr int64_t max = WorldOptions::kMaxDeadlockTimeoutMs;
+  if (requested <= 0 || requested > max)
+    throw DistributedError(
+        loc, kWorldOp,
+        fmt::format("deadlock_timeout_ms must be in [1, {}] (one year), got {}", max, requested));
   if (requested != WorldOptions::kDefaultDeadlockTimeoutMs)
     return requested;
   const char *env = std::getenv("PTO_DEADLOCK_TIMEOUT_MS");
-  if (!env)
+  if (!env || !*env) // empty means unset, as for every PTO_* variable
     return requested;
   errno = 0;
   char *end = nullptr;
   const long long v = std::strtoll(env, &end, 10);
-  if (errno != 0 || end == env || *end != '\0' || v <= 0)
+  if (errno != 0 || end == env || *end != '\0' || v <= 0 || v > max)
     throw ArgumentError(loc, kWorldOp,
-                        fmt::format("PTO_DEADLOCK_TIMEOUT_MS='{}' is not a positive integer "
-                                    "number of milliseconds",
-                                    env));
+                        fmt::format("PTO_DEADLOCK_TIMEOUT_MS='{}' is not an integer number of "
+                                    "milliseconds in [1, {}] (one year)",
+                                    env, max));
   return v;
 }
 

@@ -54,6 +54,14 @@ std::string seed_error(const std::string &s) {
   return "";
 }
 
+std::string int_range_error(const std::string &s, int64_t min, int64_t max) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < min || v > max)
+    return fmt::format("must be a decimal integer in [{}, {}], got '{}'", min, max, s);
+  return "";
+}
+
 /// Why the trace cannot be written to `path` ("" when it can), found by opening it for writing
 /// now, so that a run never ends in a failed write. A file this creates is removed again; an
 /// existing one is left as it is (no truncation); O_NONBLOCK: a FIFO must not block the check.
@@ -77,11 +85,16 @@ std::string trace_path_error(const std::string &path) {
 }
 } // namespace
 
+CLI::Validator int_range(int64_t min, int64_t max) {
+  return CLI::Validator([min, max](std::string &s) { return int_range_error(s, min, max); },
+                        fmt::format("INT in [{} - {}]", min, max));
+}
+
 void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::string> &dtypes,
                       PeLimits limits) {
   f.pes = std::clamp(f.pes, limits.min, limits.max);
   auto *pes = app.add_option("--pes", f.pes, "number of processing elements (PEs), run as threads")
-                  ->check(CLI::Range(limits.min, limits.max))
+                  ->check(int_range(limits.min, limits.max))
                   ->capture_default_str();
   if (limits.even)
     pes->check(CLI::Validator(

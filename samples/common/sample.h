@@ -32,6 +32,11 @@ struct PeLimits {
   bool even = false;
 };
 
+/// The check of an integer flag: a decimal integer in [min, max]. Text that is not one says so
+/// ("must be a decimal integer in [1, 4096], got 'abc'"); CLI::Range alone would call it "not
+/// in range". Every sample's integer flags use it.
+CLI::Validator int_range(int64_t min, int64_t max);
+
 /// Adds --pes (checked against `limits`), --seed (a decimal integer in [0, 2^64)), --check,
 /// --interpret, --trace (a path that can be written now: opened for writing at parse time, so a
 /// bad one is a flag error before the run, not a failure after it), --backend and --dtype

@@ -556,6 +556,8 @@ void Gen::window() {
   check(!bad_at, false, "ShapeError", "", "at-index-outside");
   check(h > 0 && w > 0, false, "ShapeError", "view", "view-size");
   const Shape vshape = {h, w}, xshape = {R, C}, yshape = {R2, C2};
+  // A view of [h, w] must need at most 2^62 bytes (ops.h, sizes), whatever its valid shape.
+  check(bytes_of(vshape, dt) <= pto::kMaxExtent, false, "ShapeError", "view", "result-huge");
   const Scal os[2] = {o0, o1}, as[2] = {a0, a1};
   if (valid)
     for (size_t d = 0; d < 2; ++d) // each entry in [0, shape[d]]
@@ -572,9 +574,6 @@ void Gen::window() {
     check(o.v < 0 || ext[d] == 0 || i128{o.v} + ext[d] <= xshape[d], room_rt(o) || ext_rt,
           "ShapeError", "view", "view-outside");
   }
-  // The op on v: a result of [h, w] must need at most 2^62 bytes (ops.h, sizes).
-  const char *op_name = op == 0 ? "clone" : op == 1 ? "add" : "mul";
-  check(bytes_of(vshape, dt) <= pto::kMaxExtent, false, "ShapeError", op_name, "result-huge");
   check_size(bytes_of(vshape, dt) <= kBigBytes, "result-large");
   check(!bad_dt, false, "DTypeError", "assemble", "dtype-mismatch");
   // assemble writes r's valid region: the view's valid_shape, else the view's inferred valid

@@ -123,9 +123,10 @@ int n_pes(const std::string &group = "world",
 ///   (every element is reduced in PE order, see AllreduceAlgorithm; TWO_SHOT float sums in the
 ///   order the ADDs land, as unfused). HCCL fuses sum only; ptojit fuses every reduction.
 /// Errors: ShapeError for a rank outside 2-4 or non-static dims; DistributedError for an
-/// unknown group, fusion outside 0-2, fusion 2 with fusion_id < 0, fusion_bucket_bytes <= 0,
-/// chunk_bytes < 0, or mismatched options within a fusion_id; DTypeError for a token, shmem data,
-/// or a dtype other than int8, int16, int32, int64, fp16, bf16, fp32, fp64.
+/// unknown group, an `op` or `algorithm` value outside its enum, fusion outside 0-2, fusion 2 with
+/// fusion_id < 0, fusion_bucket_bytes <= 0, chunk_bytes < 0, or mismatched options within a
+/// fusion_id; DTypeError for a token, shmem data, or a dtype other than int8, int16, int32, int64,
+/// fp16, bf16, fp32, fp64.
 Tensor allreduce(const Tensor &x, Reduction op, AllreduceOptions opts = {},
                  std::source_location loc = std::source_location::current());
 /// Every PE gets [n_pes * R, ...]: rows [p*R, (p+1)*R) hold PE p's x. When x has a valid shape
@@ -141,6 +142,8 @@ Tensor allgather(const Tensor &x, CollectiveOptions opts = {},
 /// those rows: min(max(vr - p*B, 0), B) rows for x's valid rows vr (0 for PEs past the end),
 /// and x's valid extents in the other dims. As HCCL `reduce_scatter` (which requires
 /// R % n_pes == 0; we do not).
+/// Every collective taking an x checks it as allreduce does (ShapeError, DTypeError, naming the
+/// collective); DistributedError for an `op` outside Reduction.
 Tensor reduce_scatter(const Tensor &x, Reduction op, CollectiveOptions opts = {},
                       std::source_location loc = std::source_location::current());
 /// Every PE gets PE `root`'s x, with x's shape, dtype and valid shape (the valid region of

@@ -143,6 +143,8 @@ private:
   /// Where factor k's loop ends: stop - (stop - cur) % (step·k), exact (no int64 wrap) when the
   /// three are concrete; symbolic otherwise (evaluated with the sub-loop's overflow check).
   SymbolicScalar unroll_end(int64_t k) const;
+  /// step * k, saturated to INT64_MAX (then unroll_end gives an empty unrolled loop).
+  SymbolicScalar unroll_step(int64_t k) const;
   SymbolicScalar start_, stop_, step_, cur_, sub_stop_;
   std::vector<int64_t> factors_;
   size_t next_factor_ = 0;

@@ -89,7 +89,8 @@ struct PutOptions {
 /// update (fp16/bf16 src may ADD into fp32 data). src rank 2-4 with static dims; dst dtype must
 /// equal src's except that ADD allows fp16/bf16 -> fp32 (DTypeError). DistributedError (the
 /// checks above) when dst_pe is outside [0, n_pes), or src's whole shape at `offsets` leaves
-/// dst's window (the view, not just the data). Returns a token of src's shape.
+/// dst's window (the view, not just the data), or put_op is outside AtomicType (a cast
+/// integer). Returns a token of src's shape.
 Tensor shmem_put(const Tensor &src, const std::vector<SymbolicScalar> &offsets,
                  const ShmemTensor &dst, const SymbolicScalar &dst_pe, PutOptions opts = {},
                  SrcLoc loc = SrcLoc::current());
@@ -120,7 +121,8 @@ struct SignalOptions {
 /// sender passes the receiver's PE as both src_pe and target_pe, and the receiver waits with
 /// src_pe = my_symbolic_pe (see docs/distributed.md). The matching wait must use the same window
 /// and tile. Release ordering: puts issued earlier by this PE are visible before the signal is.
-/// src_pe and target_pe outside [0, n_pes) are DistributedErrors (the checks above).
+/// src_pe and target_pe outside [0, n_pes), and a sig_op outside AtomicType, are
+/// DistributedErrors (the checks above).
 Tensor shmem_signal(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t signal,
                     const SymbolicScalar &target_pe, SignalOptions opts = {},
                     SrcLoc loc = SrcLoc::current());
@@ -137,7 +139,8 @@ struct WaitOptions {
 /// compares `cmp` (default EQ) to `cmp_value`, as PyPTO `shmem_wait_until`. With clear_signal
 /// the slot is decreased by the value it was seen with (0 afterwards unless a newer ADD landed,
 /// which is then kept). Every signal and wait on one shmem tensor must use the same view shape
-/// and vec tile (DistributedError at trace time otherwise). Does not burn a core. A wait that
+/// and vec tile (DistributedError at trace time otherwise; also for a cmp outside OpType). Does
+/// not burn a core. A wait that
 /// cannot complete throws DeadlockError after the world's timeout (default 30 s), naming PE, slot,
 /// expected and current value.
 Tensor shmem_wait_until(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t cmp_value,

@@ -65,9 +65,9 @@ struct ScatterOptions {
 /// integer x is a DTypeError). index has x's rank, and on every dim but `axis` a size <= x's
 /// (ShapeError). Duplicate indices: with NONE the last write in row-major order of index wins
 /// (deterministic); ADD and MULTIPLY apply every update in that order. ADD/MULTIPLY reject
-/// DT_BOOL (DTypeError). Walks the positions valid in index, in a tensor src, and (on the dims
-/// but `axis`) in x; the result has x's shape and valid shape. Index values must lie in
-/// [0, x.valid[axis]).
+/// DT_BOOL (DTypeError); a `reduce` outside ScatterMode is an ArgumentError. Walks the positions
+/// valid in index, in a tensor src, and (on the dims but `axis`) in x; the result has x's shape and
+/// valid shape. Index values must lie in [0, x.valid[axis]).
 Tensor scatter(const Tensor &x, int axis, const Tensor &index, const Operand &src,
                ScatterOptions opts = {}, SrcLoc loc = SrcLoc::current());
 

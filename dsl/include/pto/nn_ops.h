@@ -128,7 +128,7 @@ enum class DataFormat : uint8_t { NCHW, NHWC };
 /// x + bias along the channel dim, as MindSpore BiasAdd: bias is 1-D of length C, the channel
 /// being dim 1 for NCHW and the last dim for NHWC (the same for rank 2). x of rank 2..4
 /// (ShapeError), bias of x's dtype (DTypeError). Floats and ints (ints wrap; DT_BOOL is a
-/// DTypeError).
+/// DTypeError). A `format` outside DataFormat (a cast integer) is an ArgumentError.
 Tensor bias_add(const Tensor &x, const Tensor &bias, DataFormat format = DataFormat::NCHW,
                 SrcLoc loc = SrcLoc::current());
 
@@ -197,8 +197,8 @@ enum class CastMode : uint8_t {
 /// cast(x, dtype) with PyPTO's rounding `mode` for float -> int (then saturating, NaN -> 0, as
 /// pto::cast). Widening and int -> float casts ignore the mode (PyPTO). For float -> narrower
 /// float only CAST_NONE and CAST_RINT are supported (ArgumentError otherwise: CAST_ODD, the
-/// directed modes), and CAST_ODD is an ArgumentError for float -> int too. DTypeError for a
-/// dtype ptojit does not support.
+/// directed modes), and CAST_ODD is an ArgumentError for float -> int too, as is a `mode`
+/// outside CastMode (a cast integer). DTypeError for a dtype ptojit does not support.
 Tensor cast(const Tensor &x, DataType dtype, CastMode mode, SrcLoc loc = SrcLoc::current());
 
 // ---- creation and selection ----------------------------------------------------------------

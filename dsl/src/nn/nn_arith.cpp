@@ -210,6 +210,11 @@ Tensor cast(const Tensor &x, DataType dtype, CastMode mode, SrcLoc loc) {
   const char *op = "cast";
   DataType src = operand(x, op, loc).dtype;
   check_dtype_supported(dtype, op, loc);
+  if (static_cast<int>(mode) > static_cast<int>(CastMode::CAST_ODD)) // a cast integer
+    throw ArgumentError(loc, op,
+                        fmt::format("mode must be a CastMode (CAST_NONE .. CAST_ODD), got the "
+                                    "value {}",
+                                    static_cast<int>(mode)));
   if (!is_float(src) || (!is_int(dtype) && !is_float(dtype)))
     return cast(x, dtype, loc); // int -> any and -> bool: the mode does not apply
   if (is_float(dtype)) {

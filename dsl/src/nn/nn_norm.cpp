@@ -209,6 +209,10 @@ Tensor dropout(const Tensor &x, double p, uint64_t key, uint64_t counter, SrcLoc
 Tensor bias_add(const Tensor &x, const Tensor &bias, DataFormat format, SrcLoc loc) {
   UserOpScope user_op("bias_add");
   const char *op = "bias_add";
+  if (format != DataFormat::NCHW && format != DataFormat::NHWC) // a cast integer
+    throw ArgumentError(
+        loc, op,
+        fmt::format("format must be NCHW or NHWC, got the value {}", static_cast<int>(format)));
   Value v = operand(x, op, loc);
   if (v.dtype == DT_BOOL)
     throw DTypeError(loc, op, "arithmetic on DT_BOOL is not defined; cast to an int type");

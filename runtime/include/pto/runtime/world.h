@@ -23,12 +23,17 @@ struct WorldState;
 /// Options of a World.
 struct WorldOptions {
   /// The default deadlock timeout. The environment variable PTO_DEADLOCK_TIMEOUT_MS (a positive
-  /// integer, milliseconds) replaces it when `deadlock_timeout_ms` is left at this default.
+  /// integer, milliseconds; empty means unset) replaces it when `deadlock_timeout_ms` is left at
+  /// this default.
   static constexpr int64_t kDefaultDeadlockTimeoutMs = 30000;
-  /// The deadlock detector's timeout in milliseconds; must be > 0. A blocked wait
-  /// (shmem_wait_until) fails with pto::DeadlockError once no PE of the world has made progress
-  /// for this long, and a kernel entry/exit barrier after twice as long. Progress is any signal,
-  /// put, get, clear, completed wait, barrier arrival, kernel call start or end, or a PE
+  /// The largest accepted deadlock timeout (and PTO_DEADLOCK_TIMEOUT_MS): one year in
+  /// milliseconds, so that the barrier's doubled timeout and every deadline computed from it
+  /// (steady_clock nanoseconds) fit in int64.
+  static constexpr int64_t kMaxDeadlockTimeoutMs = 365LL * 24 * 3600 * 1000;
+  /// The deadlock detector's timeout in milliseconds, in [1, kMaxDeadlockTimeoutMs]. A blocked
+  /// wait (shmem_wait_until) fails with pto::DeadlockError once no PE of the world has made
+  /// progress for this long, and a kernel entry/exit barrier after twice as long. Progress is any
+  /// signal, put, get, clear, completed wait, barrier arrival, kernel call start or end, or a PE
   /// returning from its function, so a slow run (many PEs on few cores) never times out while
   /// some PE still gets on. The error comes between the timeout and the timeout plus one
   /// sampling slice (50 ms for waits, an eighth of the timeout for barriers) after the last
@@ -48,9 +53,10 @@ struct WorldOptions {
 class World {
 public:
   /// Creates a world of `n_pes` PEs on the threads backend. Throws pto::DistributedError if
-  /// n_pes is outside [1, 4096] or if `opts.deadlock_timeout_ms` <= 0; pto::ArgumentError (as for
-  /// every bad environment value) if PTO_DEADLOCK_TIMEOUT_MS is set but is not a positive
-  /// integer; pto::RuntimeError if the PE contexts cannot be allocated.
+  /// n_pes is outside [1, 4096] or if `opts.deadlock_timeout_ms` is outside [1,
+  /// kMaxDeadlockTimeoutMs]; pto::ArgumentError (as for every bad environment value) if
+  /// PTO_DEADLOCK_TIMEOUT_MS is set and not empty (empty means unset) but is not an integer in
+  /// [1, kMaxDeadlockTimeoutMs]; pto::RuntimeError if the PE contexts cannot be allocated.
   explicit World(int n_pes, WorldOptions opts = {},
                  std::source_location loc = std::source_location::current());
   /// As above on the given backend (must not be null: pto::DistributedError).
