@@ -58,8 +58,6 @@ const ir::ShmemInfo &shmem_of(Recorder &r, const ShmemTensor &t, const char *op,
   return s;
 }
 
-/// The IR's atomic for the user's `field` (put_op, sig_op); DistributedError naming `op` for a
-/// value outside the enum (a cast integer).
 ir::Atomic to_atomic(AtomicType a, const char *field, const char *op, const SrcLoc &loc) {
   switch (a) {
   case AtomicType::SET:
@@ -71,7 +69,6 @@ ir::Atomic to_atomic(AtomicType a, const char *field, const char *op, const SrcL
       loc, op, fmt::format("{} must be SET or ADD, got the value {}", field, static_cast<int>(a)));
 }
 
-/// The IR's comparison for the user's `cmp`; DistributedError naming `op` outside the enum.
 ir::Cmp to_cmp(OpType c, const char *op, const SrcLoc &loc) {
   switch (c) {
   case OpType::EQ:

@@ -51,5 +51,10 @@ ir::SlotGeometry slot_geometry(ir::Recorder &r, const ShmemTensor &t, const ir::
 ir::Op trace_put(const Tensor &src, const std::vector<SymbolicScalar> &offsets,
                  const ShmemTensor &dst, const SymbolicScalar &dst_pe, const PutOptions &opts,
                  const char *op, const SrcLoc &loc);
+/// The IR's atomic for the user's `field` (put_op, sig_op); DistributedError naming `op` for a
+/// value outside the enum (a cast integer).
+ir::Atomic to_atomic(AtomicType a, const char *field, const char *op, const SrcLoc &loc);
+/// The IR's comparison for the user's `cmp`; DistributedError naming `op` outside the enum.
+ir::Cmp to_cmp(OpType c, const char *op, const SrcLoc &loc);
 
 } // namespace pto::distributed::detail

@@ -117,8 +117,6 @@ ir::Op trace_wait_set(OpKind kind, const std::vector<SignalSlot> &slots, int32_t
   return o;
 }
 
-ir::Cmp ir_cmp(OpType t) { return static_cast<ir::Cmp>(static_cast<int>(t)); } // same order
-
 /// The word's dtype rule of `kind` (DTypeError naming `op`).
 void check_amo_dtype(OpKind kind, DataType dt, const char *op, const SrcLoc &loc) {
   const bool cswap = kind == OpKind::ShmemAtomicCompareSwap;
@@ -275,7 +273,7 @@ Tensor shmem_put_signal(const Tensor &src, const std::vector<SymbolicScalar> &of
   o.slots = slot_geometry(r, window, o.tile, op, loc);
   o.target_pe = row;
   o.signal = signal;
-  o.sig_atomic = opts.sig_op == AtomicType::ADD ? ir::Atomic::Add : ir::Atomic::Set;
+  o.sig_atomic = to_atomic(opts.sig_op, "sig_op", op, loc);
   Tensor tok = r.tensor(o.outputs[0]);
   r.emit(std::move(o));
   return tok;
@@ -291,7 +289,7 @@ std::vector<SignalSlot> signal_rows(const ShmemTensor &window) {
 Tensor shmem_wait_until_all(const std::vector<SignalSlot> &slots, int32_t cmp_value,
                             WaitSetOptions opts, SrcLoc loc) {
   const char *op = "shmem_wait_until_all";
-  ir::Op o = trace_wait_set(OpKind::ShmemWaitUntilAll, slots, cmp_value, ir_cmp(opts.cmp),
+  ir::Op o = trace_wait_set(OpKind::ShmemWaitUntilAll, slots, cmp_value, to_cmp(opts.cmp, op, loc),
                             opts.clear_signal, opts.status, opts.pred, op, loc);
   auto &r = Recorder::current(op, loc);
   Tensor tok = r.tensor(o.outputs[0]);
@@ -302,7 +300,7 @@ Tensor shmem_wait_until_all(const std::vector<SignalSlot> &slots, int32_t cmp_va
 WaitAnyResult shmem_wait_until_any(const std::vector<SignalSlot> &slots, int32_t cmp_value,
                                    WaitSetOptions opts, SrcLoc loc) {
   const char *op = "shmem_wait_until_any";
-  ir::Op o = trace_wait_set(OpKind::ShmemWaitUntilAny, slots, cmp_value, ir_cmp(opts.cmp),
+  ir::Op o = trace_wait_set(OpKind::ShmemWaitUntilAny, slots, cmp_value, to_cmp(opts.cmp, op, loc),
                             opts.clear_signal, opts.status, opts.pred, op, loc);
   auto &r = Recorder::current(op, loc);
   WaitAnyResult res{r.tensor(o.outputs[0]),
@@ -315,7 +313,7 @@ WaitAnyResult shmem_wait_until_any(const std::vector<SignalSlot> &slots, int32_t
 WaitSomeResult shmem_wait_until_some(const std::vector<SignalSlot> &slots, int32_t cmp_value,
                                      WaitSetOptions opts, SrcLoc loc) {
   const char *op = "shmem_wait_until_some";
-  ir::Op o = trace_wait_set(OpKind::ShmemWaitUntilSome, slots, cmp_value, ir_cmp(opts.cmp),
+  ir::Op o = trace_wait_set(OpKind::ShmemWaitUntilSome, slots, cmp_value, to_cmp(opts.cmp, op, loc),
                             opts.clear_signal, opts.status, opts.pred, op, loc);
   auto &r = Recorder::current(op, loc);
   const auto n = static_cast<int64_t>(std::max<size_t>(slots.size(), 1));
@@ -331,8 +329,9 @@ WaitSomeResult shmem_wait_until_some(const std::vector<SignalSlot> &slots, int32
 TestResult shmem_test(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t cmp_value,
                       WaitOptions opts, SrcLoc loc) {
   const char *op = "shmem_test";
-  ir::Op o = trace_wait_set(OpKind::ShmemTest, {{src, src_pe}}, cmp_value, ir_cmp(opts.cmp),
-                            opts.clear_signal, std::nullopt, opts.pred, op, loc);
+  ir::Op o =
+      trace_wait_set(OpKind::ShmemTest, {{src, src_pe}}, cmp_value, to_cmp(opts.cmp, op, loc),
+                     opts.clear_signal, std::nullopt, opts.pred, op, loc);
   auto &r = Recorder::current(op, loc);
   TestResult res{r.tensor(o.outputs[0]),
                  make_local(r, DT_INT32, {SymbolicScalar(1), SymbolicScalar(1)})};

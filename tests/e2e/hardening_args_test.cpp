@@ -249,6 +249,21 @@ TEST_CASE("shmem ops: put_op, sig_op and cmp outside their enums are Distributed
          line = __LINE__ + 1;
          dist::shmem_wait_until(s, 0, 1, {.cmp = static_cast<dist::OpType>(42)});
        }},
+      {"shmem_wait_until_all", "cmp must be EQ, NE, LT, LE, GT or GE, got the value 43",
+       [&](const pto::Tensor &, const dist::ShmemTensor &s) {
+         line = __LINE__ + 1;
+         dist::shmem_wait_until_all({{s, 0}}, 1, {.cmp = static_cast<dist::OpType>(43)});
+       }},
+      {"shmem_test", "cmp must be EQ, NE, LT, LE, GT or GE, got the value 44",
+       [&](const pto::Tensor &, const dist::ShmemTensor &s) {
+         line = __LINE__ + 1;
+         dist::shmem_test(s, 0, 1, {.cmp = static_cast<dist::OpType>(44)});
+       }},
+      {"shmem_put_signal", "sig_op must be SET or ADD, got the value 7",
+       [&](const pto::Tensor &x, const dist::ShmemTensor &s) {
+         line = __LINE__ + 1;
+         dist::shmem_put_signal(x, {0, 0}, s, 0, 1, {.sig_op = static_cast<dist::AtomicType>(7)});
+       }},
   };
   for (auto m : support::run_modes())
     for (size_t c = 0; c < bad.size(); ++c) {
