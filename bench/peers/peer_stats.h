@@ -14,8 +14,7 @@ namespace peer {
 
 /// Seconds on the steady clock.
 inline double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 /// Prints the PEER line of `name` for per-repetition times `us` (microseconds).
