@@ -7,6 +7,14 @@
 
 #include "boundary.h"
 #include "world_state.h"
+#if PTO_HAVE_MPI
+#include "transport/mpi_ops.h"
+#define PTO_ON_MPI(ctx, call)                                                                      \
+  if ((ctx)->world->mpi)                                                                           \
+    return call;
+#else
+#define PTO_ON_MPI(ctx, call)
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -311,6 +319,7 @@ int32_t pto_rt_put(pto_ctx *ctx, int32_t group, int32_t dst_pe, int32_t op, cons
       return PTO_OK;
     if (!src)
       return fail<pto::InternalError>(ctx, site, kOp, "null source");
+    PTO_ON_MPI(ctx, mpi_put(ctx, group, dst_pe, op, src, src_dt, dst_offset_bytes, dst_dt, *block))
     move_block(*block, op, static_cast<const std::byte *>(src), src_dt,
                heap_at(ctx, group, dst_pe, dst_offset_bytes), dst_dt);
     ctx->world->progress.bump();
@@ -343,6 +352,7 @@ int32_t pto_rt_get(pto_ctx *ctx, int32_t group, int32_t src_pe, int64_t src_offs
       return PTO_OK;
     if (!dst)
       return fail<pto::InternalError>(ctx, site, kOp, "null destination");
+    PTO_ON_MPI(ctx, mpi_get(ctx, group, src_pe, src_offset_bytes, src_dt, dst, dst_dt, *block))
     move_block(*block, PTO_ATOMIC_SET, heap_at(ctx, group, src_pe, src_offset_bytes), src_dt,
                static_cast<std::byte *>(dst), dst_dt);
     ctx->world->progress.bump();
@@ -370,6 +380,7 @@ int32_t pto_rt_clear(pto_ctx *ctx, int32_t group, int64_t offset_bytes, int64_t 
       return PTO_ERR;
     if (empty)
       return PTO_OK;
+    PTO_ON_MPI(ctx, mpi_clear(ctx, group, offset_bytes, dt, *block))
     const Walk w = collapse(*block, block->dst_stride, block->dst_stride);
     const int64_t st = w.dst_stride[w.n - 1];
     std::byte *base = heap_at(ctx, group, me, offset_bytes);
@@ -410,6 +421,7 @@ int32_t pto_rt_signal(pto_ctx *ctx, int32_t group, int32_t target_pe, int64_t sl
       return PTO_ERR;
     WorldState &world = *ctx->world;
     const int first = target_pe == -1 ? 0 : target_pe, last = target_pe == -1 ? n - 1 : target_pe;
+    PTO_ON_MPI(ctx, mpi_signal(ctx, group, first, last, slot_offset_bytes, op, value))
     for (int pe = first; pe <= last; ++pe) {
       auto *word = reinterpret_cast<int32_t *>(heap_at(ctx, group, pe, slot_offset_bytes));
       std::atomic_ref<int32_t> a(*word);
@@ -442,6 +454,8 @@ int32_t pto_rt_wait_until(pto_ctx *ctx, int32_t group, int64_t slot_offset_bytes
       return PTO_ERR;
     if (cmp < PTO_CMP_EQ || cmp > PTO_CMP_GE)
       return fail<pto::InternalError>(ctx, site, kOp, fmt::format("unknown comparison {}", cmp));
+    PTO_ON_MPI(ctx,
+               mpi_wait_until(ctx, group, slot_offset_bytes, cmp, value, clear, slot_number, site))
     WorldState &world = *ctx->world;
     const int me = pto_rt_my_pe(ctx, group);
     auto *word = reinterpret_cast<int32_t *>(heap_at(ctx, group, me, slot_offset_bytes));

@@ -6,6 +6,9 @@
 
 #include "boundary.h"
 #include "world_state.h"
+#if PTO_HAVE_MPI
+#include "transport/mpi_ops.h"
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -47,6 +50,10 @@ void WorldState::reset_for_run() {
 }
 
 void WorldState::mark_failed(int pe) {
+#if PTO_HAVE_MPI
+  if (mpi)
+    mpi_abort(pe); // every rank's waits and barriers poll the abort word
+#endif
   int expected = -1;
   first_failed_pe.compare_exchange_strong(expected, pe, std::memory_order_acq_rel);
   if (aborted.exchange(true, std::memory_order_acq_rel))
@@ -133,7 +140,9 @@ World::World(int n_pes, WorldOptions opts, std::source_location loc)
 
 World::World(int n_pes, WorldOptions opts, std::unique_ptr<Backend> backend,
              std::source_location loc)
-    : state_(make_state(n_pes, opts, backend.get(), loc)), backend_(std::move(backend)) {}
+    : state_(make_state(n_pes, opts, backend.get(), loc)), backend_(std::move(backend)) {
+  state_->mpi = std::string(backend_->name()) == "mpi";
+}
 
 World::~World() = default;
 
@@ -435,6 +444,10 @@ int32_t pto_rt_kernel_enter(pto_ctx *ctx, const uint64_t *group_hash, int32_t n_
       ctx->groups.push_back(gs);
       ctx->group_pe.push_back(int(it - gs->world_pe.begin()));
     }
+#if PTO_HAVE_MPI
+    if (w.mpi)
+      return detail::mpi_kernel_enter(ctx, group_hash, heap_bytes);
+#endif
     for (int32_t g : barrier_order(ctx)) {
       detail::GroupState &gs = *ctx->groups[size_t(g)];
       const int me = ctx->group_pe[size_t(g)];
@@ -466,6 +479,10 @@ int32_t pto_rt_kernel_enter(pto_ctx *ctx, const uint64_t *group_hash, int32_t n_
 int32_t pto_rt_kernel_exit(pto_ctx *ctx) {
   return abi_boundary(ctx, [&]() -> int32_t {
     detail::TraceScope trace(ctx, "kernel exit barrier", "barrier");
+#if PTO_HAVE_MPI
+    if (ctx->world->mpi)
+      return detail::mpi_kernel_exit(ctx);
+#endif
     for (int32_t g : barrier_order(ctx)) {
       detail::GroupState &gs = *ctx->groups[size_t(g)];
       if (group_wait(ctx, gs, ctx->group_pe[size_t(g)], "kernel_exit", "kernel exit barrier",

@@ -26,6 +26,9 @@ namespace pto::runtime::detail {
 struct WorldState;
 struct GroupState;
 } // namespace pto::runtime::detail
+namespace pto::runtime::mpi {
+class MpiHeap;
+} // namespace pto::runtime::mpi
 
 namespace pto::runtime::detail {
 /// The group of every PE (always exists; cannot be created by World::create_group).
@@ -89,6 +92,8 @@ struct GroupState {
   /// valid during the entry barrier.
   std::vector<const char *> proposed_layout;
   std::string enter_error; ///< set by the entry completion when the proposals disagree
+  /// The MPI backend's window for this group's heap (WorldState::mpi; transport/mpi_ops.cpp).
+  std::shared_ptr<pto::runtime::mpi::MpiHeap> mpi_heap;
 };
 
 /// State shared by the PEs of one World.
@@ -97,6 +102,7 @@ struct WorldState {
 
   int n_pes;
   int64_t deadlock_timeout_ms;
+  bool mpi = false; ///< the MPI backend: one PE per process, ops in transport/mpi_ops.cpp
   std::unique_ptr<pto_ctx[]> ctxs;
   /// Groups by name. Entries are never removed, so GroupState pointers stay valid.
   std::map<std::string, std::unique_ptr<GroupState>> registry;

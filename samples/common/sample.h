@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,8 +22,8 @@ struct CommonFlags {
   bool check = false;
   bool interpret = false;
   std::string dtype = "fp32";
-  std::string trace; ///< --trace FILE: Chrome trace JSON of the run
-  std::string backend = "threads";
+  std::string trace;               ///< --trace FILE: Chrome trace JSON of the run
+  std::string backend = "threads"; ///< --backend threads|mpi
 };
 
 /// The PE counts a sample accepts (--help prints them): [min, max], optionally even only.
@@ -40,7 +41,18 @@ void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::stri
                       PeLimits limits = {});
 
 /// Parses argv; returns -1 to go on, else the exit code (0 for --help, 2 for bad flags).
+/// With --backend mpi: exit 2 with a message when this build has no MPI or the process was not
+/// started by mpirun; --pes defaults to the number of MPI ranks and must equal it.
 int parse(CLI::App &app, int argc, char **argv);
+
+/// The World of the run: `n_pes` PEs on the --backend the user chose (threads: all PEs in this
+/// process; mpi: this process runs its rank's PE only, pto/runtime/mpi.h).
+std::unique_ptr<pto::runtime::World> make_world(const CommonFlags &f, int n_pes,
+                                                pto::runtime::WorldOptions opts = {});
+
+/// True when PE `pe` runs in this process (always on threads; only this rank's PE on mpi):
+/// checks look at these PEs' outputs only.
+bool local_pe(const CommonFlags &f, int pe);
 
 /// The kernels' JitOptions: the interpreter with --interpret, else the library's default (JIT,
 /// or whatever PTO_RUN_MODE says), so PTO_RUN_MODE=interpret works for every sample.

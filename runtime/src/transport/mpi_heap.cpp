@@ -3,10 +3,10 @@
 // window); ADD is MPI_Accumulate(MPI_SUM), or for fp16/bf16 (no MPI type) get + add + put under
 // a per-PE lock word; signals are int32 accumulates (atomics on a shared window), each ordered
 // after the earlier operations to that PE by MPI_Win_flush.
-#include "mpi_session.h"
-
 #include "pto/element.h"
 #include "pto/error.h"
+
+#include "mpi_session.h"
 
 #include <atomic>
 #include <climits>
@@ -36,9 +36,9 @@ int type_size(MPI_Datatype t) {
 
 int as_count(int64_t v, const char *what) {
   if (v < 0 || v > INT_MAX)
-    throw RuntimeError("<runtime>", kOp,
-                       fmt::format("{} {} does not fit an MPI count (at most {})", what, v,
-                                   INT_MAX));
+    throw RuntimeError(
+        "<runtime>", kOp,
+        fmt::format("{} {} does not fit an MPI count (at most {})", what, v, INT_MAX));
   return int(v);
 }
 
@@ -96,10 +96,10 @@ template <class F> void for_each_element(const Layout &l, F &&f) {
   }
 }
 
-uint16_t add_half(pto_dtype dt, uint16_t old, uint16_t v) {
+uint16_t add_half(pto_dtype dt, uint16_t old, float v) {
   if (static_cast<DataType>(dt) == DT_FP16)
-    return pto::fp32_to_fp16(pto::fp16_to_fp32(old) + pto::fp16_to_fp32(v));
-  return pto::fp32_to_bf16(pto::bf16_to_fp32(old) + pto::bf16_to_fp32(v));
+    return pto::fp32_to_fp16(pto::fp16_to_fp32(old) + v);
+  return pto::fp32_to_bf16(pto::bf16_to_fp32(old) + v);
 }
 } // namespace
 
@@ -167,9 +167,8 @@ void MpiHeap::put(int pe, int64_t disp, const Layout &l, MPI_Datatype type, cons
     const int64_t es = type_size(type);
     std::byte *dst = bases_[size_t(pe)] + disp;
     const auto *s = static_cast<const std::byte *>(src);
-    for_each_element(l, [&](int64_t off, int64_t k) {
-      std::memcpy(dst + off * es, s + k * es, size_t(es));
-    });
+    for_each_element(
+        l, [&](int64_t off, int64_t k) { std::memcpy(dst + off * es, s + k * es, size_t(es)); });
     std::atomic_thread_fence(std::memory_order_release);
     return;
   }
@@ -186,9 +185,8 @@ void MpiHeap::get(int pe, int64_t disp, const Layout &l, MPI_Datatype type, void
     const int64_t es = type_size(type);
     const std::byte *src = bases_[size_t(pe)] + disp;
     auto *d = static_cast<std::byte *>(dst);
-    for_each_element(l, [&](int64_t off, int64_t k) {
-      std::memcpy(d + k * es, src + off * es, size_t(es));
-    });
+    for_each_element(
+        l, [&](int64_t off, int64_t k) { std::memcpy(d + k * es, src + off * es, size_t(es)); });
     return;
   }
   const TargetType t(l, type);
@@ -235,7 +233,7 @@ void MpiHeap::add(int pe, int64_t disp, const Layout &l, MPI_Datatype type, pto_
     // fp16/bf16 ADD to `pe` takes it, so none is lost; the sum is rounded once per element, as
     // the threads backend does.
     std::vector<uint16_t> cur(static_cast<size_t>(count));
-    const auto *v = static_cast<const uint16_t *>(src);
+    const auto *v = static_cast<const float *>(src);
     lock_pe(pe);
     try {
       get(pe, disp, l, MPI_UINT16_T, cur.data());

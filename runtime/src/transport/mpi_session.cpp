@@ -3,6 +3,7 @@
 #include "mpi_session.h"
 
 #include "pto/error.h"
+#include "pto/runtime/mpi.h"
 
 #include <chrono>
 #include <cstdio>
@@ -48,12 +49,7 @@ void relax(int &spins) {
 }
 } // namespace
 
-bool launched_by_mpirun() {
-  for (const char *v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"})
-    if (std::getenv(v))
-      return true;
-  return false;
-}
+bool launched_by_mpirun() { return pto::runtime::launched_by_mpirun(); }
 
 int64_t Layout::elements() const {
   int64_t e = 1;
@@ -222,8 +218,9 @@ void Session::shutdown() {
     for (int i = 0; i < 1000 && !done.load(); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (!done.load()) {
-      std::fprintf(stderr, "ptojit: MPI rank %d: the ranks did not meet at exit within 10 s; "
-                           "MPI_Abort\n",
+      std::fprintf(stderr,
+                   "ptojit: MPI rank %d: the ranks did not meet at exit within 10 s; "
+                   "MPI_Abort\n",
                    rank_);
       std::fflush(stderr);
       MPI_Abort(MPI_COMM_WORLD, 1);

@@ -136,8 +136,9 @@ public:
   /// Reads `layout` of elements of `type` at byte `disp` of `pe`'s heap into packed `dst`.
   void get(int pe, int64_t disp, const Layout &layout, MPI_Datatype type, void *dst);
   /// Atomically adds packed `src` into `layout` at `disp` of `pe`'s heap: MPI_Accumulate(MPI_SUM)
-  /// for the types MPI has; fp16 / bf16 (`dt`, with type MPI_UINT16_T) under a per-PE ticket lock
-  /// (MPI_Fetch_and_op), get + add in fp32 + put, so concurrent adders lose no update.
+  /// for the types MPI has; fp16 / bf16 (`dt`, with type MPI_UINT16_T; `src` then holds fp32
+  /// values) under a per-PE ticket lock (MPI_Fetch_and_op): get, add in fp32, round once, put,
+  /// so concurrent adders lose no update.
   void add(int pe, int64_t disp, const Layout &layout, MPI_Datatype type, pto_dtype dt,
            const void *src);
   /// A signal (int32 at byte `disp` of `pe`): SET (MPI_REPLACE) or ADD (MPI_SUM) after every

@@ -1,0 +1,48 @@
+// mpi_backend.cpp - The MPI Backend (pto/runtime/mpi.h): World::run runs this process's PE only.
+#include "pto/error.h"
+#include "pto/runtime/mpi.h"
+
+#include "mpi_session.h"
+
+#include <fmt/format.h>
+
+namespace pto::runtime {
+
+namespace {
+class MpiBackend final : public Backend {
+public:
+  const char *name() const override { return "mpi"; }
+  void run(int n_pes, const std::function<void(int pe)> &body,
+           const std::function<void()> &) override {
+    mpi::Session &s = mpi::session();
+    if (n_pes != s.size())
+      throw DistributedError("<runtime>", "World::run",
+                             fmt::format("the world has {} PEs but mpirun started {} ranks", n_pes,
+                                         s.size()));
+    body(s.rank());
+  }
+};
+
+mpi::Session &session_at(const std::source_location &loc, const char *op) {
+  try {
+    return mpi::session();
+  } catch (const Error &e) {
+    throw DistributedError(loc, op, e.detail());
+  }
+}
+} // namespace
+
+int mpi_rank(std::source_location loc) { return session_at(loc, "mpi_rank").rank(); }
+int mpi_size(std::source_location loc) { return session_at(loc, "mpi_size").size(); }
+
+std::unique_ptr<Backend> make_mpi_backend(int n_pes, std::source_location loc) {
+  mpi::Session &s = session_at(loc, "make_mpi_backend");
+  if (n_pes != s.size())
+    throw DistributedError(loc, "make_mpi_backend",
+                           fmt::format("a World of {} PEs on the MPI backend needs as many MPI "
+                                       "ranks, but mpirun started {} (mpirun -np {} ...)",
+                                       n_pes, s.size(), n_pes));
+  return std::make_unique<MpiBackend>();
+}
+
+} // namespace pto::runtime
