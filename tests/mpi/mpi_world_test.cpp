@@ -10,6 +10,7 @@
 #include "transport/mpi_session.h"
 
 #include <doctest/doctest.h>
+
 #include <string>
 
 using namespace pto::runtime;

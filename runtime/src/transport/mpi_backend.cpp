@@ -16,9 +16,9 @@ public:
            const std::function<void()> &) override {
     mpi::Session &s = mpi::session();
     if (n_pes != s.size())
-      throw DistributedError("<runtime>", "World::run",
-                             fmt::format("the world has {} PEs but mpirun started {} ranks", n_pes,
-                                         s.size()));
+      throw DistributedError(
+          "<runtime>", "World::run",
+          fmt::format("the world has {} PEs but mpirun started {} ranks", n_pes, s.size()));
     body(s.rank());
   }
 };

@@ -6,8 +6,8 @@
 #include "pto/element.h"
 #include "pto/runtime/signal.h"
 
-#include "mpi_session.h"
 #include "../world_state.h"
+#include "mpi_session.h"
 
 #include <chrono>
 #include <fmt/format.h>
@@ -218,7 +218,8 @@ int32_t mpi_get(pto_ctx *ctx, int32_t group, int32_t src_pe, int64_t src_offset_
       using D = decltype(d);
       const S *p = reinterpret_cast<const S *>(packed.data());
       D *o = static_cast<D *>(dst);
-      for_each(block, block.dst_stride, [&](int64_t off, int64_t k) { o[off] = convert<S, D>(p[k]); });
+      for_each(block, block.dst_stride,
+               [&](int64_t off, int64_t k) { o[off] = convert<S, D>(p[k]); });
     });
   });
   return PTO_OK;

@@ -31,8 +31,8 @@ int mpi_size(std::source_location loc = std::source_location::current());
 /// DeadlockError) releases the waits and barriers of every rank, which then fail with a
 /// DistributedError naming the failed PE; at exit a failed job ends every rank with a non-zero
 /// status (MPI_Abort once each rank has reported), never a hang.
-std::unique_ptr<Backend> make_mpi_backend(int n_pes,
-                                          std::source_location loc = std::source_location::current());
+std::unique_ptr<Backend>
+make_mpi_backend(int n_pes, std::source_location loc = std::source_location::current());
 #endif
 
 } // namespace pto::runtime
