@@ -86,7 +86,7 @@ isa_avx2() (
 # The MPI backend (when built: PTO_WITH_MPI): the transport tests and the collectives sample's
 # checks under mpirun on 2 and 4 ranks, on shared-memory windows and on the plain RMA path
 # (PTO_MPI_SHARED=0), and once with Open MPI's osc/pt2pt forced (no progress thread: it refuses
-# MPI_THREAD_MULTIPLE). Every rank must print `check: PASS`. About a minute.
+# MPI_THREAD_MULTIPLE), and every sample. Every rank must print `check: PASS`. A few minutes.
 mpi_checks() (
   if [ ! -x build/tests/test_mpi ]; then
     echo "mpi: skipped, built without MPI (PTO_WITH_MPI=OFF)"
@@ -105,6 +105,22 @@ mpi_checks() (
         if [ "$(grep -c 'check: PASS' <<<"$out")" -ne "$np" ]; then
           echo "$out"
           echo "mpi: collectives $args on $np ranks (PTO_MPI_SHARED=$sh): not every rank passed"
+          exit 1
+        fi
+      done
+    done
+  done
+  # Every other sample once per rank count, on the shared and on the RMA path.
+  for np in 2 4; do
+    for sh in 1 0; do
+      for cmd in "allreduce_add_allreduce --dtype bf16" "moe_dispatch_combine --dtype int32" \
+        "multi_comm_groups" "allgather_matmul" "matmul_allreduce_rmsnorm --dtype bf16" \
+        "allreduce_softmax --dtype fp16"; do
+        set -- $cmd
+        out=$(PTO_MPI_SHARED=$sh run -np "$np" "build/samples/$1" "${@:2}" --backend mpi --check)
+        if [ "$(grep -c 'check: PASS' <<<"$out")" -ne "$np" ]; then
+          echo "$out"
+          echo "mpi: $cmd on $np ranks (PTO_MPI_SHARED=$sh): not every rank passed"
           exit 1
         fi
       done

@@ -118,7 +118,9 @@ std::string trace_path_error(const std::string &path) {
 void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::string> &dtypes,
                       PeLimits limits) {
   f.pes = std::clamp(f.pes, limits.min, limits.max);
-  auto *pes = app.add_option("--pes", f.pes, "number of processing elements (PEs), run as threads")
+  auto *pes = app.add_option("--pes", f.pes,
+                             "number of processing elements (PEs): threads, or with --backend "
+                             "mpi the number of MPI ranks (the default then)")
                   ->check(CLI::Range(limits.min, limits.max))
                   ->capture_default_str();
   if (limits.even)
@@ -172,13 +174,21 @@ std::unique_ptr<pto::runtime::World> make_world(const CommonFlags &f, int n_pes,
   return std::make_unique<pto::runtime::World>(n_pes, opts);
 }
 
-bool local_pe(const CommonFlags &f, int pe) {
+void share_outputs(const CommonFlags &f,
+                   std::initializer_list<std::vector<pto::HostTensor> *> per_pe) {
 #if PTO_HAVE_MPI
-  if (f.backend == "mpi")
-    return pe == pto::runtime::mpi_rank();
-#endif
+  if (f.backend != "mpi")
+    return;
+  for (auto *tensors : per_pe) {
+    std::vector<std::pair<void *, int64_t>> bufs;
+    for (auto &t : *tensors)
+      bufs.emplace_back(t.data(), t.numel() * pto::bytes_of(t.dtype()));
+    pto::runtime::mpi_share_host_buffers(bufs);
+  }
+#else
   (void)f;
-  return true;
+  (void)per_pe;
+#endif
 }
 
 pto::JitOptions jit_options(const CommonFlags &f) {

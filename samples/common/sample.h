@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <utility>
@@ -50,9 +51,11 @@ int parse(CLI::App &app, int argc, char **argv);
 std::unique_ptr<pto::runtime::World> make_world(const CommonFlags &f, int n_pes,
                                                 pto::runtime::WorldOptions opts = {});
 
-/// True when PE `pe` runs in this process (always on threads; only this rank's PE on mpi):
-/// checks look at these PEs' outputs only.
-bool local_pe(const CommonFlags &f, int pe);
+/// After world.run on --backend mpi, gives every process every PE's copy of the tensors in
+/// `per_pe` (each a vector indexed by PE, filled by that PE's process), so the check sees all PEs'
+/// outputs on every rank. Nothing to do on threads. Collective under mpi.
+void share_outputs(const CommonFlags &f,
+                   std::initializer_list<std::vector<pto::HostTensor> *> per_pe);
 
 /// The kernels' JitOptions: the interpreter with --interpret, else the library's default (JIT,
 /// or whatever PTO_RUN_MODE says), so PTO_RUN_MODE=interpret works for every sample.

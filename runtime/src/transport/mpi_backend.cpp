@@ -4,6 +4,8 @@
 
 #include "mpi_session.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <fmt/format.h>
 
 namespace pto::runtime {
@@ -34,6 +36,25 @@ mpi::Session &session_at(const std::source_location &loc, const char *op) {
 
 int mpi_rank(std::source_location loc) { return session_at(loc, "mpi_rank").rank(); }
 int mpi_size(std::source_location loc) { return session_at(loc, "mpi_size").size(); }
+
+void mpi_share_host_buffers(const std::vector<std::pair<void *, int64_t>> &bufs,
+                            std::source_location loc) {
+  mpi::Session &s = session_at(loc, "mpi_share_host_buffers");
+  if (int(bufs.size()) != s.size())
+    throw DistributedError(
+        loc, "mpi_share_host_buffers",
+        fmt::format("{} buffers for {} MPI ranks: one per PE expected", bufs.size(), s.size()));
+  constexpr int64_t kChunk = int64_t{1} << 30; // MPI counts are int
+  for (int p = 0; p < s.size(); ++p) {
+    auto *base = static_cast<std::byte *>(bufs[size_t(p)].first);
+    for (int64_t off = 0; off < bufs[size_t(p)].second; off += kChunk) {
+      const int len = int(std::min(kChunk, bufs[size_t(p)].second - off));
+      const int rc = MPI_Bcast(base + off, len, MPI_BYTE, p, s.world());
+      if (rc != MPI_SUCCESS)
+        throw RuntimeError(loc, "mpi_share_host_buffers", "MPI_Bcast failed");
+    }
+  }
+}
 
 std::unique_ptr<Backend> make_mpi_backend(int n_pes, std::source_location loc) {
   mpi::Session &s = session_at(loc, "make_mpi_backend");

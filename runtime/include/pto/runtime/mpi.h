@@ -7,8 +7,11 @@
 
 #include "pto/runtime/backend.h"
 
+#include <cstdint>
 #include <memory>
 #include <source_location>
+#include <utility>
+#include <vector>
 
 namespace pto::runtime {
 
@@ -22,6 +25,15 @@ bool launched_by_mpirun();
 /// pto::DistributedError (at `loc`) outside mpirun, pto::RuntimeError if MPI fails to start.
 int mpi_rank(std::source_location loc = std::source_location::current());
 int mpi_size(std::source_location loc = std::source_location::current());
+
+/// After World::run on the MPI backend, makes every process's copy of buffer p equal to the one
+/// of the process that ran PE p (rank p): `bufs[p]` is {address, bytes}, with the same byte
+/// counts on every rank, n_pes entries. Collective over all ranks (MPI_Bcast from each rank in
+/// turn). Lets a host program check every PE's output on every rank. Throws
+/// pto::DistributedError (at `loc`) when bufs.size() differs from the number of ranks,
+/// pto::RuntimeError when MPI fails.
+void mpi_share_host_buffers(const std::vector<std::pair<void *, int64_t>> &bufs,
+                            std::source_location loc = std::source_location::current());
 
 /// The MPI backend for a World of `n_pes` PEs: World(n_pes, opts, make_mpi_backend(n_pes)).
 /// World::run then runs fn only for this process's PE (its rank); every other PE runs in its
