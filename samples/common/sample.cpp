@@ -170,6 +170,8 @@ std::unique_ptr<pto::runtime::World> make_world(const CommonFlags &f, int n_pes,
   if (f.backend == "mpi")
     return std::make_unique<pto::runtime::World>(n_pes, opts,
                                                  pto::runtime::make_mpi_backend(n_pes));
+#else
+  (void)f;
 #endif
   return std::make_unique<pto::runtime::World>(n_pes, opts);
 }
