@@ -132,9 +132,13 @@ MpiHeap::MpiHeap(Session &s, MPI_Comm comm, int64_t bytes) : s_(s), comm_(comm) 
     }
   }
   std::memset(local_, 0, size_t(bytes_));
-  check(MPI_Win_allocate(2 * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, comm, &lock_word_,
-                         &lock_win_),
-        "MPI_Win_allocate (ADD lock words)");
+  // On a shared heap the lock words are a shared window too (osc/sm): Open MPI 4.1.4's osc/rdma
+  // names its segment by communicator id, so windows of disjoint groups would collide.
+  rc = shared_ ? MPI_Win_allocate_shared(2 * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, comm,
+                                         &lock_word_, &lock_win_)
+               : MPI_Win_allocate(2 * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, comm,
+                                  &lock_word_, &lock_win_);
+  check(rc, "MPI_Win_allocate (ADD lock words)");
   lock_word_[0] = lock_word_[1] = 0;
   MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN); // errors become RuntimeErrors, not aborts
   MPI_Win_set_errhandler(lock_win_, MPI_ERRORS_RETURN);
