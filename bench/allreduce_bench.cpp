@@ -1,8 +1,13 @@
-// allreduce_bench.cpp - The one-shot allreduce (sum) of samples/allreduce_softmax.cpp on 2, 4 and
-// 8 PEs (threads on this machine), against the simple peer: N std::threads, each summing every
-// PE's input into its own output (peers/loops.h sum_inputs, -O3 -march=native). Both start and
-// join their threads inside the timed call (World::run starts one thread per PE per run).
-// bytes/s counts one PE's input per call (NCCL's "algorithm bandwidth").
+// allreduce_bench.cpp - dist::allreduce (sum, fp32) on 2 and 8 PEs (threads on this machine),
+// one case per algorithm (one_shot, two_shot, rs_ag, auto), against the simple peer: N
+// std::threads, each summing every PE's input into its own output (peers/loops.h sum_inputs,
+// -O3 -march=native). Both start and join their threads inside the timed call.
+//
+// Counters per case: bytes/s counts one PE's input per call (NCCL's "algorithm bandwidth");
+// `moved_B` is the bytes one PE's program copies per call, read off the compiled kernel's IR
+// (every shmem_put, shmem_get and shmem_clear_data window, and every assemble/clone: the data
+// movement the DSL program asks for, whatever the transport does underneath); `heap_B` is the
+// PE's symmetric heap (today's runtime zeroes it at every kernel entry).
 //
 //   build-bench/bench/allreduce_bench --benchmark_repetitions=5
 //   --benchmark_report_aggregates_only=true
@@ -13,8 +18,11 @@
 #include "peers/loops.h"
 
 #include <benchmark/benchmark.h>
+#include <map>
 #include <memory>
 #include <optional>
+#include <regex>
+#include <sstream>
 #include <thread>
 
 namespace dist = pto::distributed;
@@ -22,40 +30,93 @@ namespace dist = pto::distributed;
 namespace {
 
 struct Size {
+  const char *name;
   int64_t rows, cols;
 };
-constexpr Size kSizes[] = {{16, 1024}, {256, 1024}};
-constexpr int kPes[] = {2, 4, 8};
+constexpr Size kSizes[] = {{"8KiB", 2, 1024}, {"8MiB", 2048, 1024}};
+constexpr int kPes[] = {2, 8};
+struct Algo {
+  const char *name;
+  dist::AllreduceAlgorithm a;
+};
+const Algo kAlgos[] = {{"one_shot", dist::AllreduceAlgorithm::ONE_SHOT},
+                       {"two_shot", dist::AllreduceAlgorithm::TWO_SHOT},
+#ifndef PTO_BENCH_NO_RS_AG // the baseline build (main, before RS_AG existed)
+                       {"rs_ag", dist::AllreduceAlgorithm::RS_AG},
+#endif
+                       {"auto", dist::AllreduceAlgorithm::AUTO}};
 
-/// The allreduce of samples/allreduce_softmax.cpp without the softmax: every PE puts (ADD) its
-/// x into every PE's fp32 accumulator and signals it; each waits for n_pes signals and reads
-/// its accumulator back into y.
-void allreduce(pto::Tensor x, pto::Tensor y, int n_pes) {
-  int64_t rows = x.shape(0).concrete(), cols = x.shape(1).concrete();
-  pto::set_vec_tile_shapes(8, cols);
-  auto acc = dist::create_shmem_tensor("world", n_pes, pto::DT_FP32, {rows, cols});
-  auto me = dist::my_symbolic_pe("world");
-  for (int p = 0; p < n_pes; ++p) { // unrolled at trace time, as in PyPTO
-    auto put = dist::shmem_put(x, {0, 0}, acc, p, {.put_op = dist::AtomicType::ADD});
-    dist::shmem_signal(acc, p, 1, p, {.sig_op = dist::AtomicType::ADD, .pred = {put}});
-  }
-  auto ready = dist::shmem_wait_until(acc, me, n_pes, {.clear_signal = true, .pred = {x}});
-  pto::assemble(dist::shmem_get(acc, me, {.pred = {ready}}), {0, 0}, y);
+/// y = allreduce(x) with the given algorithm.
+void allreduce(pto::Tensor x, pto::Tensor y, int algo) {
+  pto::set_vec_tile_shapes(8, x.shape(1).concrete());
+  pto::assemble(dist::allreduce(x, dist::Reduction::SUM,
+                                {.algorithm = static_cast<dist::AllreduceAlgorithm>(algo)}),
+                {0, 0}, y);
 }
 
 using AllreduceKernel = decltype(pto::jit("allreduce_bench", allreduce));
+
+int64_t dtype_bytes(const std::string &dt) {
+  static const std::map<std::string, int64_t> k{{"fp32", 4},  {"fp16", 2},  {"bf16", 2},
+                                                {"int8", 1},  {"int16", 2}, {"int32", 4},
+                                                {"int64", 8}, {"fp64", 8}};
+  auto it = k.find(dt);
+  return it == k.end() ? 0 : it->second;
+}
+
+int64_t numel(const std::string &dims) { // "4, 16"
+  int64_t n = 1;
+  std::stringstream ss(dims);
+  for (std::string d; std::getline(ss, d, ',');)
+    n *= std::stoll(d);
+  return n;
+}
+
+/// What one PE's program copies, from the printed IR (see the file comment).
+struct Traffic {
+  int64_t moved = 0, heap = 0;
+};
+Traffic traffic(const std::string &ir) {
+  Traffic t;
+  std::map<std::string, int64_t> shmem_esize, value_bytes;
+  static const std::regex heap_re(R"(heap=(\d+)B)");
+  static const std::regex shmem_re(R"(^\s*shmem(\d+) group=\S+ (\w+) \[)");
+  static const std::regex value_re(R"(^\s*(%\w+): \w+ (\w+) \[([0-9, ]+)\])");
+  static const std::regex op_re(
+      R"(= (shmem_put|shmem_get|shmem_clear_data|assemble|clone)\((%\w+)?\)? ?\{?(?:shmem=(\d+), view=\[([0-9, ]+)\])?)");
+  std::stringstream ss(ir);
+  for (std::string line; std::getline(ss, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, heap_re))
+      t.heap += std::stoll(m[1]);
+    if (std::regex_search(line, m, shmem_re)) {
+      shmem_esize["shmem" + std::string(m[1])] = dtype_bytes(m[2]);
+    } else if (std::regex_search(line, m, value_re)) {
+      value_bytes[m[1]] = numel(m[3]) * dtype_bytes(m[2]);
+    } else if (std::regex_search(line, m, op_re)) {
+      std::string op = m[1];
+      if (op == "shmem_put" || op == "assemble" || op == "clone")
+        t.moved += value_bytes[m[2]];
+      else
+        t.moved += numel(m[4]) * shmem_esize["shmem" + std::string(m[3])];
+    }
+  }
+  return t;
+}
 
 /// One case, made on its first run and kept (no recompiling across Google Benchmark's runs).
 struct Case {
   int n_pes;
   Size s;
+  std::optional<Algo> algo; ///< none: the peer
   std::vector<pto::HostTensor> xs, ys;
   std::vector<const float *> x_ptrs;
   pto::HostTensor want;
   std::unique_ptr<pto::runtime::World> world;
   std::optional<AllreduceKernel> kernel;
+  Traffic moved;
 
-  Case(int n, Size s_) : n_pes(n), s(s_) {}
+  Case(int n, Size s_, std::optional<Algo> a) : n_pes(n), s(s_), algo(a) {}
   void setup() {
     if (!xs.empty())
       return;
@@ -76,7 +137,9 @@ struct Case {
 };
 
 void ours_call(Case &c) {
-  c.world->run([&](int pe) { (*c.kernel)(c.xs[size_t(pe)], c.ys[size_t(pe)], c.n_pes); });
+  c.world->run([&](int pe) {
+    (*c.kernel)(c.xs[size_t(pe)], c.ys[size_t(pe)], static_cast<int>(c.algo->a));
+  });
 }
 
 void peer_call(Case &c) {
@@ -91,8 +154,9 @@ void peer_call(Case &c) {
     t.join();
 }
 
-void run(benchmark::State &state, const std::shared_ptr<Case> &c, bool ours) {
+void run(benchmark::State &state, const std::shared_ptr<Case> &c) {
   c->setup();
+  const bool ours = c->algo.has_value();
   if (ours && !c->world) {
     c->world = std::make_unique<pto::runtime::World>(c->n_pes);
     c->kernel.emplace(pto::jit("allreduce_bench", allreduce));
@@ -103,11 +167,17 @@ void run(benchmark::State &state, const std::shared_ptr<Case> &c, bool ours) {
   call(*c); // untimed first call: ours traces and compiles here
   if (!c->check(state))
     return;
+  if (ours)
+    c->moved = traffic(c->kernel->last_ir());
   for (auto _ : state) {
     call(*c);
     benchmark::ClobberMemory();
   }
   bench::set_counters(state, c->xs[0].size_bytes(), c->xs[0].numel());
+  if (ours) {
+    state.counters["moved_B"] = double(c->moved.moved);
+    state.counters["heap_B"] = double(c->moved.heap);
+  }
 }
 
 } // namespace
@@ -115,11 +185,14 @@ void run(benchmark::State &state, const std::shared_ptr<Case> &c, bool ours) {
 int main(int argc, char **argv) {
   for (Size s : kSizes)
     for (int n : kPes) {
-      auto c = std::make_shared<Case>(n, s);
-      std::string base =
-          "allreduce_fp32/" + std::to_string(n) + "pes/" + bench::dims(s.rows, s.cols);
-      benchmark::RegisterBenchmark((base + "/ours").c_str(), run, c, true)->UseRealTime();
-      benchmark::RegisterBenchmark((base + "/peer").c_str(), run, c, false)->UseRealTime();
+      std::string base = std::string("allreduce/fp32/") + s.name + "/pes:" + std::to_string(n);
+      for (const Algo &a : kAlgos)
+        benchmark::RegisterBenchmark((base + "/" + a.name).c_str(), run,
+                                     std::make_shared<Case>(n, s, a))
+            ->UseRealTime();
+      benchmark::RegisterBenchmark((base + "/peer").c_str(), run,
+                                   std::make_shared<Case>(n, s, std::nullopt))
+          ->UseRealTime();
     }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv))

@@ -72,7 +72,7 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"sum", "max", "min", "prod"}))
       ->capture_default_str();
   app.add_option("--algorithm", algorithm, "allreduce algorithm")
-      ->check(CLI::IsMember({"auto", "one_shot", "two_shot"}))
+      ->check(CLI::IsMember({"auto", "one_shot", "two_shot", "rs_ag"}))
       ->capture_default_str();
   app.add_option("--rows", rows,
                  "rows of each PE's input (the exchanged dim; default 10, or 80 / pes above 8 "
@@ -94,6 +94,7 @@ int main(int argc, char **argv) {
     const bool prod = red == dist::Reduction::PROD && (op == "allreduce" || op == "reduce_scatter");
     const auto algo = algorithm == "one_shot"   ? dist::AllreduceAlgorithm::ONE_SHOT
                       : algorithm == "two_shot" ? dist::AllreduceAlgorithm::TWO_SHOT
+                      : algorithm == "rs_ag"    ? dist::AllreduceAlgorithm::RS_AG
                                                 : dist::AllreduceAlgorithm::AUTO;
     if (op == "broadcast" && (root < 0 || root >= n)) {
       fmt::print(stderr, "error: --root {} is out of range [0, {})\n", root, n);
@@ -112,11 +113,11 @@ int main(int argc, char **argv) {
     if (op == "all_to_all")
       out_shape = {n * B, cols}; // PE j gets n * count(j) valid rows
     // Per PE: input, output, the collective's shmem buffers and its local copies of what it
-    // received: about two [rows, cols] blocks each, but for the collectives that gather every
-    // PE's whole input (allgather; allreduce max, min and prod) one per PE of the world in the
-    // heap and two (the blocks, and them joined) as locals. Half-precision sums accumulate in
-    // fp32.
-    const bool gathers = op == "allgather" || (op == "allreduce" && red != dist::Reduction::SUM);
+    // received: about two [rows, cols] blocks each, but for the collectives that can gather
+    // every PE's whole input (allgather, one-shot allreduce; reduce_scatter's per-sender slots)
+    // one per PE of the world in the heap and two (the blocks, and them joined) as locals.
+    // Half-precision sums accumulate in fp32.
+    const bool gathers = op == "allgather" || op == "allreduce" || op == "reduce_scatter";
     const int64_t heap_copies = gathers ? n + 1 : 2, local_copies = gathers ? 2 * n + 1 : 2;
     const int64_t acc_bytes = std::max<int64_t>(pto::bytes_of(dt), 4);
     sample::MemoryEstimate need;

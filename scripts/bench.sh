@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench.sh - Builds the Google Benchmark suites in build-bench/ (Release, PTO_BUILD_BENCH=ON),
 # runs each with 5 repetitions and prints one table of medians: case, ours, the peers, their
-# ratios, our bandwidth and its fraction of the measured copy bandwidth (DESIGN.md §8).
+# ratios, our bandwidth and its fraction of the measured copy bandwidth.
 #
 #   scripts/bench.sh                         # all suites: softmax elementwise allreduce
 #   scripts/bench.sh softmax --benchmark_filter=fp32   # some suites; --flags go to each suite

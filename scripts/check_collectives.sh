@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # check_collectives.sh - Runs the collectives sample with --check for every op x reduction x
-# dtype (and both allreduce algorithms) on 8 PEs, plus 2, 4 and 64 PEs for allreduce. Prints one
+# dtype (and every allreduce algorithm) on 8 PEs, plus 2, 4 and 64 PEs for allreduce. Prints one
 # line per failure and ends with "N passed, M failed"; exits 1 on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +16,7 @@ run() {
 }
 for dt in int8 int16 int32 int64 fp16 bf16 fp32 fp64; do
   for red in sum max min prod; do
-    for algo in one_shot two_shot; do
+    for algo in one_shot two_shot rs_ag; do
       run --op allreduce --reduction "$red" --algorithm "$algo" --pes 8 --dtype "$dt"
     done
     run --op reduce_scatter --reduction "$red" --pes 8 --dtype "$dt"

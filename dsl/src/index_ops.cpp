@@ -104,6 +104,8 @@ ir::Scalar resolve(ir::Scalar s, DataType dt, const char *op, const SrcLoc &loc)
                      fmt::format("floating scalar {} with an integer x of dtype {}; use an "
                                  "integer or cast x",
                                  s.f, name(dt)));
+  if (s.is_int)
+    check_int_element(s.i, dt, op, loc);
   return ir::as_element(s, dt);
 }
 

@@ -134,6 +134,8 @@ ir::Scalar resolve_scalar(ir::Scalar s, DataType tensor_dt, const char *op, cons
                      fmt::format("floating scalar {} with an integer tensor of dtype {}; use an "
                                  "integer or cast the tensor",
                                  s.f, name(tensor_dt)));
+  if (s.is_int)
+    trace::check_int_element(s.i, tensor_dt, op, loc);
   return ir::as_element(s, tensor_dt);
 }
 
@@ -417,6 +419,7 @@ Tensor where(const Tensor &cond, const Operand &a, const Operand &b, SrcLoc loc)
 }
 
 Tensor clip(const Tensor &x, const Operand &min, const Operand &max, SrcLoc loc) {
+  UserOpScope user_op("clip"); // errors of the maximum and minimum below name clip
   if (min.is_tensor() != max.is_tensor())
     throw DTypeError(loc, "clip", "min and max must both be tensors or both be scalars");
   // clamp(x, lo, hi) = minimum(maximum(x, lo), hi): NaN in x propagates, lo > hi gives hi.
@@ -440,6 +443,17 @@ Tensor trace::full_as(const char *op, const std::vector<SymbolicScalar> &shape, 
   DataType dt = value.scalar.dtype == DT_BOTTOM ? (value.scalar.is_int ? DT_INT32 : DT_FP32)
                                                 : value.scalar.dtype;
   check_dtype_supported(dt, op, loc);
+  if (!is_float(dt) && dt != DT_BOOL) {
+    // An integer element: the value must fit dt (a non-integral one truncates toward zero).
+    if (value.scalar.is_int) {
+      check_int_element(value.scalar.i, dt, op, loc);
+    } else {
+      check_int_element(value.scalar.f, dt, op, loc);
+      value.scalar.i = ir::trunc_saturate_int64(value.scalar.f);
+      value.scalar.f = static_cast<double>(value.scalar.i);
+      value.scalar.is_int = true;
+    }
+  }
   trace::check_result_size(s, dt, op, loc);
   std::vector<SymbolicScalar> valid = opts.valid_shape ? *opts.valid_shape : s;
   if (opts.valid_shape)
@@ -457,6 +471,8 @@ Tensor trace::full_as(const char *op, const std::vector<SymbolicScalar> &shape, 
 
 Tensor trace::full_as(const char *op, const std::vector<SymbolicScalar> &shape, double value,
                       DataType dtype, FullOptions opts, const SrcLoc &loc) {
+  if (!is_float(dtype))
+    check_int_element(value, dtype, op, loc); // before the value is truncated to int64
   Element e =
       is_float(dtype) ? Element(dtype, value) : Element(dtype, ir::trunc_saturate_int64(value));
   return full_as(op, shape, e, std::move(opts), loc);

@@ -454,6 +454,7 @@ Tensor pad(const Tensor &x, const std::vector<int64_t> &pad, double value, SrcLo
     throw DTypeError(
         loc, op,
         fmt::format("non-integral value {} for a tensor of dtype {}", value, name(v.dtype)));
+  check_int_element(value, v.dtype, op, loc);
   std::vector<SymbolicScalar> shape = v.shape;
   size_t rank = shape.size();
   shape[rank - 1] = dim_add(shape[rank - 1], pad[1], "the padded last dim", op, loc);

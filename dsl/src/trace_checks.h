@@ -6,6 +6,8 @@
 #include "pto/ops.h"
 #include "pto/size_math.h"
 
+#include <cmath>
+#include <cstdint>
 #include <fmt/format.h>
 #include <source_location>
 #include <string>
@@ -92,6 +94,49 @@ inline int norm_axis(int axis, size_t rank, const char *op, const SrcLoc &loc,
   if (a < 0 || a >= r)
     throw ShapeError(loc, op, fmt::format("{} {} is out of range for rank {}", what, axis, r));
   return a;
+}
+
+/// The scalar rule of ops.h: a scalar that becomes an element of an integer dtype (an integer
+/// operand taking the tensor's dtype, the value of full/pad/...) must be representable there.
+/// `v` (the value as written, after truncation toward zero) outside the range of `dt` (int8,
+/// int16, int32, uint8; int64 takes every int64), or not finite, is a DTypeError naming `op`,
+/// never a wrapped or saturated element. Floating dtypes and DT_BOOL (x != 0) take any value.
+inline void check_int_element(double v, DataType dt, const char *op, const SrcLoc &loc) {
+  int64_t lo = 0, hi = 0;
+  switch (dt) {
+  case DT_INT8:
+    lo = INT8_MIN, hi = INT8_MAX;
+    break;
+  case DT_INT16:
+    lo = INT16_MIN, hi = INT16_MAX;
+    break;
+  case DT_INT32:
+    lo = INT32_MIN, hi = INT32_MAX;
+    break;
+  case DT_UINT8:
+    lo = 0, hi = UINT8_MAX;
+    break;
+  case DT_INT64:
+    lo = INT64_MIN, hi = INT64_MAX;
+    break;
+  default:
+    return;
+  }
+  // -2^63 and 2^63 are exact doubles; every int64 bound below is exactly representable or
+  // rounds to one of them, so the comparison in double is exact for the integral t.
+  const double t = std::trunc(v);
+  if (!std::isfinite(v) || t < static_cast<double>(lo) ||
+      (dt == DT_INT64 ? t >= 0x1p63 : t > static_cast<double>(hi)))
+    throw DTypeError(loc, op,
+                     fmt::format("scalar {} does not fit {} (range [{}, {}]); cast the tensor "
+                                 "to a wider dtype or use a value in range",
+                                 v, name(dt), lo, hi));
+}
+/// The same for an integer scalar (exact for every int64).
+inline void check_int_element(int64_t v, DataType dt, const char *op, const SrcLoc &loc) {
+  if (dt == DT_INT64)
+    return;
+  check_int_element(static_cast<double>(v), dt, op, loc);
 }
 
 inline bool is_one(const SymbolicScalar &s) { return s.is_concrete() && s.concrete() == 1; }

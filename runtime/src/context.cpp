@@ -40,14 +40,25 @@ void site_location(const pto_ctx *ctx, int32_t site, const char *default_op, std
   }
 }
 
+std::string describe(const std::exception_ptr &e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception &x) {
+    return x.what();
+  } catch (...) {
+    return "unknown exception";
+  }
+}
+
 int32_t record_error(pto_ctx *ctx, std::exception_ptr e, bool released) {
-  if (ctx->status == PTO_OK) {
+  const bool first = ctx->status == PTO_OK;
+  if (first) {
     ctx->status = PTO_ERR;
     ctx->error = std::move(e);
     ctx->error_released = released;
   }
   if (!released)
-    ctx->world->mark_failed(ctx->pe);
+    ctx->world->mark_failed(ctx->pe, first ? describe(ctx->error) : "a second error");
   return PTO_ERR;
 }
 

@@ -1,38 +1,83 @@
-// symmetric_heap.cpp - Per-PE heap buffers: grown only when too small, zeroed at kernel entry.
+// symmetric_heap.cpp - Per-PE heap buffers: mapped anonymous (zero-filled, first touched by the
+// PE that prepares them), grown only when too small; dirty 4 KiB chunks zeroed at kernel entry.
 #include "pto/runtime/symmetric_heap.h"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
+#include <sys/mman.h>
 
 namespace pto::runtime {
 
 namespace {
-constexpr std::align_val_t kHeapAlign{64};
+constexpr int kChunkShift = 12;
+static_assert(SymmetricHeap::kChunkBytes == int64_t{1} << kChunkShift);
+
+void unmap(std::byte *p, int64_t capacity) {
+  if (p)
+    munmap(p, size_t(capacity));
+}
+} // namespace
+
+SymmetricHeap::SymmetricHeap(int n_pes) : bufs_(size_t(n_pes)) {}
+
+SymmetricHeap::~SymmetricHeap() {
+  for (auto &b : bufs_)
+    unmap(b.base, b.capacity);
 }
 
-void SymmetricHeap::FreeAligned::operator()(std::byte *p) const {
-  ::operator delete(p, kHeapAlign);
-}
-
-void SymmetricHeap::resize(int n_pes, int64_t size_bytes) {
-  if (n_pes != int(buffers_.size()) || size_bytes > capacity_bytes_) {
-    buffers_.clear();
-    pe_base_.clear();
-    capacity_bytes_ = 0;
-    // Round up to whole cache lines; allocate at least one so every base is a valid address.
-    const int64_t capacity = (size_bytes < 64 ? 64 : size_bytes + 63) / 64 * 64;
-    for (int pe = 0; pe < n_pes; ++pe) {
-      buffers_.emplace_back(static_cast<std::byte *>(::operator new(size_t(capacity), kHeapAlign)));
-      pe_base_.push_back(buffers_.back().get());
+void SymmetricHeap::prepare(int pe, int64_t size_bytes) {
+  Buffer &b = bufs_[size_t(pe)];
+  b.last_zeroed = 0;
+  if (size_bytes > b.capacity) {
+    // Whole chunks; at least one, so every base is a valid address.
+    if (size_bytes > INT64_MAX - kChunkBytes)
+      throw std::bad_alloc();
+    const int64_t capacity =
+        (size_bytes < 1 ? 1 : size_bytes + kChunkBytes - 1) & ~(kChunkBytes - 1);
+    const int64_t words = (capacity / kChunkBytes + 63) / 64;
+    auto dirty = std::make_unique<std::atomic<uint64_t>[]>(size_t(words));
+    void *p =
+        mmap(nullptr, size_t(capacity), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      throw std::bad_alloc();
+    unmap(b.base, b.capacity);
+    b.base = static_cast<std::byte *>(p);
+    b.capacity = capacity;
+    b.dirty = std::move(dirty); // value-initialized: all clean, as the fresh pages are zero
+  } else {
+    const int64_t chunks = b.capacity / kChunkBytes;
+    for (int64_t w = 0; w < (chunks + 63) / 64; ++w) {
+      uint64_t bits = b.dirty[size_t(w)].exchange(0, std::memory_order_relaxed);
+      while (bits) { // each run of consecutive dirty chunks is one memset
+        const int lo = __builtin_ctzll(bits);
+        const uint64_t rest = ~(bits >> lo);
+        const int n = rest == 0 ? 64 - lo : __builtin_ctzll(rest);
+        std::memset(b.base + (w * 64 + lo) * kChunkBytes, 0, size_t(n) * size_t(kChunkBytes));
+        b.last_zeroed += n * kChunkBytes;
+        bits &= n + lo >= 64 ? (uint64_t{1} << lo) - 1 : ~(((uint64_t{1} << n) - 1) << lo);
+      }
     }
-    capacity_bytes_ = capacity;
   }
-  size_bytes_ = size_bytes;
+  b.size = size_bytes;
 }
 
-void SymmetricHeap::zero(int pe) {
-  if (size_bytes_ > 0)
-    std::memset(pe_base_[size_t(pe)], 0, size_t(size_bytes_));
+void SymmetricHeap::mark_written(int pe, int64_t offset, int64_t bytes) {
+  Buffer &b = bufs_[size_t(pe)];
+  if (bytes <= 0 || offset < 0 || offset >= b.capacity)
+    return;
+  const int64_t last = std::min(offset + bytes, b.capacity) - 1;
+  int64_t c = offset >> kChunkShift;
+  const int64_t c_end = last >> kChunkShift;
+  while (c <= c_end) {
+    const int64_t w = c / 64, lo = c % 64, hi = std::min<int64_t>(63, c_end - w * 64);
+    const uint64_t mask =
+        (hi == 63 ? ~uint64_t{0} : (uint64_t{1} << (hi + 1)) - 1) & ~((uint64_t{1} << lo) - 1);
+    std::atomic<uint64_t> &word = b.dirty[size_t(w)];
+    if ((word.load(std::memory_order_relaxed) & mask) != mask)
+      word.fetch_or(mask, std::memory_order_relaxed);
+    c = (w + 1) * 64;
+  }
 }
 
 } // namespace pto::runtime

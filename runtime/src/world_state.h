@@ -5,11 +5,10 @@
 
 #include "pto/error.h"
 #include "pto/runtime/abi.h"
-#include "pto/runtime/symmetric_heap.h"
 #include "pto/runtime/world.h"
 
-#include "collective_barrier.h"
 #include "progress.h"
+#include "transport/transport.h"
 
 #include <atomic>
 #include <chrono>
@@ -18,7 +17,9 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <source_location>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,9 +27,6 @@ namespace pto::runtime::detail {
 struct WorldState;
 struct GroupState;
 } // namespace pto::runtime::detail
-namespace pto::runtime::mpi {
-class MpiHeap;
-} // namespace pto::runtime::mpi
 
 namespace pto::runtime::detail {
 /// The group of every PE (always exists; cannot be created by World::create_group).
@@ -47,9 +45,8 @@ struct TraceEvent {
 };
 } // namespace pto::runtime::detail
 
-/// The context of one PE. Touched only by its own PE thread, except the atomics (read by the
-/// PE that aborts the world) and the kernel-entry proposal (read by the last PE to arrive, under
-/// the barrier's lock).
+/// The context of one PE (one exists for every world PE; only those of local PEs are used).
+/// Touched only by its own PE thread, except the atomics.
 struct pto_ctx {
   pto::runtime::detail::WorldState *world = nullptr;
   int pe = 0;
@@ -66,7 +63,6 @@ struct pto_ctx {
   /// in each. Set by kernel entry.
   std::vector<pto::runtime::detail::GroupState *> groups;
   std::vector<int> group_pe;
-  std::atomic<int32_t *> waiting_on{nullptr};          ///< signal word this PE blocks on, for abort
   std::atomic<bool> finished{false};                   ///< its run() function returned
   std::vector<pto::runtime::detail::TraceEvent> trace; ///< this PE's timeline (when tracing)
   int64_t call_start_ns = 0;
@@ -75,60 +71,56 @@ struct pto_ctx {
 
 namespace pto::runtime::detail {
 
-/// One communication group: its name, members and symmetric heap. Member i (group-local PE i)
-/// is world PE world_pe[i]; heap buffer i belongs to member i. Registered once (World::
-/// create_group, or on first use for a group spanning the whole world) and kept across runs.
+/// One communication group: its name, members and transport side (symmetric heap, barrier).
+/// Member i (group-local PE i) is world PE world_pe[i]. Registered once (World::create_group, or
+/// on first use for a group spanning the whole world) and kept across runs.
 struct GroupState {
   std::string name;
   int n_pes = 0;
   std::vector<int> world_pe;
-  SymmetricHeap heap;
-  /// Kernel entry and exit of the members (group-local PE numbers).
-  CollectiveBarrier barrier;
-  /// Each member's kernel-entry proposal: layout hash of the group's shmem tensors and heap size.
-  std::vector<uint64_t> proposed_hash;
-  std::vector<int64_t> proposed_bytes;
-  /// Each member's description of the layout (pto_rt_kernel_enter's group_layout; may be null),
-  /// valid during the entry barrier.
-  std::vector<const char *> proposed_layout;
-  std::string enter_error; ///< set by the entry completion when the proposals disagree
-  /// The MPI backend's window for this group's heap (WorldState::mpi; transport/mpi_ops.cpp).
-  std::shared_ptr<pto::runtime::mpi::MpiHeap> mpi_heap;
+  std::unique_ptr<transport::Group> t;
 };
 
-/// State shared by the PEs of one World.
-struct WorldState {
-  WorldState(int n, int64_t timeout_ms);
+/// State shared by the PEs of one World; the transport's Host.
+struct WorldState final : transport::Host {
+  WorldState(int n, int64_t timeout_ms, Backend &backend);
+  ~WorldState() override;
 
   int n_pes;
   int64_t deadlock_timeout_ms;
-  bool mpi = false; ///< the MPI backend: one PE per process, ops in transport/mpi_ops.cpp
-  std::unique_ptr<pto_ctx[]> ctxs;
+  std::vector<int> local_pes;      ///< the PEs of this process (Backend::local_pes), ascending
+  std::vector<char> is_local;      ///< by world PE
+  std::unique_ptr<pto_ctx[]> ctxs; ///< by world PE; only local ones are used
   /// Groups by name. Entries are never removed, so GroupState pointers stay valid.
   std::map<std::string, std::unique_ptr<GroupState>> registry;
   std::mutex registry_mu;
   std::atomic<bool> aborted{false};
   std::atomic<int> first_failed_pe{-1};
-  std::atomic<int> futex_waiters{0}; ///< PEs inside futex_wait, so signal can skip the wake
+  /// A failure reported by another process (Host::remote_failed), under remote_mu.
+  std::mutex remote_mu;
+  int remote_failed_pe = -1;
+  std::string remote_what;
   /// Bumped on every state change a blocked PE could be waiting for (see progress.h).
   ProgressCounter progress;
   std::atomic<bool> tracing{false};
   std::chrono::steady_clock::time_point trace_t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<transport::Transport> transport; ///< last: made with this as its Host
   int64_t trace_now_ns() const {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
                                                                 trace_t0)
         .count();
   }
 
-  /// Clears abort state, statuses and barriers before a run.
+  /// Clears abort state, statuses and broken barriers before a run.
   void reset_for_run();
-  /// PE `pe` failed (primary error): abort the world and release every blocked PE.
-  void mark_failed(int pe);
-  /// Wakes every group barrier's waiters to re-check abort and finished PEs.
-  void wake_barriers();
+  /// PE `pe` failed (primary error `what`; -1: the world is aborted otherwise): abort the world,
+  /// release every blocked PE and tell the other processes.
+  void mark_failed(int pe, const std::string &what);
   /// The group named `name`; a group spanning the whole world is created on first use. Throws
   /// DistributedError for an unknown sub-group or an n_pes that differs from its members.
   GroupState &group(const std::string &name, int n_pes);
+  /// Registers a new group (registry_mu held).
+  GroupState &add_group(const std::string &name, const std::vector<int> &world_pe);
   /// A watch for a shmem wait starting now: it times out when no PE has made progress for
   /// the deadlock timeout; sampled every 50 ms (the wait's abort-check slice).
   ProgressWatch watch() const {
@@ -146,12 +138,46 @@ struct WorldState {
         progress, timeout,
         std::max<std::chrono::milliseconds>(timeout / 8, std::chrono::milliseconds(1)));
   }
+
+  // transport::Host
+  void remote_failed(int world_pe, const std::string &what) override;
+  void progress_made() override { progress.bump(); }
+};
+
+/// The runtime core's policy for a blocking transport call: gives up when the world is aborted,
+/// when a barrier member of `group` (null for signal waits) has returned from its function, or
+/// when no PE made progress for the watch's timeout. The watch starts at the first check, i.e.
+/// when the transport is about to sleep.
+class CorePolicy final : public transport::WaitPolicy {
+public:
+  CorePolicy(WorldState &w, bool collective, const GroupState *group)
+      : w_(w), collective_(collective), group_(group) {}
+  transport::WaitResult check(std::span<const int> missing, int &culprit) override;
+  std::chrono::nanoseconds max_sleep() const override;
+  /// After Stalled: the members not arrived at the last check, and the timeout in ms.
+  const std::vector<int> &missing() const { return missing_; }
+  int64_t timeout_ms() const;
+  /// After PeerGone: the member that returned.
+  int culprit() const { return culprit_; }
+
+private:
+  WorldState &w_;
+  bool collective_;
+  const GroupState *group_;
+  std::optional<ProgressWatch> watch_;
+  ProgressWatch::Clock::time_point next_{};
+  std::vector<int> missing_;
+  int culprit_ = -1;
 };
 
 /// Splits site `site` of ctx's table ("file.cpp:12: shmem_put") into where and op; "<runtime>"
 /// and `default_op` when there is no table or the index is out of range.
 void site_location(const pto_ctx *ctx, int32_t site, const char *default_op, std::string &where,
                    std::string &op);
+
+/// The message of an exception, for other processes ("unknown exception" if it is not a
+/// std::exception).
+std::string describe(const std::exception_ptr &e);
 
 /// Records `e` in ctx (the first error of a call wins) and returns PTO_ERR. A primary error
 /// (`released` false) aborts the world so that blocked PEs are released.
@@ -202,6 +228,11 @@ private:
 /// The name of group `g` for messages.
 inline const std::string &group_name(const pto_ctx *ctx, int32_t g) {
   return ctx->groups[size_t(g)]->name;
+}
+
+/// The transport side of the kernel's group `g` (a declared group).
+inline transport::Group &tgroup(const pto_ctx *ctx, int32_t g) {
+  return *ctx->groups[size_t(g)]->t;
 }
 
 } // namespace pto::runtime::detail

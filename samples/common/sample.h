@@ -120,7 +120,8 @@ double as_dtype(double v, pto::DataType dt);
 /// returns the exit code (0 or 1).
 int finish_check(int64_t bad, const std::string &what);
 
-/// rtol/atol per dtype: fp32 1e-5, fp16/bf16 1e-2 (DESIGN.md §9), fp64 1e-12, ints exact.
+/// rtol/atol per dtype: fp32 1e-5, fp16/bf16 1e-2 (as tests/support/support.h), fp64 1e-12, ints
+/// exact.
 double tolerance(pto::DataType dt);
 
 } // namespace sample

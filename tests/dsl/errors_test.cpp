@@ -1,6 +1,6 @@
-// errors_test.cpp - Bad input gets the exact typed pto::Error (DESIGN.md §7), never a crash, and
-// the message names the user's source file. Kernels run in interpret mode: these errors come
-// from tracing and the runtime, not from code generation.
+// errors_test.cpp - Bad input gets the exact typed pto::Error (README.md, "Errors"), never a
+// crash, and the message names the user's source file. Kernels run in interpret mode: these errors
+// come from tracing and the runtime, not from code generation.
 #include "pto/pto.h"
 
 #include "support/support.h"

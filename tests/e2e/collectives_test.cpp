@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -52,11 +53,12 @@ std::vector<pto::HostTensor> make(int n, pto::DataType dt, std::vector<int64_t> 
 
 } // namespace
 
-TEST_CASE("allreduce: every reduction, both algorithms, rows not divisible by the PE count") {
+TEST_CASE("allreduce: every reduction, every algorithm, rows not divisible by the PE count") {
   const int n = 4;
   const std::vector<int64_t> shape{10, 7};
   for (auto mode : support::run_modes())
-    for (auto algo : {dist::AllreduceAlgorithm::ONE_SHOT, dist::AllreduceAlgorithm::TWO_SHOT})
+    for (auto algo : {dist::AllreduceAlgorithm::ONE_SHOT, dist::AllreduceAlgorithm::TWO_SHOT,
+                      dist::AllreduceAlgorithm::RS_AG})
       for (auto op : {Reduction::SUM, Reduction::MAX, Reduction::MIN, Reduction::PROD})
         for (auto dt : {pto::DT_INT32, pto::DT_FP32, pto::DT_BF16, pto::DT_INT8, pto::DT_DOUBLE}) {
           CAPTURE(support::mode_name(mode));
@@ -67,7 +69,9 @@ TEST_CASE("allreduce: every reduction, both algorithms, rows not divisible by th
               "allreduce",
               [op, algo](pto::Tensor x, pto::Tensor y) {
                 pto::set_vec_tile_shapes(4, 8);
-                pto::assemble(dist::allreduce(x, op, {.algorithm = algo}), {0, 0}, y);
+                // RS_AG in 1-row chunks: several chunks per block, and a tail.
+                pto::assemble(dist::allreduce(x, op, {.algorithm = algo, .chunk_bytes = 1}), {0, 0},
+                              y);
               },
               support::opts(mode));
           auto xs = make(n, dt, shape, op), ys = make(n, dt, shape, op);
@@ -542,6 +546,199 @@ TEST_CASE("allreduce fusion: bad options are typed errors at the caller's line")
       }),
       doctest::Contains("fusion_bucket_bytes must be > 0, got 0"), pto::DistributedError);
   CHECK_THROWS_WITH_AS(
+      trace([](pto::Tensor x) { dist::allreduce(x, Reduction::SUM, {.chunk_bytes = -1}); }),
+      doctest::Contains("collectives_test.cpp:"), pto::DistributedError);
+  CHECK_THROWS_WITH_AS(
+      trace([](pto::Tensor x) { dist::allreduce(x, Reduction::SUM, {.chunk_bytes = -1}); }),
+      doctest::Contains("allreduce: chunk_bytes must be >= 0, got -1"), pto::DistributedError);
+  CHECK_THROWS_WITH_AS(
       trace([](pto::Tensor x) { dist::allreduce(pto::ne(x, x), Reduction::SUM, {.fusion = 1}); }),
       doctest::Contains("dtype must be one of"), pto::DTypeError);
+}
+
+// ---- determinism and exact traffic shape of the SET-put algorithms ---------------------------
+
+namespace {
+
+/// Seeded fp32 values with full mantissas, so that the order of a sum shows in its bits.
+std::vector<pto::HostTensor> random_inputs(int n, pto::DataType dt,
+                                           const std::vector<int64_t> &shape, uint64_t seed) {
+  std::vector<pto::HostTensor> v;
+  uint64_t s = seed;
+  auto next = [&s] { // splitmix64
+    s += 0x9e3779b97f4a7c15ull;
+    uint64_t z = s;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  for (int p = 0; p < n; ++p) {
+    v.emplace_back(dt, shape);
+    for (int64_t i = 0; i < v.back().numel(); ++i)
+      v.back().set(i, static_cast<double>(next() >> 11) / 9007199254740992.0 * 200.0 - 100.0);
+  }
+  return v;
+}
+
+/// The host reference: element i summed over PE 0, 1, ..., n-1 in that order, in float (the
+/// accumulation dtype of fp32, fp16 and bf16 sums), then stored in the output dtype.
+pto::HostTensor ordered_sum(const std::vector<pto::HostTensor> &xs) {
+  pto::HostTensor want(xs[0].dtype(), xs[0].shape());
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    float acc = static_cast<float>(xs[0].get(i));
+    for (size_t q = 1; q < xs.size(); ++q)
+      acc += static_cast<float>(xs[q].get(i));
+    want.set(i, static_cast<double>(acc));
+  }
+  return want;
+}
+
+bool same_bits(const pto::HostTensor &a, const pto::HostTensor &b) {
+  return a.size_bytes() == b.size_bytes() &&
+         std::memcmp(a.data(), b.data(), static_cast<size_t>(a.size_bytes())) == 0;
+}
+
+} // namespace
+
+TEST_CASE("allreduce ONE_SHOT, RS_AG and AUTO: the same bits every run, as an ordered host sum") {
+  // Sums of full-mantissa floats depend on the order; these algorithms add in PE order, so two
+  // runs, the algorithms and a host sum in that order must agree bit for bit. RS_AG runs in
+  // several chunk sizes (the chunking must not change a bit), AUTO past its one-shot threshold.
+  using Algo = dist::AllreduceAlgorithm;
+  struct Case {
+    int n;
+    pto::DataType dt;
+    std::vector<int64_t> shape;
+  };
+  const std::vector<Case> cases{{3, pto::DT_FP32, {13, 24}},
+                                {4, pto::DT_BF16, {9, 2, 8}},
+                                {2, pto::DT_FP32, {4200, 4}}}; // 67 KB: AUTO is RS_AG
+  for (auto mode : support::run_modes())
+    for (const Case &c : cases) {
+      CAPTURE(support::mode_name(mode));
+      CAPTURE(c.n);
+      CAPTURE(pto::name(c.dt));
+      const auto xs = random_inputs(c.n, c.dt, c.shape, 42 + uint64_t(c.n));
+      const auto want = ordered_sum(xs);
+      pto::runtime::World world(c.n);
+      const std::vector<std::pair<Algo, int64_t>> runs{{Algo::ONE_SHOT, 0},
+                                                       {Algo::RS_AG, 0},
+                                                       {Algo::RS_AG, 1},
+                                                       {Algo::RS_AG, 100},
+                                                       {Algo::AUTO, 0}};
+      for (auto [algo, chunk] : runs) {
+        CAPTURE(static_cast<int>(algo));
+        CAPTURE(chunk);
+        const size_t rank = c.shape.size();
+        auto k = pto::jit(
+            "ordered",
+            [algo, chunk, rank](pto::Tensor x, pto::Tensor y) {
+              if (rank == 2)
+                pto::set_vec_tile_shapes(8, 8);
+              else
+                pto::set_vec_tile_shapes(4, 2, 8);
+              auto r =
+                  dist::allreduce(x, Reduction::SUM, {.algorithm = algo, .chunk_bytes = chunk});
+              pto::assemble(r, std::vector<pto::SymbolicScalar>(rank, 0), y);
+            },
+            support::opts(mode));
+        for (int rep = 0; rep < 2; ++rep) {
+          std::vector<pto::HostTensor> ys;
+          for (int p = 0; p < c.n; ++p)
+            ys.emplace_back(c.dt, c.shape);
+          world.run([&](int pe) { k(xs[size_t(pe)], ys[size_t(pe)]); });
+          for (int p = 0; p < c.n; ++p)
+            REQUIRE(same_bits(ys[size_t(p)], want));
+        }
+      }
+    }
+}
+
+TEST_CASE("allreduce RS_AG and TWO_SHOT: partial valid shapes in chunks, in a loop, sub-groups") {
+  // x is a [11, 6] view valid [vr, 5] with vr a run-time value (rows of a size tensor); RS_AG
+  // runs in 1-row chunks, so blocks, chunks and the valid edge cut through each other. Three
+  // loop passes reuse the buffers. Outside the valid region y keeps its sentinel.
+  using Algo = dist::AllreduceAlgorithm;
+  const int n = 4;
+  pto::runtime::World world(n);
+  world.create_group("trio", {3, 0, 1});
+  for (auto mode : support::run_modes())
+    for (auto algo : {Algo::RS_AG, Algo::TWO_SHOT, Algo::ONE_SHOT})
+      for (int64_t vr : {1, 7, 11}) // 1: the blocks of PEs 1.. are wholly invalid
+        for (const std::string group : {"world", "trio"}) {
+          CAPTURE(support::mode_name(mode));
+          CAPTURE(static_cast<int>(algo));
+          CAPTURE(vr);
+          CAPTURE(group);
+          auto k = pto::jit(
+              "valid_chunks",
+              [algo](pto::Tensor x, pto::Tensor rows, pto::Tensor y, std::string g) {
+                pto::set_vec_tile_shapes(4, 8);
+                auto v = pto::view(x, {11, 6}, {0, 0}, {.valid_shape = {{rows.shape(0), 5}}});
+                for (auto i : pto::loop(0, 3)) {
+                  (void)i;
+                  auto r = dist::allreduce(v, Reduction::SUM,
+                                           {.group = g, .algorithm = algo, .chunk_bytes = 1});
+                  pto::assemble(r, {0, 0}, y);
+                }
+              },
+              support::opts(mode, {{}, {{pto::DYNAMIC, 1}}}));
+          auto xs = make(n, pto::DT_INT32, {11, 6}, Reduction::SUM);
+          std::vector<pto::HostTensor> ys;
+          for (int p = 0; p < n; ++p) {
+            ys.emplace_back(pto::DT_INT32, std::vector<int64_t>{11, 6});
+            ys.back().fill(-1000);
+          }
+          pto::HostTensor rows(pto::DT_FP32, {vr, 1});
+          const std::vector<int> members =
+              group == "world" ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{3, 0, 1};
+          world.run([&](int pe) {
+            if (std::find(members.begin(), members.end(), pe) != members.end())
+              k(xs[size_t(pe)], rows, ys[size_t(pe)], group);
+          });
+          for (int p : members)
+            for (int64_t r = 0; r < 11; ++r)
+              for (int64_t col = 0; col < 6; ++col) {
+                double want = -1000;
+                if (r < vr && col < 5) {
+                  want = 0;
+                  for (int q : members)
+                    want += xs[size_t(q)].get(r * 6 + col);
+                }
+                REQUIRE(ys[size_t(p)].get(r * 6 + col) == want);
+              }
+        }
+}
+
+TEST_CASE("allreduce: bytes the program copies (no clears, no block fetched twice)") {
+  // Counted in the traced IR: ONE_SHOT puts and gets n windows of x; RS_AG puts x's blocks,
+  // gets n slots of its block, puts its block n times and gets the result once; neither clears.
+  using Algo = dist::AllreduceAlgorithm;
+  const int n = 4;
+  for (auto algo : {Algo::ONE_SHOT, Algo::RS_AG, Algo::TWO_SHOT}) {
+    CAPTURE(static_cast<int>(algo));
+    auto k = pto::jit("traffic", [algo](pto::Tensor x, pto::Tensor y) {
+      pto::set_vec_tile_shapes(4, 8);
+      pto::assemble(dist::allreduce(x, Reduction::SUM, {.algorithm = algo}), {0, 0}, y);
+    });
+    auto xs = make(n, pto::DT_FP32, {16, 8}, Reduction::SUM);
+    auto ys = make(n, pto::DT_FP32, {16, 8}, Reduction::SUM);
+    pto::runtime::World world(n);
+    world.run([&](int pe) { k(xs[size_t(pe)], ys[size_t(pe)]); });
+    const std::string ir = k.last_ir();
+    CHECK(occurrences(ir, " = shmem_clear_data(") == 0);
+    CHECK(occurrences(ir, " = shmem_barrier") == 0); // kernel body: fresh buffers, no barrier
+    const int gets = occurrences(ir, " = shmem_get(");
+    const int puts = occurrences(ir, " = shmem_put(");
+    if (algo == Algo::ONE_SHOT) {
+      CHECK(puts == n);
+      CHECK(gets == n);
+    } else if (algo == Algo::RS_AG) { // one chunk per block here
+      CHECK(puts == 2 * n);
+      CHECK(gets == n + 1);
+    } else {
+      CHECK(puts == 2 * n);
+      CHECK(gets == 2); // the accumulator, then the gathered result
+    }
+  }
 }

@@ -1,7 +1,7 @@
 // mpi_main.cpp - The entry point of test_mpi (run under mpirun): initializes the MPI session,
 // runs the doctest cases on every rank, and exits non-zero on every rank if any rank failed.
 #define DOCTEST_CONFIG_IMPLEMENT
-#include "transport/mpi_session.h"
+#include "transport/mpi/mpi_session.h"
 
 #include <doctest/doctest.h>
 

@@ -1,11 +1,11 @@
-// mpi_transport_test.cpp - The MPI transport (runtime/src/transport/mpi_*.cpp) under mpirun:
+// mpi_transport_test.cpp - The MPI transport (runtime/src/transport/mpi/) under mpirun:
 // strided put/get, exact ADDs from every rank (int32, fp32, fp16, bf16), message passing (data
 // then signal), the abort word, and the progress stall test. Expected values are computed here
 // from the inputs alone. Run: mpirun -np 4 build/tests/test_mpi (PTO_MPI_SHARED=0 for the RMA
 // path; --mca osc pt2pt|rdma|sm to force a component).
 #include "pto/element.h"
 
-#include "transport/mpi_session.h"
+#include "transport/mpi/mpi_session.h"
 
 #include <doctest/doctest.h>
 

@@ -7,7 +7,7 @@
 #include "pto/runtime/mpi.h"
 #include "pto/runtime/world.h"
 
-#include "transport/mpi_session.h"
+#include "transport/mpi/mpi_session.h"
 
 #include <doctest/doctest.h>
 

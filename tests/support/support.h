@@ -21,7 +21,7 @@ struct Tolerance {
 /// Which kind of op produced the value (transcendentals get the vector-math bound).
 enum class OpClass { Basic, Transcendental };
 
-/// THE tolerance table (DESIGN.md §9), used by every numeric test:
+/// THE tolerance table, used by every numeric test:
 ///   fp32   1e-5 relative for basic ops; 1e-6 (a few ULP, SLEEF u10 is 1 ULP) for transcendentals
 ///   fp16, bf16  1e-2 relative (inputs and every op result are rounded to 11 / 8 bits)
 ///   fp64   1e-12 relative

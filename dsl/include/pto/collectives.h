@@ -4,8 +4,9 @@
 //
 // Every collective is traced into the calling kernel: it creates its own shmem tensors in
 // `group`, unrolls its loops over the group's PEs at trace time, and is safe to call repeatedly
-// and inside pto::loop (each call starts with a barrier, so a fast PE never overwrites data a
-// slow PE has not read yet). Inputs are local tensors of rank 2-4 with static shapes; the
+// and inside pto::loop (inside a loop body each call starts with a barrier, so a fast PE never
+// overwrites data a slow PE has not read yet; in the kernel body its buffers are fresh and it
+// needs none). Inputs are local tensors of rank 2-4 with static shapes; the
 // exchange is over dim 0 (rows). Shmem dtypes: int8, int16, int32, int64, fp16, bf16, fp32, fp64.
 //
 // Valid shapes: a collective reads only its input's valid region (elements outside it are never
@@ -33,10 +34,34 @@ Reduction parse_reduction(const std::string &s,
                           std::source_location loc = std::source_location::current());
 const char *name(Reduction r);
 
-/// One-shot: every PE sends its whole tensor to every PE (latency-bound sizes). Two-shot: a
-/// reduce-scatter then an allgather of row blocks (bandwidth-bound sizes). AUTO picks one-shot
-/// up to 64 KiB per PE or when there are fewer rows than PEs (reference §7.4).
-enum class AllreduceAlgorithm { AUTO, ONE_SHOT, TWO_SHOT };
+/// Allreduce algorithms (the names of TRT-LLM's and PyTorch symmetric memory's one-shot /
+/// two-shot allreduce, and NCCL's reduce-scatter + allgather). Per PE, for an input of S bytes
+/// on n PEs, B = S / n:
+/// - ONE_SHOT: every PE SET-puts its whole x into its own slot of every PE's [n*R, ...] buffer;
+///   each PE reduces the n slots itself. One round of signals (the least latency); each PE puts
+///   and gets n*S bytes, so total traffic grows with n^2.
+/// - TWO_SHOT: PyPTO's TwoShotAllReduce (reference §7.4) for sums: ADD-puts of row blocks into
+///   one accumulator per PE (atomic, in arrival order), then an allgather of the reduced blocks.
+///   For max, min and prod it runs as RS_AG.
+/// - RS_AG: reduce-scatter + allgather with single-writer SET puts (no atomics, no cleared
+///   buffers): PE p owns a block of rows; the others put their rows of it into their own slots
+///   of p's buffer; p reduces its block in PE order and puts it into every PE's result buffer.
+///   With AllreduceOptions::chunk_bytes the block is pipelined in chunks: each reduced chunk is
+///   put (and signalled) as soon as it is done, while the next one is reduced, and one chunk's
+///   terms stay in cache. Each PE puts and gets about 2*S bytes whatever n is (the
+///   bandwidth-bound choice).
+/// - AUTO: ONE_SHOT when n == 1, when x has fewer rows than PEs, or when x has at most
+///   kAllreduceOneShotMaxBytes; RS_AG otherwise.
+/// Determinism: ONE_SHOT and RS_AG (and so AUTO) reduce every element in PE order 0, 1, ...,
+/// n-1 (fp16/bf16 sums in fp32, rounded once at the end), so for a fixed PE count the result
+/// is the same bits on every PE, in every run, and for both algorithms. TWO_SHOT's floating-
+/// point sums depend on the order the ADDs land in (integer sums are exact).
+enum class AllreduceAlgorithm { AUTO, ONE_SHOT, TWO_SHOT, RS_AG };
+
+/// The largest input (bytes per PE) AUTO sends one-shot: 64 KiB. Below it the allreduce is
+/// latency-bound and one-shot's single signal round wins; above it RS_AG's n-fold smaller
+/// traffic does (measured in bench/RESULTS.md, "Allreduce algorithms").
+inline constexpr int64_t kAllreduceOneShotMaxBytes = int64_t{64} << 10;
 
 struct CollectiveOptions {
   std::string group = "world";   ///< "world" (all PEs) or a World::create_group name
@@ -59,6 +84,11 @@ struct AllreduceOptions {
   int fusion_id = -1;
   /// fusion 1: the most bytes one bucket's packed buffer may hold (> 0).
   int64_t fusion_bucket_bytes = kAllreduceFusionBucketBytes;
+  /// RS_AG's pipeline chunk in bytes (rounded down to whole rows, at least one row; at most 16
+  /// chunks per PE's block). 0: one chunk per block (no pipelining): on today's runtime each
+  /// chunk costs n wait hand-offs, which measured slower than the cache it saves
+  /// (bench/RESULTS.md). As NCCL's chunk size: a tuning knob that never changes the result.
+  int64_t chunk_bytes = 0;
   std::vector<Tensor> pred = {};
 };
 
@@ -89,14 +119,13 @@ int n_pes(const std::string &group = "world",
 /// A group is traced, at the latest, right before: the first op that uses (reads or writes,
 ///   through any view) a deferred result or input of the group; any shmem primitive or other
 ///   collective (barriers included) and any non-fused allreduce; a pto::loop opening or
-///   closing; the end of the traced function. Results equal the unfused ones: each element is
-///   reduced by the same rule (sum: atomic ADD into the accumulator in arrival order, as
-///   unfused, fp16/bf16 in fp32; max/min/prod: PE 0, 1, ... in order). HCCL fuses sum only;
-///   ptojit fuses every reduction.
+///   closing; the end of the traced function. Results equal the unfused ones bit for bit
+///   (every element is reduced in PE order, see AllreduceAlgorithm; TWO_SHOT float sums in the
+///   order the ADDs land, as unfused). HCCL fuses sum only; ptojit fuses every reduction.
 /// Errors: ShapeError for a rank outside 2-4 or non-static dims; DistributedError for an
 /// unknown group, fusion outside 0-2, fusion 2 with fusion_id < 0, fusion_bucket_bytes <= 0,
-/// or mismatched options within a fusion_id; DTypeError for a token, shmem data, or a dtype
-/// other than int8, int16, int32, int64, fp16, bf16, fp32, fp64.
+/// chunk_bytes < 0, or mismatched options within a fusion_id; DTypeError for a token, shmem data,
+/// or a dtype other than int8, int16, int32, int64, fp16, bf16, fp32, fp64.
 Tensor allreduce(const Tensor &x, Reduction op, AllreduceOptions opts = {},
                  std::source_location loc = std::source_location::current());
 /// Every PE gets [n_pes * R, ...]: rows [p*R, (p+1)*R) hold PE p's x. When x has a valid shape
@@ -105,7 +134,9 @@ Tensor allreduce(const Tensor &x, Reduction op, AllreduceOptions opts = {},
 /// zero (as PyPTO's AllGather, reference §7.1). As HCCL `allgather`.
 Tensor allgather(const Tensor &x, CollectiveOptions opts = {},
                  std::source_location loc = std::source_location::current());
-/// The reduction of all PEs' x, scattered by row blocks: with B = ceil(R / n_pes), PE p gets
+/// The reduction of all PEs' x, scattered by row blocks (SET puts into per-sender slots, then
+/// the reduction in PE order as allreduce's RS_AG: the same bits every run): with
+/// B = ceil(R / n_pes), PE p gets
 /// rows [p*B, min((p+1)*B, R)) as a [B, ...] tensor whose valid shape is x's valid region in
 /// those rows: min(max(vr - p*B, 0), B) rows for x's valid rows vr (0 for PEs past the end),
 /// and x's valid extents in the other dims. As HCCL `reduce_scatter` (which requires

@@ -5,6 +5,11 @@
 // - Operands of binary ops broadcast numpy-style; a scalar may stand for either operand. Tensor
 //   operands must have the same dtype (DTypeError otherwise); an integer scalar takes the
 //   tensor's dtype, a floating scalar with an integer tensor is a DTypeError.
+// - A scalar that becomes an element of an integer dtype (an operand as above, the value of
+//   full, full_like, pad, addcmul, clip's bounds, ...) must fit that dtype's range after
+//   truncation toward zero: int8 [-128, 127], uint8 [0, 255], int16, int32 (int64 takes every
+//   int64); otherwise, and for NaN or +-inf, it is a DTypeError naming the op (as PyTorch's
+//   "value cannot be converted without overflow"), never a wrapped or saturated element.
 // - fp16/bf16 are stored as such and computed in fp32; every op's result is rounded to its
 //   output dtype (IEEE 754 roundTiesToEven), also inside fused chains.
 // - Ops act on the valid region (valid_shape); elements outside it are left untouched.
@@ -234,7 +239,9 @@ struct FullOptions {
 };
 /// A new tensor of `shape` filled with `value` converted to `dtype`, as PyPTO `full`. Only its
 /// valid region is written. ShapeError for a valid_shape of another rank or an entry outside
-/// [0, shape[d]] (at run time when symbolic, see the common rules).
+/// [0, shape[d]] (at run time when symbolic, see the common rules). For an integer dtype the
+/// value truncates toward zero and must fit the dtype (DTypeError otherwise, see the common
+/// rules: full({4}, 300.0, DT_INT8) is an error, not 44).
 Tensor full(const std::vector<SymbolicScalar> &shape, Element value, FullOptions opts = {},
             SrcLoc loc = SrcLoc::current());
 /// A new tensor of `shape` filled with `value` (cast to `dtype`).

@@ -81,7 +81,8 @@ Tensor tile(const Tensor &x, const std::vector<int64_t> &reps, SrcLoc loc = SrcL
 /// PyTorch's (left, right) for the last dim or (left, right, top, bottom) for the last two; left
 /// and top must be 0 and every entry >= 0 (ShapeError). The result is valid everywhere: x's valid
 /// region is copied and every other element is `value` (its padding included). `value` is
-/// converted as by `full` (DTypeError for a non-integral value with an integer dtype).
+/// converted as by `full` (DTypeError for a non-integral value with an integer dtype, or one
+/// outside its range).
 Tensor pad(const Tensor &x, const std::vector<int64_t> &pad, double value = 0,
            SrcLoc loc = SrcLoc::current());
 /// Lower triangle of the last two dims: elements with col - row > diagonal become 0, as PyPTO

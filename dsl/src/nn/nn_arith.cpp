@@ -157,6 +157,7 @@ Tensor addcmul(const Tensor &input, const Tensor &t1, const Tensor &t2, double v
       throw DTypeError(
           loc, op,
           fmt::format("non-integral value {} with integer tensors of dtype {}", value, name(dt)));
+    check_int_element(value, dt, op, loc); // the value as written, before it becomes an int64
     return add(input, mul(mul(t1, t2, loc), ir::trunc_saturate_int64(value), loc), loc);
   }
   Tensor y = add(widen(input, loc), mul(mul(widen(t1, loc), value, loc), widen(t2, loc), loc), loc);

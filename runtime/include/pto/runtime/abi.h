@@ -73,7 +73,9 @@ int32_t pto_rt_kernel_enter(pto_ctx *ctx, const uint64_t *group_hash, int32_t n_
 int32_t pto_rt_kernel_exit(pto_ctx *ctx);
 
 /// Base address of PE `pe`'s symmetric heap for `group` (64-byte aligned; valid from kernel
-/// entry until the next kernel entry). NULL for an undeclared group or a PE outside it.
+/// entry until the next kernel entry). NULL for an undeclared group, a PE outside it, or a PE
+/// whose heap this process cannot address directly (another process, MPI). The caller may store
+/// through it: the whole heap then counts as written and is zeroed at the next kernel entry.
 void *pto_rt_heap_base(pto_ctx *ctx, int32_t group, int32_t pe);
 
 /// Copies a block from local memory `src` (dtype `src_dt`) into PE `dst_pe`'s symmetric heap of
@@ -111,7 +113,8 @@ int32_t pto_rt_signal(pto_ctx *ctx, int32_t group, int32_t target_pe, int64_t sl
 /// (acquire ordering). If `clear`, then atomically subtracts the value it observed (PTO_CMP_GE:
 /// subtracts `value`), which is "set it to 0" except that a concurrent ADD is never lost: lower
 /// shmem_barrier_all as signal_all ADD 1 + wait GE n_pes with clear, so back-to-back barriers on
-/// one slot cannot miss the exact count. Does not burn a core (futex). Other PEs failing releases
+/// one slot cannot miss the exact count. Polls for a few microseconds at most (not at all on an
+/// overloaded machine), then sleeps in a futex: it does not burn a core. Other PEs failing releases
 /// it with a DistributedError. Once no PE of the world has made progress (signal, put, get,
 /// clear, completed wait, barrier arrival, kernel call) for the world's deadlock timeout, it
 /// records a DeadlockError naming PE, slot (`slot_number`), expected and current value and the

@@ -13,6 +13,8 @@ namespace pto::runtime {
 void futex_wait(int32_t *word, int32_t expected, int64_t timeout_ms);
 /// Wakes every thread blocked in futex_wait on `word`.
 void futex_wake_all(int32_t *word);
+/// Wakes at most one thread blocked in futex_wait on `word`.
+void futex_wake_one(int32_t *word);
 
 /// `value cmp target` for a pto_cmp (EQ, NE, LT, LE, GT, GE).
 inline bool signal_compare(int32_t value, int32_t cmp, int32_t target) {

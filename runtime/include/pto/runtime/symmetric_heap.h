@@ -1,7 +1,10 @@
-// symmetric_heap.h - One group's symmetric heap: a buffer per PE of the group, all of the same
-// size, so one byte offset names the same object on every PE (remote address = PE base + offset).
+// symmetric_heap.h - One group's symmetric heap on shared memory: a buffer per PE of the group,
+// all of the same size, so one byte offset names the same object on every PE (remote address =
+// PE base + offset). Each buffer remembers which 4 KiB chunks were written since it was last
+// zeroed, so that making it zero again at the next kernel entry clears only those.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -9,30 +12,42 @@
 
 namespace pto::runtime {
 
-/// Per-PE buffers of one group, 64-byte aligned. Not thread-safe: resize() runs while every PE
-/// is held in the kernel-entry barrier; zero(pe) is called by PE `pe` alone.
+/// Per-PE buffers of one group: page-aligned, zero-filled when first mapped.
 class SymmetricHeap {
 public:
-  /// Makes `n_pes` buffers of at least `size_bytes` bytes each, reusing the existing ones if they
-  /// are large enough (contents are then unspecified until zero()). Throws std::bad_alloc.
-  void resize(int n_pes, int64_t size_bytes);
-  /// Zeroes PE `pe`'s buffer (the first size_bytes() bytes).
-  void zero(int pe);
-  /// Base address of PE `pe`'s buffer (64-byte aligned), or null before the first resize().
-  std::byte *base(int pe) const { return pe_base_[size_t(pe)]; }
-  /// The usable size in bytes, as requested by the last resize().
-  int64_t size_bytes() const { return size_bytes_; }
+  /// Bytes per dirty-tracking chunk.
+  static constexpr int64_t kChunkBytes = 4096;
+
+  /// A heap of `n_pes` buffers, none mapped yet.
+  explicit SymmetricHeap(int n_pes);
+  ~SymmetricHeap();
+  SymmetricHeap(const SymmetricHeap &) = delete;
+  SymmetricHeap &operator=(const SymmetricHeap &) = delete;
+
+  /// Makes PE `pe`'s buffer at least `size_bytes` long with every byte of it zero: a buffer that
+  /// is large enough is kept and only its chunks written since the last zeroing are cleared,
+  /// else a new zero-filled one is mapped. Called by PE `pe` alone while no PE accesses that
+  /// buffer (kernel entry). Throws std::bad_alloc.
+  void prepare(int pe, int64_t size_bytes);
+  /// Records that bytes [offset, offset + bytes) of PE `pe`'s buffer were written (any thread;
+  /// cheap when the chunks are already marked). Bytes past the buffer are ignored.
+  void mark_written(int pe, int64_t offset, int64_t bytes);
+  /// Base address of PE `pe`'s buffer, or null before its first prepare().
+  std::byte *base(int pe) const { return bufs_[size_t(pe)].base; }
+  /// The usable size in bytes requested by PE `pe`'s last prepare().
+  int64_t size_bytes(int pe) const { return bufs_[size_t(pe)].size; }
   /// Number of PE buffers.
-  int n_pes() const { return int(pe_base_.size()); }
+  int n_pes() const { return int(bufs_.size()); }
+  /// Bytes zeroed by PE `pe`'s last prepare() (0 for a freshly mapped buffer), for tests.
+  int64_t last_zeroed_bytes(int pe) const { return bufs_[size_t(pe)].last_zeroed; }
 
 private:
-  struct FreeAligned {
-    void operator()(std::byte *p) const;
+  struct Buffer {
+    std::byte *base = nullptr;
+    int64_t size = 0, capacity = 0, last_zeroed = 0;
+    std::unique_ptr<std::atomic<uint64_t>[]> dirty; ///< one bit per chunk of the capacity
   };
-  std::vector<std::unique_ptr<std::byte, FreeAligned>> buffers_;
-  std::vector<std::byte *> pe_base_;
-  int64_t size_bytes_ = 0;
-  int64_t capacity_bytes_ = 0;
+  std::vector<Buffer> bufs_;
 };
 
 } // namespace pto::runtime

@@ -67,7 +67,7 @@ public:
   /// The backend's name ("threads").
   const char *backend_name() const;
   /// The context of PE `pe` in [0, n_pes()) (tests and backends; kernels use current_ctx()).
-  /// Throws pto::DistributedError for a PE out of range.
+  /// Throws pto::DistributedError for a PE out of range or one that lives in another process.
   pto_ctx *context(int pe, std::source_location loc = std::source_location::current());
 
   /// Declares communication group `name` whose group-local PE i is world PE `pes[i]` (as an
@@ -94,12 +94,16 @@ public:
   /// Number of events recorded so far (all PEs).
   size_t trace_events() const;
 
-  /// Runs `fn(pe)` on every PE concurrently (SPMD) and returns when all have returned. Inside
-  /// `fn`, current_ctx() is that PE's context, so kernels called there run as that PE.
+  /// Runs `fn(pe)` on every PE of this process concurrently (SPMD) and returns when all have
+  /// returned. Inside `fn`, current_ctx() is that PE's context, so kernels called there run as
+  /// that PE. On the threads backend PE 0 runs on the calling thread and every other PE on a
+  /// thread of the world that is made at the first run and reused by every later one.
   /// If any PE threw, rethrows the root cause: the error of the PE that failed first, preferring
   /// a primary error over the secondary pto::DistributedError ("released because PE k failed")
   /// that PEs blocked in waits and barriers get once another PE has failed.
   /// After a failure the world stays aborted until run() returns; the next run starts clean.
+  /// A PE of another process that fails is reported as a pto::DistributedError naming it and
+  /// its error, unless a local PE failed first.
   /// Throws pto::DistributedError (at the caller's line) if called from inside a PE of any
   /// world (worlds do not nest) or while another run() of this world is active, or if the
   /// backend cannot start every PE.

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <sched.h>
+#include <type_traits>
 
 namespace pto::runtime::mpi {
 
@@ -294,6 +295,93 @@ void MpiHeap::add_signal(int64_t disp, int32_t delta) {
   check(MPI_Accumulate(&delta, 1, MPI_INT32_T, me_, MPI_Aint(disp), 1, MPI_INT32_T, MPI_SUM, win_),
         "MPI_Accumulate (signal)");
   check(MPI_Win_flush(me_, win_), "MPI_Win_flush");
+}
+
+namespace {
+template <class T>
+void shared_amo(std::byte *w, transport::Amo op, const void *operand, const void *compare,
+                void *old) {
+  std::atomic_ref<T> a(*reinterpret_cast<T *>(w));
+  T v{}, c{}, o{};
+  if (operand)
+    std::memcpy(&v, operand, sizeof v);
+  if (compare)
+    std::memcpy(&c, compare, sizeof c);
+  switch (op) {
+  case transport::Amo::FetchAdd:
+    if constexpr (std::is_integral_v<T>) { // wraps, as ADD puts do
+      using U = std::make_unsigned_t<T>;
+      o = T(std::atomic_ref<U>(*reinterpret_cast<U *>(w)).fetch_add(U(v)));
+    } else {
+      o = a.fetch_add(v);
+    }
+    break;
+  case transport::Amo::Swap:
+    o = a.exchange(v);
+    break;
+  case transport::Amo::CompareSwap:
+    o = c;
+    a.compare_exchange_strong(o, v);
+    break;
+  case transport::Amo::Fetch:
+    o = a.load();
+    break;
+  }
+  if (old)
+    std::memcpy(old, &o, sizeof o);
+}
+} // namespace
+
+void MpiHeap::atomic(int pe, int64_t disp, transport::Amo op, pto_dtype dt, const void *operand,
+                     const void *compare, void *old) {
+  const auto d = static_cast<DataType>(dt);
+  if (shared_) {
+    std::byte *w = bases_[size_t(pe)] + disp;
+    if (d == DT_INT32)
+      shared_amo<int32_t>(w, op, operand, compare, old);
+    else if (d == DT_INT64)
+      shared_amo<int64_t>(w, op, operand, compare, old);
+    else
+      shared_amo<float>(w, op, operand, compare, old);
+    return;
+  }
+  const MPI_Datatype t = d == DT_INT32 ? MPI_INT32_T : d == DT_INT64 ? MPI_INT64_T : MPI_FLOAT;
+  alignas(8) std::byte got[8] = {};
+  auto fetch_op = [&](const void *in, MPI_Op mop) {
+    check(MPI_Fetch_and_op(in, got, t, pe, MPI_Aint(disp), mop, win_), "MPI_Fetch_and_op");
+    check(MPI_Win_flush(pe, win_), "MPI_Win_flush");
+  };
+  switch (op) {
+  case transport::Amo::FetchAdd:
+    fetch_op(operand, MPI_SUM);
+    break;
+  case transport::Amo::Swap:
+    fetch_op(operand, MPI_REPLACE);
+    break;
+  case transport::Amo::Fetch:
+    fetch_op(nullptr, MPI_NO_OP);
+    break;
+  case transport::Amo::CompareSwap: {
+    const size_t es = d == DT_INT64 ? 8 : 4;
+    lock_pe(pe);
+    try {
+      fetch_op(nullptr, MPI_NO_OP);
+      if (std::memcmp(got, compare, es) == 0) {
+        alignas(8) std::byte seen[8];
+        std::memcpy(seen, got, es);
+        fetch_op(operand, MPI_REPLACE);
+        std::memcpy(got, seen, es);
+      }
+    } catch (...) {
+      unlock_pe(pe);
+      throw;
+    }
+    unlock_pe(pe);
+    break;
+  }
+  }
+  if (old)
+    std::memcpy(old, got, d == DT_INT64 ? 8 : 4);
 }
 
 void MpiHeap::clear_local(int64_t disp, int64_t len) {

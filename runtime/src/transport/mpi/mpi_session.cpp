@@ -5,6 +5,7 @@
 #include "pto/error.h"
 #include "pto/runtime/mpi.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +17,8 @@ namespace pto::runtime::mpi {
 
 namespace {
 constexpr const char *kOp = "MPI backend";
+constexpr int64_t kAbortHdr = 64;  // the abort word's line
+constexpr int64_t kAbortMsg = 512; // bytes of message per sending rank, NUL-terminated
 
 bool env_is_zero(const char *name) {
   const char *v = std::getenv(name);
@@ -79,15 +82,16 @@ Session::Session() {
   MPI_Comm_size(node_, &node_size);
   shared_ = node_size == size_ && !env_is_zero("PTO_MPI_SHARED");
 
-  const int rc = MPI_Win_allocate(sizeof(int32_t), sizeof(int32_t), MPI_INFO_NULL, world_,
-                                  &abort_word_, &abort_win_);
+  const int rc = MPI_Win_allocate(MPI_Aint(kAbortHdr + kAbortMsg * size_), 1, MPI_INFO_NULL,
+                                  world_, &abort_mem_, &abort_win_);
   if (rc != MPI_SUCCESS && provided == MPI_THREAD_MULTIPLE)
     throw RuntimeError("<runtime>", kOp,
                        "MPI_Win_allocate failed under MPI_THREAD_MULTIPLE (Open MPI's osc/pt2pt "
                        "refuses it): set PTO_MPI_PROGRESS=0 to run without the progress thread");
   check(rc, "MPI_Win_allocate (abort word)");
   MPI_Win_set_errhandler(abort_win_, MPI_ERRORS_RETURN);
-  *abort_word_ = 0;
+  std::memset(abort_mem_, 0, size_t(kAbortHdr + kAbortMsg * size_));
+  abort_word_ = reinterpret_cast<int32_t *>(abort_mem_);
   MPI_Win_lock_all(MPI_MODE_NOCHECK, abort_win_);
   MPI_Barrier(world_);
   // Passive-target RMA over a network completes only while the target calls MPI (Open MPI has no
@@ -138,12 +142,19 @@ std::shared_ptr<MpiHeap> Session::map_heap(MPI_Comm comm, int64_t bytes) {
   return h;
 }
 
-void Session::abort_all(int failed) {
+void Session::abort_all(int failed, const std::string &what) {
   const int32_t v = failed >= 0 ? failed + 1 : -1;
   int32_t expected = 0;
   if (!std::atomic_ref<int32_t>(*abort_word_)
            .compare_exchange_strong(expected, v, std::memory_order_acq_rel))
     return; // already aborted: the others were told then
+  char msg[kAbortMsg] = {0};
+  std::memcpy(msg, what.data(), std::min(what.size(), size_t(kAbortMsg - 1)));
+  const MPI_Aint at = MPI_Aint(kAbortHdr + kAbortMsg * rank_);
+  for (int r = 0; r < size_; ++r)
+    if (r != rank_)
+      MPI_Put(msg, int(kAbortMsg), MPI_BYTE, r, at, int(kAbortMsg), MPI_BYTE, abort_win_);
+  MPI_Win_flush_all(abort_win_); // the message lands before the word that points at it
   for (int r = 0; r < size_; ++r)
     if (r != rank_)
       MPI_Accumulate(&v, 1, MPI_INT32_T, r, 0, 1, MPI_INT32_T, MPI_REPLACE, abort_win_);
@@ -155,6 +166,15 @@ int Session::aborted_by() {
   MPI_Fetch_and_op(nullptr, &v, MPI_INT32_T, rank_, 0, MPI_NO_OP, abort_win_);
   MPI_Win_flush(rank_, abort_win_);
   return v == 0 ? -1 : v < 0 ? -2 : v - 1;
+}
+
+std::string Session::abort_message() {
+  const int failed = aborted_by();
+  if (failed < 0 || failed >= size_)
+    return "";
+  MPI_Win_sync(abort_win_);
+  const char *m = reinterpret_cast<const char *>(abort_mem_ + kAbortHdr + kAbortMsg * failed);
+  return std::string(m, strnlen(m, size_t(kAbortMsg - 1)));
 }
 
 void Session::clear_abort() {

@@ -1,4 +1,5 @@
-// mpi_backend.cpp - The MPI Backend (pto/runtime/mpi.h): World::run runs this process's PE only.
+// mpi_backend.cpp - The MPI Backend (pto/runtime/mpi.h): this process's PE is its rank, World::run
+// runs it only, and the transport is the MPI one (mpi_transport.cpp).
 #include "pto/error.h"
 #include "pto/runtime/mpi.h"
 
@@ -14,6 +15,16 @@ namespace {
 class MpiBackend final : public Backend {
 public:
   const char *name() const override { return "mpi"; }
+  std::vector<int> local_pes(int) const override { return {mpi::session().rank()}; }
+  std::unique_ptr<transport::Transport> make_transport(int n_pes,
+                                                       transport::Host &host) override {
+    mpi::Session &s = mpi::session();
+    if (n_pes != s.size())
+      throw DistributedError(
+          "<runtime>", "World",
+          fmt::format("the world has {} PEs but mpirun started {} ranks", n_pes, s.size()));
+    return mpi::make_transport(s, host);
+  }
   void run(int n_pes, const std::function<void(int pe)> &body,
            const std::function<void()> &) override {
     mpi::Session &s = mpi::session();

@@ -1,5 +1,5 @@
-// mpi_session.h - Internal: the MPI side of the runtime (one PE per process under mpirun, on
-// MPI-3 RMA). A Session initializes MPI once per process (MPI_THREAD_MULTIPLE, for the progress
+// mpi_session.h - Internal: the MPI transport's machinery (one PE per process under mpirun, on
+// MPI-3 RMA; mpi_transport.cpp maps it onto transport.h's Transport and Group). A Session initializes MPI once per process (MPI_THREAD_MULTIPLE, for the progress
 // thread), finalizes it at exit, owns the abort window every wait polls, and maps symmetric heaps
 // as MPI windows (MpiHeap): MPI_Win_allocate_shared with direct load/store when every rank is on
 // this node (unless PTO_MPI_SHARED=0), else MPI_Win_allocate; each window holds one
@@ -14,6 +14,8 @@
 #pragma once
 
 #include "pto/runtime/abi.h"
+
+#include "transport/transport.h"
 
 #include <atomic>
 #include <cstddef>
@@ -66,9 +68,12 @@ public:
   /// Maps a symmetric heap of `bytes` on every rank of `comm` (collective). Throws RuntimeError.
   std::shared_ptr<MpiHeap> map_heap(MPI_Comm comm, int64_t bytes);
 
-  /// Marks the job failed by world rank `failed` (this rank, or -1): writes the abort word of
-  /// every rank, so their waits and barriers return Aborted within one poll. Idempotent.
-  void abort_all(int failed);
+  /// Marks the job failed by world rank `failed` (this rank, or -1) with message `what`: writes
+  /// the message and the abort word of every rank, so their waits and barriers return Aborted
+  /// within one poll. Idempotent.
+  void abort_all(int failed, const std::string &what = "");
+  /// The message of the rank that aborted (aborted_by() >= 0), as it sent it (may be empty).
+  std::string abort_message();
   /// The world rank that failed first as seen here (-1: none, -2: unknown rank), clearing
   /// nothing.
   int aborted_by();
@@ -99,7 +104,10 @@ private:
   bool shared_ = false;
   MPI_Comm world_ = MPI_COMM_NULL, node_ = MPI_COMM_NULL;
   MPI_Win abort_win_ = MPI_WIN_NULL;
-  int32_t *abort_word_ = nullptr; ///< this rank's: 0, or failed world rank + 1 (-1: unknown)
+  /// This rank's abort window: an int32 word (0, or failed world rank + 1; -1: unknown) at byte
+  /// 0, then kAbortMsg bytes of message per sending rank at kAbortHdr + sender * kAbortMsg.
+  std::byte *abort_mem_ = nullptr;
+  int32_t *abort_word_ = nullptr;
   std::mutex mu_;                 ///< guards comms_ and heaps_
   std::vector<std::pair<std::vector<int>, MPI_Comm>> comms_;
   std::vector<std::weak_ptr<MpiHeap>> heaps_;
@@ -111,6 +119,10 @@ private:
 /// The process's session; initializes MPI on first use. Throws pto::DistributedError when the
 /// process was not started by mpirun, pto::RuntimeError when MPI cannot initialize.
 Session &session();
+
+/// The MPI transport of a World on every rank of `s` (transport.h); events from other ranks go
+/// to `host`.
+std::unique_ptr<transport::Transport> make_transport(Session &s, transport::Host &host);
 
 /// One symmetric heap as an MPI window over a communicator (group-local PEs = comm ranks).
 /// Operations complete remotely before they return (MPI_Win_flush), so a later signal to the same
@@ -152,6 +164,13 @@ public:
   void clear_local(int64_t disp, int64_t len);
   /// Completes every operation this PE issued on the heap (MPI_Win_flush_all + MPI_Win_sync).
   void quiet();
+  /// Atomic `op` on the int32 / int64 / fp32 word at `disp` of `pe`'s heap (transport.h's
+  /// Group::atomic): atomics on a shared window; else MPI_Fetch_and_op, and CompareSwap as a
+  /// fetch and a conditional replace under `pe`'s ticket lock (no MPI_Compare_and_swap: it
+  /// crashes in Open MPI 4.1's osc/rdma over vader), which is atomic with respect to other
+  /// CompareSwaps but not to a FetchAdd, Swap or signal that lands on the same word meanwhile.
+  void atomic(int pe, int64_t disp, transport::Amo op, pto_dtype dt, const void *operand,
+              const void *compare, void *old);
   MPI_Comm comm() const { return comm_; }
 
 private:

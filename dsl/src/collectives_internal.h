@@ -1,0 +1,105 @@
+// collectives_internal.h - What the collectives' source files share (collectives.h is the API):
+// the checks on inputs, row-block geometry, the reuse barrier, the ordered reduction, and the
+// allreduce exchange that fusion packs its buffers into. Internal to dsl/src/collectives*.cpp.
+#pragma once
+
+#include "pto/collectives.h"
+#include "pto/ir/recorder.h"
+
+#include <functional>
+#include <source_location>
+#include <string>
+#include <vector>
+
+namespace pto::distributed::detail {
+
+using SrcLoc = std::source_location;
+
+/// Collectives trace with a vec tile of their own choosing (one runtime call and one signal
+/// slot per block or chunk) and restore the caller's tile afterwards.
+class TileScope {
+public:
+  TileScope(const std::vector<int64_t> &shape, const SrcLoc &loc);
+  ~TileScope();
+  TileScope(const TileScope &) = delete;
+  TileScope &operator=(const TileScope &) = delete;
+
+private:
+  ir::Recorder &r_;
+  ir::TileShape saved_;
+};
+
+/// x's static shape; collectives need concrete dims (rank 2-4). ShapeError naming `op`.
+std::vector<int64_t> static_shape(const Tensor &x, const char *op, const SrcLoc &loc);
+
+std::vector<SymbolicScalar> zeros_at(size_t rank);
+/// Offsets of row `row` (dim 0), zero elsewhere.
+std::vector<SymbolicScalar> at_row(const SymbolicScalar &row, size_t rank);
+std::vector<int64_t> with_rows(std::vector<int64_t> shape, int64_t rows);
+std::vector<SymbolicScalar> sym(const std::vector<int64_t> &v);
+/// `valid` with dim 0 replaced by `rows`.
+std::vector<SymbolicScalar> with_valid_rows(std::vector<SymbolicScalar> valid,
+                                            const SymbolicScalar &rows);
+/// The valid rows of the `rows` rows starting at row `off` of a tensor with `valid_rows` valid
+/// rows: min(max(valid_rows - off, 0), rows).
+SymbolicScalar valid_rows_at(const SymbolicScalar &valid_rows, const SymbolicScalar &off,
+                             int64_t rows);
+
+/// This PE's number in `group` (registering the group with its size first).
+SymbolicScalar me_in(const std::string &group, int n, const SrcLoc &loc);
+/// `v[me]` for a run-time `me`, as a chain of selects (v is known at trace time).
+SymbolicScalar pick(const std::vector<int64_t> &v, const SymbolicScalar &me);
+/// The PEs of `group` while tracing, for `op`. DistributedError for an unknown group.
+int group_pes(const std::string &group, const char *op, const SrcLoc &loc);
+
+/// A barrier of the group (its own signal object) after `pred`.
+Tensor group_barrier(const std::string &group, int n, std::vector<Tensor> pred, const SrcLoc &loc);
+/// The start of a collective that writes its own shmem buffers on other PEs: inside a pto::loop
+/// body (or cond path), where the same buffers are written again on the next pass, a barrier
+/// (every PE has finished reading the previous pass's data); in the kernel body, where the
+/// buffers are fresh, just the join of `pred` (no barrier).
+Tensor reuse_barrier(const std::string &group, int n, std::vector<Tensor> pred, const SrcLoc &loc);
+
+/// Counted arrivals in one slot per buffer: a sender ADDs 1 into the slot of `buf`'s whole
+/// window on PE p (row p) after `put`; a receiver waits once for `n` of them (with clear), however
+/// many windows the senders filled (their puts are visible before their signals). `buf` is the
+/// whole shmem tensor; every signal and wait on it must go through these two.
+Tensor signal_arrival(const ShmemTensor &buf, int p, const Tensor &put, const SrcLoc &loc);
+Tensor wait_arrivals(const ShmemTensor &buf, const SymbolicScalar &me, int n, const Tensor &begin,
+                     const SrcLoc &loc);
+
+Tensor combine(Reduction op, const Tensor &a, const Tensor &b, const SrcLoc &loc);
+/// Accumulation dtype of sums: fp16/bf16 sum in fp32 (one rounding at the end).
+DataType sum_dtype(DataType dt);
+/// The dtype `op` reduces `dt` in.
+DataType reduce_dtype(Reduction op, DataType dt);
+/// terms[0] op terms[1] op ... in that order (PE order: the same bits on every PE, every run),
+/// converted back to `dt`.
+Tensor reduce_in_order(Reduction op, const std::vector<Tensor> &terms, DataType dt,
+                       const SrcLoc &loc);
+
+/// Bytes of a tensor of `shape` and `dt` (shapes are checked to fit already).
+int64_t bytes_of_shape(const std::vector<int64_t> &shape, DataType dt);
+
+/// The algorithm AUTO picks for `bytes` per PE on `n` PEs with `rows` rows (collectives.h).
+AllreduceAlgorithm resolve_algorithm(AllreduceAlgorithm algo, int64_t bytes, int64_t rows, int n);
+const char *algorithm_name(AllreduceAlgorithm a);
+
+/// One allreduce of x (static `shape`) after `pred`: the algorithm, resolved. Returns a tensor
+/// with x's shape, dtype and valid shape. (collectives_allreduce.cpp)
+Tensor exchange(const Tensor &x, const std::vector<int64_t> &shape, Reduction op,
+                AllreduceAlgorithm algo, const std::string &group, int n,
+                const std::vector<Tensor> &pred, int64_t chunk_bytes, const SrcLoc &loc);
+/// reduce_scatter's exchange (collectives.h), with SET puts and the ordered reduction.
+Tensor reduce_scatter_blocks(const Tensor &x, Reduction op, const std::vector<int64_t> &shape,
+                             const std::string &group, int n, const Tensor &start,
+                             const SrcLoc &loc);
+/// allgather of x's whole blocks into [n*R, ...] (the full-valid case of collectives.h).
+Tensor gather_whole(const Tensor &x, const std::vector<int64_t> &shape, const std::string &group,
+                    int n, std::vector<Tensor> pred, const SrcLoc &loc);
+
+/// allreduce with fusion 1 or 2 (collectives_fusion.cpp).
+Tensor defer_allreduce(const Tensor &x, const std::vector<int64_t> &shape, Reduction op,
+                       const AllreduceOptions &opts, int n, const SrcLoc &loc);
+
+} // namespace pto::distributed::detail
