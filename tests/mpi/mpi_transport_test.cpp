@@ -1,8 +1,8 @@
 // mpi_transport_test.cpp - The MPI transport (runtime/src/transport/mpi/) under mpirun:
 // strided put/get, exact ADDs from every rank (int32, fp32, fp16, bf16), message passing (data
-// then signal), the abort word, and the progress stall test. Expected values are computed here
-// from the inputs alone. Run: mpirun -np 4 build/tests/test_mpi (PTO_MPI_SHARED=0 for the RMA
-// path; --mca osc pt2pt|rdma|sm to force a component).
+// then signal), AMOs (fetch-add, CAS), the abort word and its message, and the progress stall test.
+// Expected values are computed here from the inputs alone. Run: mpirun -np 4 build/tests/test_mpi
+// (PTO_MPI_SHARED=0 for the RMA path; --mca osc pt2pt|rdma|sm to force a component).
 #include "pto/element.h"
 
 #include "transport/mpi/mpi_session.h"
@@ -128,16 +128,54 @@ TEST_CASE("message passing: data put then signal; the waiter sees the data, 2000
   barrier(s, s.world());
 }
 
+TEST_CASE("AMOs from every PE on PE 0 lose no update: fetch-add int64 and fp32, CAS counter") {
+  using pto::runtime::transport::Amo;
+  Session &s = session();
+  const int n = s.size();
+  auto heap = s.map_heap(s.world(), 4096);
+  constexpr int kRounds = 40;
+  const int64_t one64 = 1;
+  const float onef = 1.0f;
+  int64_t cas_failures = 0;
+  for (int r = 0; r < kRounds; ++r) {
+    heap->atomic(0, 0, Amo::FetchAdd, pto_dtype(pto::DT_INT64), &one64, nullptr, nullptr);
+    heap->atomic(0, 8, Amo::FetchAdd, pto_dtype(pto::DT_FP32), &onef, nullptr, nullptr);
+    // A counter incremented by compare-and-swap only: every failed CAS retries.
+    for (;;) {
+      int32_t seen = 0, old = 0;
+      heap->atomic(0, 16, Amo::Fetch, pto_dtype(pto::DT_INT32), nullptr, nullptr, &seen);
+      const int32_t next = seen + 1;
+      heap->atomic(0, 16, Amo::CompareSwap, pto_dtype(pto::DT_INT32), &next, &seen, &old);
+      if (old == seen)
+        break;
+      ++cas_failures;
+    }
+  }
+  barrier(s, s.world());
+  int64_t i64 = 0;
+  float f32 = 0;
+  int32_t i32 = 0;
+  heap->atomic(0, 0, Amo::Fetch, pto_dtype(pto::DT_INT64), nullptr, nullptr, &i64);
+  heap->atomic(0, 8, Amo::Fetch, pto_dtype(pto::DT_FP32), nullptr, nullptr, &f32);
+  heap->atomic(0, 16, Amo::Fetch, pto_dtype(pto::DT_INT32), nullptr, nullptr, &i32);
+  CHECK(i64 == int64_t(n) * kRounds);
+  CHECK(f32 == float(n * kRounds)); // small integers: exact in fp32
+  CHECK(i32 == n * kRounds);
+  MESSAGE("CAS retries on this PE: ", cas_failures);
+  barrier(s, s.world());
+}
+
 TEST_CASE("a failed PE's abort reaches every PE's poll") {
   Session &s = session();
   REQUIRE(s.size() >= 2);
   // Not stopped by the abort: PE 1 may abort before the others have left this barrier.
   REQUIRE(s.barrier(s.world(), kTimeoutMs, /*stop_on_abort=*/false) == WaitOutcome::Done);
   if (s.rank() == 1)
-    s.abort_all(1);
+    s.abort_all(1, "PE 1 failed: boom");
   while (!s.poll()) {
   }
   CHECK(s.aborted_by() == 1);
+  CHECK(s.abort_message() == "PE 1 failed: boom");
   REQUIRE(s.barrier(s.world(), kTimeoutMs, /*stop_on_abort=*/false) == WaitOutcome::Done);
   s.clear_abort();
   REQUIRE(s.barrier(s.world(), kTimeoutMs, false) == WaitOutcome::Done);

@@ -1,7 +1,7 @@
 // mpi_world_test.cpp - A World on the MPI backend, driven through the ABI as generated code
 // calls it: a DeadlockError on PE 0 is reported there and releases every other rank (blocked at
-// the kernel exit barrier) with a DistributedError naming PE 0; a World whose size differs
-// from the number of ranks is refused.
+// the kernel exit barrier) with a DistributedError naming PE 0 and carrying its message; a World
+// whose size differs from the number of ranks is refused.
 #include "pto/error.h"
 #include "pto/runtime/context.h"
 #include "pto/runtime/mpi.h"
@@ -50,7 +50,9 @@ TEST_CASE("World on mpi: a deadlock on PE 0 is reported on every rank, nobody ha
     CHECK(what.find("current value 0") != std::string::npos);
   } else {
     CHECK_FALSE(deadlock);
-    CHECK(what.find("released because PE 0 failed") != std::string::npos);
+    // The root cause as PE 0 reported it, carried by the abort (Host::remote_failed).
+    CHECK(what.find("PE 0 (another process) failed") != std::string::npos);
+    CHECK(what.find("signal slot 0") != std::string::npos);
   }
   // Make the session usable again for the cases after this one.
   REQUIRE(s.barrier(s.world(), 30000, /*stop_on_abort=*/false) == mpi::WaitOutcome::Done);

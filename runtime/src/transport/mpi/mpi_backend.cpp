@@ -16,8 +16,7 @@ class MpiBackend final : public Backend {
 public:
   const char *name() const override { return "mpi"; }
   std::vector<int> local_pes(int) const override { return {mpi::session().rank()}; }
-  std::unique_ptr<transport::Transport> make_transport(int n_pes,
-                                                       transport::Host &host) override {
+  std::unique_ptr<transport::Transport> make_transport(int n_pes, transport::Host &host) override {
     mpi::Session &s = mpi::session();
     if (n_pes != s.size())
       throw DistributedError(

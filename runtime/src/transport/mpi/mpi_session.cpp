@@ -82,8 +82,8 @@ Session::Session() {
   MPI_Comm_size(node_, &node_size);
   shared_ = node_size == size_ && !env_is_zero("PTO_MPI_SHARED");
 
-  const int rc = MPI_Win_allocate(MPI_Aint(kAbortHdr + kAbortMsg * size_), 1, MPI_INFO_NULL,
-                                  world_, &abort_mem_, &abort_win_);
+  const int rc = MPI_Win_allocate(MPI_Aint(kAbortHdr + kAbortMsg * size_), 1, MPI_INFO_NULL, world_,
+                                  &abort_mem_, &abort_win_);
   if (rc != MPI_SUCCESS && provided == MPI_THREAD_MULTIPLE)
     throw RuntimeError("<runtime>", kOp,
                        "MPI_Win_allocate failed under MPI_THREAD_MULTIPLE (Open MPI's osc/pt2pt "
@@ -151,6 +151,7 @@ void Session::abort_all(int failed, const std::string &what) {
   char msg[kAbortMsg] = {0};
   std::memcpy(msg, what.data(), std::min(what.size(), size_t(kAbortMsg - 1)));
   const MPI_Aint at = MPI_Aint(kAbortHdr + kAbortMsg * rank_);
+  std::memcpy(abort_mem_ + at, msg, size_t(kAbortMsg)); // this rank's own abort_message()
   for (int r = 0; r < size_; ++r)
     if (r != rank_)
       MPI_Put(msg, int(kAbortMsg), MPI_BYTE, r, at, int(kAbortMsg), MPI_BYTE, abort_win_);

@@ -1,8 +1,9 @@
 // mpi_session.h - Internal: the MPI transport's machinery (one PE per process under mpirun, on
-// MPI-3 RMA; mpi_transport.cpp maps it onto transport.h's Transport and Group). A Session initializes MPI once per process (MPI_THREAD_MULTIPLE, for the progress
-// thread), finalizes it at exit, owns the abort window every wait polls, and maps symmetric heaps
-// as MPI windows (MpiHeap): MPI_Win_allocate_shared with direct load/store when every rank is on
-// this node (unless PTO_MPI_SHARED=0), else MPI_Win_allocate; each window holds one
+// MPI-3 RMA; mpi_transport.cpp maps it onto transport.h's Transport and Group). A Session
+// initializes MPI once per process (MPI_THREAD_MULTIPLE, for the progress thread), finalizes it at
+// exit, owns the abort window every wait polls, and maps symmetric heaps as MPI windows (MpiHeap):
+// MPI_Win_allocate_shared with direct load/store when every rank is on this node (unless
+// PTO_MPI_SHARED=0), else MPI_Win_allocate; each window holds one
 // MPI_Win_lock_all(MPI_MODE_NOCHECK) epoch for its whole life. Design notes and sources:
 // /work/shared/reference/mpi_rma.md (OSHMPI's mapping, Open MPI's osc components, progress).
 //
@@ -108,7 +109,7 @@ private:
   /// 0, then kAbortMsg bytes of message per sending rank at kAbortHdr + sender * kAbortMsg.
   std::byte *abort_mem_ = nullptr;
   int32_t *abort_word_ = nullptr;
-  std::mutex mu_;                 ///< guards comms_ and heaps_
+  std::mutex mu_; ///< guards comms_ and heaps_
   std::vector<std::pair<std::vector<int>, MPI_Comm>> comms_;
   std::vector<std::weak_ptr<MpiHeap>> heaps_;
   std::atomic<bool> stop_{false};

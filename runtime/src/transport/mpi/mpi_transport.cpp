@@ -239,8 +239,8 @@ MPI_Comm MpiGroup::comm() {
 
 void MpiGroup::map_heap(int, int64_t bytes) {
   if (!heap_ || heap_->size_bytes() < bytes) {
-    heap_.reset();                                   // collective free, same order on every member
-    heap_ = t_.session().map_heap(comm(), bytes);    // zeroed; ends in MPI_Barrier
+    heap_.reset();                                // collective free, same order on every member
+    heap_ = t_.session().map_heap(comm(), bytes); // zeroed; ends in MPI_Barrier
   } else {
     heap_->clear_local(0, bytes);
   }
@@ -273,8 +273,7 @@ WaitResult MpiGroup::barrier(int, WaitPolicy &policy) {
   return complete(req, policy);
 }
 
-WaitResult MpiGroup::allgather(int, const void *mine, size_t bytes, void *all,
-                               WaitPolicy &policy) {
+WaitResult MpiGroup::allgather(int, const void *mine, size_t bytes, void *all, WaitPolicy &policy) {
   if (bytes > size_t(INT_MAX))
     throw RuntimeError("<runtime>", "MPI backend",
                        fmt::format("an allgather of {} bytes per PE exceeds an MPI count", bytes));
