@@ -69,9 +69,11 @@ int main(int argc, char **argv) {
       ys.emplace_back(dt, std::vector<int64_t>{ws * batch, n});
     }
     auto k = pto::jit("allgather_matmul", kernel, sample::jit_options(f));
-    pto::runtime::World world(ws);
+    auto world_ptr = sample::make_world(f, ws);
+    auto &world = *world_ptr;
     world.enable_trace(!f.trace.empty());
     world.run([&](int pe) { k(xs[size_t(pe)], ws_[size_t(pe)], ys[size_t(pe)]); });
+    sample::share_outputs(f, {&ys}); // --backend mpi: every rank checks every PE
     sample::write_trace(world, f);
     if (!f.check)
       return 0;

@@ -81,9 +81,11 @@ int main(int argc, char **argv) {
       ys.emplace_back(dt, std::vector<int64_t>{rows, cols});
     }
     auto k = pto::jit("allreduce_add_allreduce", kernel, sample::jit_options(f));
-    pto::runtime::World world(n);
+    auto world_ptr = sample::make_world(f, n);
+    auto &world = *world_ptr;
     world.enable_trace(!f.trace.empty());
     world.run([&](int pe) { k(xs[size_t(pe)], ys[size_t(pe)], n); });
+    sample::share_outputs(f, {&ys}); // --backend mpi: every rank checks every PE
     sample::write_trace(world, f);
     if (!f.check)
       return 0;

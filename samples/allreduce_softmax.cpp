@@ -88,15 +88,16 @@ int main(int argc, char **argv) {
         .add("reference", f.check ? 1 : 0, elems, 8);
     if (!sample::fits_in_memory(need))
       return 2;
-    fmt::print("allreduce_softmax {} rows={} cols={} pes={} backend=threads mode={}\n", f.dtype,
-               rows, cols, f.pes, sample::mode_name(f));
+    fmt::print("allreduce_softmax {} rows={} cols={} pes={} backend={} mode={}\n", f.dtype, rows,
+               cols, f.pes, f.backend, sample::mode_name(f));
     std::vector<pto::HostTensor> xs, ys;
     for (int p = 0; p < f.pes; ++p) {
       xs.push_back(sample::random_tensor(dt, {rows, cols}, f.seed + static_cast<uint64_t>(p)));
       ys.emplace_back(dt, std::vector<int64_t>{rows, cols});
     }
     auto kernel = pto::jit("allreduce_softmax", allreduce_softmax, sample::jit_options(f));
-    pto::runtime::World world(f.pes);
+    auto world_ptr = sample::make_world(f, f.pes);
+    auto &world = *world_ptr;
     world.enable_trace(!f.trace.empty());
     auto t0 = std::chrono::steady_clock::now();
     world.run(
@@ -110,6 +111,7 @@ int main(int argc, char **argv) {
         [&](int pe) { kernel(xs[static_cast<size_t>(pe)], ys[static_cast<size_t>(pe)], f.pes); });
     double run_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t2).count();
+    sample::share_outputs(f, {&ys}); // --backend mpi: every rank checks every PE
     fmt::print("  compile {:.1f} ms (trace + {})   first call {:.1f} ms   run {:.2f} ms\n",
                compile_ms, kernel.stats().compiles > 0 ? "LLVM O3 + ORC" : "interpreter setup",
                first_ms, run_ms);

@@ -164,10 +164,12 @@ int main(int argc, char **argv) {
           pto::assemble(r, {0, 0}, y);
         },
         sample::jit_options(f));
-    pto::runtime::World world(n);
+    auto world_ptr = sample::make_world(f, n);
+    auto &world = *world_ptr;
     world.enable_trace(!f.trace.empty());
     auto t0 = std::chrono::steady_clock::now();
     world.run([&](int pe) { kernel(xs[size_t(pe)], ys[size_t(pe)]); });
+    sample::share_outputs(f, {&ys}); // --backend mpi: every rank checks every PE
     double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     fmt::print("  first call {:.1f} ms (compile {:.1f} ms)\n", ms, kernel.stats().compile_ms);

@@ -90,12 +90,14 @@ int main(int argc, char **argv) {
       res_outs.emplace_back(dt, std::vector<int64_t>{batch, h});
     }
     auto kern = pto::jit("matmul_allreduce_rmsnorm", kernel, sample::jit_options(f));
-    pto::runtime::World world(ws);
+    auto world_ptr = sample::make_world(f, ws);
+    auto &world = *world_ptr;
     world.enable_trace(!f.trace.empty());
     world.run([&](int pe) {
       kern(xs[size_t(pe)], ws_[size_t(pe)], residual, gamma, bias, outs[size_t(pe)],
            res_outs[size_t(pe)]);
     });
+    sample::share_outputs(f, {&outs, &res_outs}); // --backend mpi: every rank checks every PE
     sample::write_trace(world, f);
     if (!f.check)
       return 0;

@@ -243,12 +243,14 @@ int main(int argc, char **argv) {
     }
     auto kd = pto::jit("moe_dispatch", dispatch, sample::jit_options(f));
     auto kc = pto::jit("moe_combine", combine, sample::jit_options(f));
-    pto::runtime::World world(n);
+    auto world_ptr = sample::make_world(f, n);
+    auto &world = *world_ptr;
     world.enable_trace(!f.trace.empty());
     world.run([&](int pe) {
       auto i = size_t(pe);
       kd(xs[i], ids[i], masks[i], ex[i], ai[i], etn[i], rc[i], n, d.e, d.k);
     });
+    sample::share_outputs(f, {&ex, &ai, &etn, &rc}); // --backend mpi: every rank checks every PE
     // The experts: expert g scales its rows by g + 1 (in the data dtype).
     std::vector<pto::HostTensor> ys;
     for (int p = 0; p < n; ++p) {
@@ -265,6 +267,7 @@ int main(int argc, char **argv) {
       auto i = size_t(pe);
       kc(ys[i], ai[i], rc[i], scales[i], masks[i], outs[i], n, d.b, d.k);
     });
+    sample::share_outputs(f, {&outs}); // --backend mpi: every rank checks every PE
     sample::write_trace(world, f);
     if (!f.check)
       return 0;

@@ -63,7 +63,8 @@ int main(int argc, char **argv) {
       return 2;
     fmt::print("multi_comm_groups {} batch={} hidden={} pes={} mode={}\n", f.dtype, batch, hidden,
                n, sample::mode_name(f));
-    pto::runtime::World world(n);
+    auto world_ptr = sample::make_world(f, n);
+    auto &world = *world_ptr;
     std::vector<int> even, odd, low, high;
     for (int p = 0; p < n; ++p) {
       (p % 2 ? odd : even).push_back(p);
@@ -84,6 +85,7 @@ int main(int argc, char **argv) {
       k(xs[size_t(pe)], ys[size_t(pe)], std::string(pe % 2 ? "A_odd" : "A_even"),
         std::string(pe < n / 2 ? "B_low" : "B_high"));
     });
+    sample::share_outputs(f, {&ys}); // --backend mpi: every rank checks every PE
     sample::write_trace(world, f);
     if (!f.check)
       return 0;

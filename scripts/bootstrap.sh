@@ -3,10 +3,11 @@
 # needs root or sudo). LLVM 19, SLEEF, fmt, doctest, CLI11, nlohmann_json,
 # Google Benchmark (bench/), CMake, g++, ccache (rebuilds reuse objects), valgrind
 # (scripts/valgrind_tests.sh), clang-format and clang-tidy 19 (scripts/format.sh, scripts/tidy.sh),
-# FileCheck (llvm-19-tools: tests/codegen/llvm_ir_test.cpp).
+# FileCheck (llvm-19-tools: tests/codegen/llvm_ir_test.cpp),
+# Open MPI (openmpi-bin, libopenmpi-dev: the MPI backend, its CI stage and the bench peers).
 # With --bench also the benchmark peers (scripts/bench.sh).
 set -euo pipefail
-pkgs=(g++ cmake make ccache valgrind clang-format-19 clang-tidy-19 llvm-19-dev llvm-19-tools libsleef-dev libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev libbenchmark-dev)
+pkgs=(g++ cmake make ccache valgrind clang-format-19 clang-tidy-19 llvm-19-dev libsleef-dev libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev libbenchmark-dev llvm-19-tools openmpi-bin libopenmpi-dev)
 # Peers measured by bench/ only: OpenBLAS for matmul_bench.
 bench_pkgs=(libopenblas-dev)
 [ "${1:-}" = "--bench" ] && pkgs+=("${bench_pkgs[@]}")

@@ -150,9 +150,10 @@ void end_call(pto_ctx *ctx) {
   ctx->world->progress.bump();
   if (ctx->status == PTO_OK)
     return;
-  std::exception_ptr e = std::move(ctx->error);
+  // ctx->error stays until the next begin_call: World::run tells a released error (secondary)
+  // from a primary one by its identity.
+  std::exception_ptr e = ctx->error;
   ctx->status = PTO_OK;
-  ctx->error = nullptr;
   // Outside World::run nobody else can be blocked on this world: make it usable again.
   if (!detail::tls_ctx)
     ctx->world->reset_for_run();

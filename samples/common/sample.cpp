@@ -1,6 +1,8 @@
 // sample.cpp - See sample.h.
 #include "sample.h"
 
+#include "pto/runtime/mpi.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -42,6 +44,42 @@ std::string bytes_str(int64_t b) {
     ++u;
   }
   return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.1f} {}", v, units[u]);
+}
+
+/// The flags add_common_flags registered, for parse()'s --backend checks.
+CommonFlags *g_flags = nullptr;
+
+/// --backend mpi's checks after parsing: MPI built in, started by mpirun, --pes = ranks.
+/// Returns -1 to go on, else the exit code.
+int check_backend(const CLI::App &app, CommonFlags &f) {
+  if (f.backend != "mpi")
+    return -1;
+#if PTO_HAVE_MPI
+  if (!pto::runtime::launched_by_mpirun()) {
+    fmt::print(stderr,
+               "error: --backend mpi runs one PE per process under mpirun, e.g. `mpirun "
+               "-np 4 {} --backend mpi` (as root add --allow-run-as-root; on few cores "
+               "--oversubscribe)\n",
+               app.get_name());
+    return 2;
+  }
+  const int ranks = pto::runtime::mpi_size();
+  if (app.count("--pes") == 0) {
+    f.pes = ranks;
+  } else if (f.pes != ranks) {
+    fmt::print(stderr,
+               "error: --pes {} but mpirun started {} ranks; under --backend mpi every "
+               "PE is one rank (leave --pes out, or mpirun -np {})\n",
+               f.pes, ranks, f.pes);
+    return 2;
+  }
+  return -1;
+#else
+  (void)app;
+  fmt::print(stderr, "error: --backend mpi: this build of ptojit has no MPI support; install "
+                     "Open MPI (scripts/bootstrap.sh: openmpi-bin, libopenmpi-dev) and rebuild\n");
+  return 2;
+#endif
 }
 
 /// --seed's rule: decimal digits only, within uint64_t. (CLI11 alone takes -1 as 2^64 - 1,
@@ -93,7 +131,9 @@ CLI::Validator int_range(int64_t min, int64_t max) {
 void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::string> &dtypes,
                       PeLimits limits) {
   f.pes = std::clamp(f.pes, limits.min, limits.max);
-  auto *pes = app.add_option("--pes", f.pes, "number of processing elements (PEs), run as threads")
+  auto *pes = app.add_option("--pes", f.pes,
+                             "number of processing elements (PEs): threads, or with --backend "
+                             "mpi the number of MPI ranks (the default then)")
                   ->check(int_range(limits.min, limits.max))
                   ->capture_default_str();
   if (limits.even)
@@ -120,9 +160,12 @@ void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::stri
                  "Perfetto); checked for writing before the run")
       ->type_name("FILE")
       ->check(CLI::Validator(trace_path_error, "WRITABLE"));
-  app.add_option("--backend", f.backend, "PE backend (threads: one process, one thread per PE)")
-      ->check(CLI::IsMember({"threads"}))
+  app.add_option("--backend", f.backend,
+                 "PE backend: threads (one process, one thread per PE) or mpi (one PE per "
+                 "process: mpirun -np N prog --backend mpi)")
+      ->check(CLI::IsMember({"threads", "mpi"}))
       ->capture_default_str();
+  g_flags = &f;
 }
 
 int parse(CLI::App &app, int argc, char **argv) {
@@ -131,7 +174,36 @@ int parse(CLI::App &app, int argc, char **argv) {
   } catch (const CLI::ParseError &e) {
     return app.exit(e) == 0 ? 0 : 2; // --help exits 0; bad flags exit 2
   }
-  return -1;
+  return g_flags ? check_backend(app, *g_flags) : -1;
+}
+
+std::unique_ptr<pto::runtime::World> make_world(const CommonFlags &f, int n_pes,
+                                                pto::runtime::WorldOptions opts) {
+#if PTO_HAVE_MPI
+  if (f.backend == "mpi")
+    return std::make_unique<pto::runtime::World>(n_pes, opts,
+                                                 pto::runtime::make_mpi_backend(n_pes));
+#else
+  (void)f;
+#endif
+  return std::make_unique<pto::runtime::World>(n_pes, opts);
+}
+
+void share_outputs(const CommonFlags &f,
+                   std::initializer_list<std::vector<pto::HostTensor> *> per_pe) {
+#if PTO_HAVE_MPI
+  if (f.backend != "mpi")
+    return;
+  for (auto *tensors : per_pe) {
+    std::vector<std::pair<void *, int64_t>> bufs;
+    for (auto &t : *tensors)
+      bufs.emplace_back(t.data(), t.numel() * pto::bytes_of(t.dtype()));
+    pto::runtime::mpi_share_host_buffers(bufs);
+  }
+#else
+  (void)f;
+  (void)per_pe;
+#endif
 }
 
 pto::JitOptions jit_options(const CommonFlags &f) {

@@ -9,6 +9,8 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,8 +23,8 @@ struct CommonFlags {
   bool check = false;
   bool interpret = false;
   std::string dtype = "fp32";
-  std::string trace; ///< --trace FILE: Chrome trace JSON of the run
-  std::string backend = "threads";
+  std::string trace;               ///< --trace FILE: Chrome trace JSON of the run
+  std::string backend = "threads"; ///< --backend threads|mpi
 };
 
 /// The PE counts a sample accepts (--help prints them): [min, max], optionally even only.
@@ -45,7 +47,20 @@ void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::stri
                       PeLimits limits = {});
 
 /// Parses argv; returns -1 to go on, else the exit code (0 for --help, 2 for bad flags).
+/// With --backend mpi: exit 2 with a message when this build has no MPI or the process was not
+/// started by mpirun; --pes defaults to the number of MPI ranks and must equal it.
 int parse(CLI::App &app, int argc, char **argv);
+
+/// The World of the run: `n_pes` PEs on the --backend the user chose (threads: all PEs in this
+/// process; mpi: this process runs its rank's PE only, pto/runtime/mpi.h).
+std::unique_ptr<pto::runtime::World> make_world(const CommonFlags &f, int n_pes,
+                                                pto::runtime::WorldOptions opts = {});
+
+/// After world.run on --backend mpi, gives every process every PE's copy of the tensors in
+/// `per_pe` (each a vector indexed by PE, filled by that PE's process), so the check sees all PEs'
+/// outputs on every rank. Nothing to do on threads. Collective under mpi.
+void share_outputs(const CommonFlags &f,
+                   std::initializer_list<std::vector<pto::HostTensor> *> per_pe);
 
 /// The kernels' JitOptions: the interpreter with --interpret, else the library's default (JIT,
 /// or whatever PTO_RUN_MODE says), so PTO_RUN_MODE=interpret works for every sample.

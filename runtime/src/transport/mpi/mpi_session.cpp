@@ -1,0 +1,287 @@
+// mpi_session.cpp - See mpi_session.h: MPI initialization and finalization, the abort window,
+// communicators per group, polled barriers and the progress thread.
+#include "mpi_session.h"
+
+#include "pto/error.h"
+#include "pto/runtime/mpi.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fmt/format.h>
+#include <sched.h>
+
+namespace pto::runtime::mpi {
+
+namespace {
+constexpr const char *kOp = "MPI backend";
+constexpr int64_t kAbortHdr = 64;  // the abort word's line
+constexpr int64_t kAbortMsg = 512; // bytes of message per sending rank, NUL-terminated
+
+bool env_is_zero(const char *name) {
+  const char *v = std::getenv(name);
+  return v && std::strcmp(v, "0") == 0;
+}
+
+[[noreturn]] void mpi_fail(const char *what, int rc) {
+  char msg[MPI_MAX_ERROR_STRING] = {0};
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  throw RuntimeError("<runtime>", kOp, fmt::format("{} failed: {}", what, msg));
+}
+
+void check(int rc, const char *what) {
+  if (rc != MPI_SUCCESS)
+    mpi_fail(what, rc);
+}
+
+Session *g_session = nullptr;
+std::once_flag g_once;
+
+void at_exit() {
+  if (g_session)
+    g_session->shutdown();
+}
+
+// Backs off a polling loop: spin a little, then yield the core (many ranks share few cores).
+void relax(int &spins) {
+  if (++spins > 64)
+    sched_yield();
+}
+} // namespace
+
+bool launched_by_mpirun() { return pto::runtime::launched_by_mpirun(); }
+
+int64_t Layout::elements() const {
+  int64_t e = 1;
+  for (int d = 0; d < n; ++d)
+    e *= extent[d];
+  return e;
+}
+
+Session::Session() {
+  int inited = 0;
+  MPI_Initialized(&inited);
+  int provided = MPI_THREAD_SINGLE;
+  const bool want_progress = !env_is_zero("PTO_MPI_PROGRESS");
+  if (!inited)
+    check(MPI_Init_thread(nullptr, nullptr,
+                          want_progress ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, &provided),
+          "MPI_Init_thread");
+  else
+    MPI_Query_thread(&provided);
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &world_), "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(world_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(world_, &rank_);
+  MPI_Comm_size(world_, &size_);
+  check(MPI_Comm_split_type(world_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_),
+        "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)");
+  int node_size = 0;
+  MPI_Comm_size(node_, &node_size);
+  shared_ = node_size == size_ && !env_is_zero("PTO_MPI_SHARED");
+
+  const int rc = MPI_Win_allocate(MPI_Aint(kAbortHdr + kAbortMsg * size_), 1, MPI_INFO_NULL, world_,
+                                  &abort_mem_, &abort_win_);
+  if (rc != MPI_SUCCESS && provided == MPI_THREAD_MULTIPLE)
+    throw RuntimeError("<runtime>", kOp,
+                       "MPI_Win_allocate failed under MPI_THREAD_MULTIPLE (Open MPI's osc/pt2pt "
+                       "refuses it): set PTO_MPI_PROGRESS=0 to run without the progress thread");
+  check(rc, "MPI_Win_allocate (abort word)");
+  MPI_Win_set_errhandler(abort_win_, MPI_ERRORS_RETURN);
+  std::memset(abort_mem_, 0, size_t(kAbortHdr + kAbortMsg * size_));
+  abort_word_ = reinterpret_cast<int32_t *>(abort_mem_);
+  MPI_Win_lock_all(MPI_MODE_NOCHECK, abort_win_);
+  MPI_Barrier(world_);
+  // Passive-target RMA over a network completes only while the target calls MPI (Open MPI has no
+  // general asynchronous progress): a thread pokes the progress engine while this PE computes.
+  if (!shared_ && provided == MPI_THREAD_MULTIPLE && want_progress)
+    progress_ = std::thread([this] { progress_loop(); });
+}
+
+void Session::progress_loop() {
+  while (!stop_.load(std::memory_order_acquire)) {
+    int flag = 0;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, world_, &flag, MPI_STATUS_IGNORE);
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+std::string Session::describe() const {
+  return shared_ ? fmt::format("MPI, {} ranks, shared-memory windows (load/store)", size_)
+                 : fmt::format("MPI, {} ranks, RMA windows (MPI_Win_allocate{})", size_,
+                               progress_.joinable() ? ", progress thread" : "");
+}
+
+MPI_Comm Session::group_comm(const std::vector<int> &members) {
+  {
+    std::lock_guard lock(mu_);
+    for (auto &[m, c] : comms_)
+      if (m == members)
+        return c;
+  }
+  MPI_Group wg = MPI_GROUP_NULL, g = MPI_GROUP_NULL;
+  MPI_Comm_group(world_, &wg);
+  check(MPI_Group_incl(wg, int(members.size()), members.data(), &g), "MPI_Group_incl");
+  MPI_Comm c = MPI_COMM_NULL;
+  const int rc = MPI_Comm_create_group(world_, g, 0, &c);
+  MPI_Group_free(&g);
+  MPI_Group_free(&wg);
+  check(rc, "MPI_Comm_create_group");
+  MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  std::lock_guard lock(mu_);
+  comms_.emplace_back(members, c);
+  return c;
+}
+
+std::shared_ptr<MpiHeap> Session::map_heap(MPI_Comm comm, int64_t bytes) {
+  auto h = std::make_shared<MpiHeap>(*this, comm, bytes);
+  std::lock_guard lock(mu_);
+  heaps_.push_back(h);
+  return h;
+}
+
+void Session::abort_all(int failed, const std::string &what) {
+  const int32_t v = failed >= 0 ? failed + 1 : -1;
+  int32_t expected = 0;
+  if (!std::atomic_ref<int32_t>(*abort_word_)
+           .compare_exchange_strong(expected, v, std::memory_order_acq_rel))
+    return; // already aborted: the others were told then
+  char msg[kAbortMsg] = {0};
+  std::memcpy(msg, what.data(), std::min(what.size(), size_t(kAbortMsg - 1)));
+  const MPI_Aint at = MPI_Aint(kAbortHdr + kAbortMsg * rank_);
+  std::memcpy(abort_mem_ + at, msg, size_t(kAbortMsg)); // this rank's own abort_message()
+  for (int r = 0; r < size_; ++r)
+    if (r != rank_)
+      MPI_Put(msg, int(kAbortMsg), MPI_BYTE, r, at, int(kAbortMsg), MPI_BYTE, abort_win_);
+  MPI_Win_flush_all(abort_win_); // the message lands before the word that points at it
+  for (int r = 0; r < size_; ++r)
+    if (r != rank_)
+      MPI_Accumulate(&v, 1, MPI_INT32_T, r, 0, 1, MPI_INT32_T, MPI_REPLACE, abort_win_);
+  MPI_Win_flush_all(abort_win_);
+}
+
+int Session::aborted_by() {
+  int32_t v = 0;
+  MPI_Fetch_and_op(nullptr, &v, MPI_INT32_T, rank_, 0, MPI_NO_OP, abort_win_);
+  MPI_Win_flush(rank_, abort_win_);
+  return v == 0 ? -1 : v < 0 ? -2 : v - 1;
+}
+
+std::string Session::abort_message() {
+  const int failed = aborted_by();
+  if (failed < 0 || failed >= size_)
+    return "";
+  MPI_Win_sync(abort_win_);
+  const char *m = reinterpret_cast<const char *>(abort_mem_ + kAbortHdr + kAbortMsg * failed);
+  return std::string(m, strnlen(m, size_t(kAbortMsg - 1)));
+}
+
+void Session::clear_abort() {
+  const int32_t zero = 0;
+  MPI_Accumulate(&zero, 1, MPI_INT32_T, rank_, 0, 1, MPI_INT32_T, MPI_REPLACE, abort_win_);
+  MPI_Win_flush(rank_, abort_win_);
+}
+
+bool Session::poll() {
+  int flag = 0;
+  MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, world_, &flag, MPI_STATUS_IGNORE);
+  return aborted_by() != -1;
+}
+
+namespace {
+WaitOutcome wait_request(Session &s, MPI_Request &req, int64_t timeout_ms, bool stop_on_abort) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  int spins = 0;
+  for (;;) {
+    int flag = 0;
+    MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+    if (flag)
+      return WaitOutcome::Done;
+    if (s.poll() && stop_on_abort)
+      return WaitOutcome::Aborted; // the request stays pending: the job is over
+    if ((spins & 255) == 255 && std::chrono::steady_clock::now() >= deadline)
+      return WaitOutcome::TimedOut;
+    relax(spins);
+  }
+}
+} // namespace
+
+WaitOutcome Session::barrier(MPI_Comm comm, int64_t timeout_ms, bool stop_on_abort) {
+  MPI_Request req = MPI_REQUEST_NULL;
+  check(MPI_Ibarrier(comm, &req), "MPI_Ibarrier");
+  return wait_request(*this, req, timeout_ms, stop_on_abort);
+}
+
+WaitOutcome Session::allreduce_minmax(MPI_Comm comm, int64_t *v, int count, bool max,
+                                      int64_t timeout_ms) {
+  MPI_Request req = MPI_REQUEST_NULL;
+  check(MPI_Iallreduce(MPI_IN_PLACE, v, count, MPI_INT64_T, max ? MPI_MAX : MPI_MIN, comm, &req),
+        "MPI_Iallreduce");
+  return wait_request(*this, req, timeout_ms, true);
+}
+
+void Session::shutdown() {
+  if (finalized_)
+    return;
+  finalized_ = true;
+  stop_.store(true, std::memory_order_release);
+  if (progress_.joinable())
+    progress_.join();
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const bool failed = aborted_by() != -1;
+  // Every rank reaches here at exit; a rank that never does (stuck outside the runtime) must not
+  // hang the job: after 10 s the watchdog aborts it, non-zero.
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 1000 && !done.load(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!done.load()) {
+      std::fprintf(stderr,
+                   "ptojit: MPI rank %d: the ranks did not meet at exit within 10 s; "
+                   "MPI_Abort\n",
+                   rank_);
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  });
+  if (barrier(world_, 10000, /*stop_on_abort=*/false) == WaitOutcome::Done && !failed) {
+    std::vector<std::shared_ptr<MpiHeap>> live;
+    {
+      std::lock_guard lock(mu_);
+      for (auto &w : heaps_)
+        if (auto h = w.lock())
+          live.push_back(h);
+    }
+    for (auto &h : live) // in creation order on every rank: the frees are collective
+      h->free_windows();
+    MPI_Win_unlock_all(abort_win_);
+    MPI_Win_free(&abort_win_);
+    MPI_Finalize();
+    done.store(true);
+    watchdog.join();
+    return;
+  }
+  done.store(true);
+  watchdog.join();
+  // A failed job: every rank has reported its error; end them all with a non-zero status
+  // rather than finalize windows whose collectives may never complete.
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+Session &session() {
+  if (!launched_by_mpirun())
+    throw DistributedError("<runtime>", kOp,
+                           "the MPI backend needs one process per PE started by mpirun, e.g. "
+                           "`mpirun -np 4 prog --backend mpi` (as root add --allow-run-as-root; "
+                           "on few cores --oversubscribe)");
+  std::call_once(g_once, [] {
+    g_session = new Session(); // never deleted: at_exit finalizes, static destructors may follow
+    std::atexit(at_exit);
+  });
+  return *g_session;
+}
+
+} // namespace pto::runtime::mpi

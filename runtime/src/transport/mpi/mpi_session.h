@@ -1,0 +1,195 @@
+// mpi_session.h - Internal: the MPI transport's machinery (one PE per process under mpirun, on
+// MPI-3 RMA; mpi_transport.cpp maps it onto transport.h's Transport and Group). A Session
+// initializes MPI once per process (MPI_THREAD_MULTIPLE, for the progress thread), finalizes it at
+// exit, owns the abort window every wait polls, and maps symmetric heaps as MPI windows (MpiHeap):
+// MPI_Win_allocate_shared with direct load/store when every rank is on this node (unless
+// PTO_MPI_SHARED=0), else MPI_Win_allocate; each window holds one
+// MPI_Win_lock_all(MPI_MODE_NOCHECK) epoch for its whole life. Design notes and sources:
+// /work/shared/reference/mpi_rma.md (OSHMPI's mapping, Open MPI's osc components, progress).
+//
+// Environment:
+//   PTO_MPI_SHARED=0       never use the shared-memory window (exercises the RMA path on one node)
+//   PTO_MPI_PROGRESS=0     no progress thread (waits and barriers still poll MPI themselves) and
+//                          MPI_THREAD_FUNNELED: needed for `--mca osc pt2pt`, which refuses
+//                          MPI_THREAD_MULTIPLE in Open MPI 4.1
+#pragma once
+
+#include "pto/runtime/abi.h"
+
+#include "transport/transport.h"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mpi.h>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace pto::runtime::mpi {
+
+/// True when this process was started by mpirun / mpiexec (Open MPI, MPICH or PMIx variables).
+bool launched_by_mpirun();
+
+/// A target-side layout: up to 4 dims, innermost last, strides in elements; `esize` bytes per
+/// element of MPI type `type`. An origin buffer is always the same elements packed contiguously.
+struct Layout {
+  int n = 0;
+  int64_t extent[4]{};
+  int64_t stride[4]{};
+  int64_t elements() const;
+};
+
+class MpiHeap;
+
+/// How a blocking operation ended.
+enum class WaitOutcome { Done, Aborted, TimedOut };
+
+/// The per-process MPI state. Created on the first session() call; MPI stays initialized until
+/// the process exits (an atexit handler frees the windows and finalizes MPI).
+class Session {
+public:
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  /// Every rank of MPI_COMM_WORLD is on this node and PTO_MPI_SHARED is not 0: heaps are shared
+  /// windows and peers' heaps are reachable by load/store.
+  bool shared() const { return shared_; }
+  /// "osc sm (shared window, load/store)" or "MPI RMA (MPI_Win_allocate)", for reports.
+  std::string describe() const;
+  MPI_Comm world() const { return world_; }
+  /// A thread drives MPI's progress engine while this PE computes (non-shared windows only).
+  bool progress_thread() const { return progress_.joinable(); }
+
+  /// The communicator of the world ranks `members` (in that order: group-local PE i is world
+  /// rank members[i]); collective over those ranks; cached by member list.
+  MPI_Comm group_comm(const std::vector<int> &members);
+
+  /// Maps a symmetric heap of `bytes` on every rank of `comm` (collective). Throws RuntimeError.
+  std::shared_ptr<MpiHeap> map_heap(MPI_Comm comm, int64_t bytes);
+
+  /// Marks the job failed by world rank `failed` (this rank, or -1) with message `what`: writes
+  /// the message and the abort word of every rank, so their waits and barriers return Aborted
+  /// within one poll. Idempotent.
+  void abort_all(int failed, const std::string &what = "");
+  /// The message of the rank that aborted (aborted_by() >= 0), as it sent it (may be empty).
+  std::string abort_message();
+  /// The world rank that failed first as seen here (-1: none, -2: unknown rank), clearing
+  /// nothing.
+  int aborted_by();
+  /// Clears this rank's abort word (before a new run; collective: the caller barriers after).
+  void clear_abort();
+
+  /// Drives Open MPI's progress engine once (MPI_Iprobe) and checks the abort word.
+  bool poll();
+  /// A barrier over `comm` that keeps polling the abort word (MPI_Ibarrier + MPI_Test), so a
+  /// failed rank releases the others (unless `stop_on_abort` is false); gives up after
+  /// `timeout_ms` without completing.
+  WaitOutcome barrier(MPI_Comm comm, int64_t timeout_ms, bool stop_on_abort = true);
+  /// MPI_Allreduce(MPI_MAX / MPI_MIN) of `v` over `comm` as a polled non-blocking collective.
+  WaitOutcome allreduce_minmax(MPI_Comm comm, int64_t *v, int count, bool max, int64_t timeout_ms);
+
+  /// Called at exit (atexit): frees the windows, stops the progress thread, finalizes MPI; if the
+  /// job failed and the ranks cannot meet to finalize within a few seconds, MPI_Abort.
+  void shutdown();
+
+  Session();
+  ~Session() = default;
+
+private:
+  friend class MpiHeap;
+  void progress_loop();
+
+  int rank_ = 0, size_ = 1;
+  bool shared_ = false;
+  MPI_Comm world_ = MPI_COMM_NULL, node_ = MPI_COMM_NULL;
+  MPI_Win abort_win_ = MPI_WIN_NULL;
+  /// This rank's abort window: an int32 word (0, or failed world rank + 1; -1: unknown) at byte
+  /// 0, then kAbortMsg bytes of message per sending rank at kAbortHdr + sender * kAbortMsg.
+  std::byte *abort_mem_ = nullptr;
+  int32_t *abort_word_ = nullptr;
+  std::mutex mu_; ///< guards comms_ and heaps_
+  std::vector<std::pair<std::vector<int>, MPI_Comm>> comms_;
+  std::vector<std::weak_ptr<MpiHeap>> heaps_;
+  std::atomic<bool> stop_{false};
+  std::thread progress_;
+  bool finalized_ = false;
+};
+
+/// The process's session; initializes MPI on first use. Throws pto::DistributedError when the
+/// process was not started by mpirun, pto::RuntimeError when MPI cannot initialize.
+Session &session();
+
+/// The MPI transport of a World on every rank of `s` (transport.h); events from other ranks go
+/// to `host`.
+std::unique_ptr<transport::Transport> make_transport(Session &s, transport::Host &host);
+
+/// One symmetric heap as an MPI window over a communicator (group-local PEs = comm ranks).
+/// Operations complete remotely before they return (MPI_Win_flush), so a later signal to the same
+/// PE is ordered after them; the origin buffer can be reused at once.
+class MpiHeap {
+public:
+  MpiHeap(Session &s, MPI_Comm comm, int64_t bytes);
+  ~MpiHeap();
+  MpiHeap(const MpiHeap &) = delete;
+  MpiHeap &operator=(const MpiHeap &) = delete;
+
+  int64_t size_bytes() const { return bytes_; }
+  /// A shared window: every PE's heap is reachable by load/store.
+  bool is_shared() const { return shared_; }
+  int my_pe() const { return me_; }
+  int n_pes() const { return n_; }
+  /// PE `pe`'s heap by load/store (shared windows; null when the heap is not shared, except for
+  /// this PE's own).
+  std::byte *base(int pe) const;
+
+  /// Writes `layout` of elements of `type` at byte `disp` of `pe`'s heap from packed `src`.
+  void put(int pe, int64_t disp, const Layout &layout, MPI_Datatype type, const void *src);
+  /// Reads `layout` of elements of `type` at byte `disp` of `pe`'s heap into packed `dst`.
+  void get(int pe, int64_t disp, const Layout &layout, MPI_Datatype type, void *dst);
+  /// Atomically adds packed `src` into `layout` at `disp` of `pe`'s heap: MPI_Accumulate(MPI_SUM)
+  /// for the types MPI has; fp16 / bf16 (`dt`, with type MPI_UINT16_T; `src` then holds fp32
+  /// values) under a per-PE ticket lock (MPI_Fetch_and_op): get, add in fp32, round once, put,
+  /// so concurrent adders lose no update.
+  void add(int pe, int64_t disp, const Layout &layout, MPI_Datatype type, pto_dtype dt,
+           const void *src);
+  /// A signal (int32 at byte `disp` of `pe`): SET (MPI_REPLACE) or ADD (MPI_SUM) after every
+  /// earlier operation to `pe` has completed.
+  void signal(int pe, int64_t disp, int32_t op, int32_t value);
+  /// This PE's signal word at `disp`, read atomically (MPI_Fetch_and_op MPI_NO_OP).
+  int32_t load_signal(int64_t disp);
+  /// Atomically adds `delta` to this PE's signal word at `disp`.
+  void add_signal(int64_t disp, int32_t delta);
+  /// Zeroes this PE's bytes [disp, disp + len).
+  void clear_local(int64_t disp, int64_t len);
+  /// Completes every operation this PE issued on the heap (MPI_Win_flush_all + MPI_Win_sync).
+  void quiet();
+  /// Atomic `op` on the int32 / int64 / fp32 word at `disp` of `pe`'s heap (transport.h's
+  /// Group::atomic): atomics on a shared window; else MPI_Fetch_and_op, and CompareSwap as a
+  /// fetch and a conditional replace under `pe`'s ticket lock (no MPI_Compare_and_swap: it
+  /// crashes in Open MPI 4.1's osc/rdma over vader), which is atomic with respect to other
+  /// CompareSwaps but not to a FetchAdd, Swap or signal that lands on the same word meanwhile.
+  void atomic(int pe, int64_t disp, transport::Amo op, pto_dtype dt, const void *operand,
+              const void *compare, void *old);
+  MPI_Comm comm() const { return comm_; }
+
+private:
+  void lock_pe(int pe);
+  void unlock_pe(int pe);
+
+  Session &s_;
+  MPI_Comm comm_;
+  int me_ = 0, n_ = 1;
+  int64_t bytes_ = 0;
+  MPI_Win win_ = MPI_WIN_NULL;
+  MPI_Win lock_win_ = MPI_WIN_NULL; ///< per PE: a ticket lock (next, serving) for fp16/bf16 ADD
+  std::byte *local_ = nullptr;
+  int64_t *lock_word_ = nullptr;
+  std::vector<std::byte *> bases_; ///< shared windows: every PE's segment
+  bool shared_ = false;
+  friend class Session;
+  void free_windows();
+};
+
+} // namespace pto::runtime::mpi

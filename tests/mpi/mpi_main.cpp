@@ -1,0 +1,17 @@
+// mpi_main.cpp - The entry point of test_mpi (run under mpirun): initializes the MPI session,
+// runs the doctest cases on every rank, and exits non-zero on every rank if any rank failed.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include "transport/mpi/mpi_session.h"
+
+#include <doctest/doctest.h>
+
+int main(int argc, char **argv) {
+  auto &s = pto::runtime::mpi::session();
+  doctest::Context ctx(argc, argv);
+  int failed = ctx.run() != 0 ? 1 : 0, any = 0;
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, s.world());
+  if (s.rank() == 0)
+    std::printf("test_mpi: %d ranks, %s: %s\n", s.size(), s.describe().c_str(),
+                any ? "FAILED" : "all passed");
+  return any;
+}
