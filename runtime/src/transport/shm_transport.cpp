@@ -13,6 +13,7 @@
 
 #include "block_copy.h"
 #include "spin.h"
+#include "transport/memory_amo.h"
 #include "transport/transport.h"
 
 #include <algorithm>
@@ -178,19 +179,7 @@ public:
               const void *compare, void *old) override {
     std::byte *w = heap_.base(pe) + offset;
     heap_.mark_written(pe, offset, element_size(dt));
-    switch (dt) {
-    case pto_dtype(pto::DT_INT32):
-      amo<int32_t>(w, op, operand, compare, old);
-      break;
-    case pto_dtype(pto::DT_INT64):
-      amo<int64_t>(w, op, operand, compare, old);
-      break;
-    case pto_dtype(pto::DT_FP32):
-      amo<float>(w, op, operand, compare, old);
-      break;
-    default:
-      break; // checked by the caller
-    }
+    memory_amo(w, op, dt, operand, compare, old); // dt checked by the caller
     std::atomic_thread_fence(std::memory_order_seq_cst);
     t_.ring(world_pe_[size_t(pe)]);
   }
@@ -246,38 +235,6 @@ public:
 private:
   int32_t &slot(int pe, int64_t offset) {
     return *reinterpret_cast<int32_t *>(heap_.base(pe) + offset);
-  }
-
-  template <class T>
-  static void amo(std::byte *w, Amo op, const void *operand, const void *compare, void *old) {
-    std::atomic_ref<T> a(*reinterpret_cast<T *>(w));
-    T v{}, c{}, o{};
-    if (operand)
-      std::memcpy(&v, operand, sizeof v);
-    if (compare)
-      std::memcpy(&c, compare, sizeof c);
-    switch (op) {
-    case Amo::FetchAdd:
-      if constexpr (std::is_integral_v<T>) // wraps, as ADD puts do
-        o = T(std::atomic_ref<std::make_unsigned_t<T>>(
-                  *reinterpret_cast<std::make_unsigned_t<T> *>(w))
-                  .fetch_add(std::make_unsigned_t<T>(v), std::memory_order_seq_cst));
-      else
-        o = a.fetch_add(v, std::memory_order_seq_cst);
-      break;
-    case Amo::Swap:
-      o = a.exchange(v, std::memory_order_seq_cst);
-      break;
-    case Amo::CompareSwap:
-      o = c;
-      a.compare_exchange_strong(o, v, std::memory_order_seq_cst);
-      break;
-    case Amo::Fetch:
-      o = a.load(std::memory_order_seq_cst);
-      break;
-    }
-    if (old)
-      std::memcpy(old, &o, sizeof o);
   }
 
   ShmTransport &t_;

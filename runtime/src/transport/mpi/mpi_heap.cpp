@@ -7,6 +7,7 @@
 #include "pto/error.h"
 
 #include "mpi_session.h"
+#include "transport/memory_amo.h"
 
 #include <atomic>
 #include <climits>
@@ -297,52 +298,11 @@ void MpiHeap::add_signal(int64_t disp, int32_t delta) {
   check(MPI_Win_flush(me_, win_), "MPI_Win_flush");
 }
 
-namespace {
-template <class T>
-void shared_amo(std::byte *w, transport::Amo op, const void *operand, const void *compare,
-                void *old) {
-  std::atomic_ref<T> a(*reinterpret_cast<T *>(w));
-  T v{}, c{}, o{};
-  if (operand)
-    std::memcpy(&v, operand, sizeof v);
-  if (compare)
-    std::memcpy(&c, compare, sizeof c);
-  switch (op) {
-  case transport::Amo::FetchAdd:
-    if constexpr (std::is_integral_v<T>) { // wraps, as ADD puts do
-      using U = std::make_unsigned_t<T>;
-      o = T(std::atomic_ref<U>(*reinterpret_cast<U *>(w)).fetch_add(U(v)));
-    } else {
-      o = a.fetch_add(v);
-    }
-    break;
-  case transport::Amo::Swap:
-    o = a.exchange(v);
-    break;
-  case transport::Amo::CompareSwap:
-    o = c;
-    a.compare_exchange_strong(o, v);
-    break;
-  case transport::Amo::Fetch:
-    o = a.load();
-    break;
-  }
-  if (old)
-    std::memcpy(old, &o, sizeof o);
-}
-} // namespace
-
 void MpiHeap::atomic(int pe, int64_t disp, transport::Amo op, pto_dtype dt, const void *operand,
                      const void *compare, void *old) {
   const auto d = static_cast<DataType>(dt);
   if (shared_) {
-    std::byte *w = bases_[size_t(pe)] + disp;
-    if (d == DT_INT32)
-      shared_amo<int32_t>(w, op, operand, compare, old);
-    else if (d == DT_INT64)
-      shared_amo<int64_t>(w, op, operand, compare, old);
-    else
-      shared_amo<float>(w, op, operand, compare, old);
+    transport::memory_amo(bases_[size_t(pe)] + disp, op, dt, operand, compare, old);
     return;
   }
   const MPI_Datatype t = d == DT_INT32 ? MPI_INT32_T : d == DT_INT64 ? MPI_INT64_T : MPI_FLOAT;
