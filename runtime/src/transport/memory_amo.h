@@ -51,8 +51,8 @@ void memory_amo(std::byte *w, Amo op, const void *operand, const void *compare, 
 
 /// As above on a word of dtype `dt`: DT_INT32, DT_INT64 or DT_FP32 (the caller checked it; any
 /// other code does nothing).
-inline void memory_amo(std::byte *w, Amo op, pto_dtype dt, const void *operand,
-                       const void *compare, void *old) {
+inline void memory_amo(std::byte *w, Amo op, pto_dtype dt, const void *operand, const void *compare,
+                       void *old) {
   switch (static_cast<DataType>(dt)) {
   case DT_INT32:
     memory_amo<int32_t>(w, op, operand, compare, old);
