@@ -109,6 +109,12 @@ MpiHeap::MpiHeap(Session &s, MPI_Comm comm, int64_t bytes) : s_(s), comm_(comm) 
   MPI_Comm_rank(comm, &me_);
   MPI_Comm_size(comm, &n_);
   bytes_ = std::max<int64_t>(bytes, 8);
+  // The dirty map follows the heap, 64-byte aligned: one bit per kDirtyChunk bytes.
+  if (bytes_ > INT64_MAX / 2)
+    throw std::bad_alloc();
+  dirty_disp_ = (bytes_ + 63) & ~int64_t{63};
+  dirty_words_ = ((bytes_ + kDirtyChunk - 1) / kDirtyChunk + 63) / 64;
+  const int64_t window = dirty_disp_ + dirty_words_ * 8;
   MPI_Info info = MPI_INFO_NULL;
   MPI_Info_create(&info);
   MPI_Info_set(info, "same_size", "true");
@@ -116,12 +122,12 @@ MpiHeap::MpiHeap(Session &s, MPI_Comm comm, int64_t bytes) : s_(s), comm_(comm) 
   int rc = MPI_ERR_OTHER;
   if (s.shared()) {
     MPI_Info_set(info, "alloc_shared_noncontig", "true");
-    rc = MPI_Win_allocate_shared(MPI_Aint(bytes_), 1, info, comm, &local_, &win_);
+    rc = MPI_Win_allocate_shared(MPI_Aint(window), 1, info, comm, &local_, &win_);
     // An osc component without shared windows (--mca osc pt2pt): fall back to plain RMA.
     shared_ = rc == MPI_SUCCESS;
   }
   if (!shared_)
-    rc = MPI_Win_allocate(MPI_Aint(bytes_), 1, info, comm, &local_, &win_);
+    rc = MPI_Win_allocate(MPI_Aint(window), 1, info, comm, &local_, &win_);
   MPI_Info_free(&info);
   check(rc, fmt::format("MPI_Win_allocate of a {}-byte symmetric heap", bytes_).c_str());
   if (shared_) {
@@ -133,7 +139,7 @@ MpiHeap::MpiHeap(Session &s, MPI_Comm comm, int64_t bytes) : s_(s), comm_(comm) 
             "MPI_Win_shared_query");
     }
   }
-  std::memset(local_, 0, size_t(bytes_));
+  std::memset(local_, 0, size_t(window));
   // On a shared heap the lock words are a shared window too (osc/sm): Open MPI 4.1.4's osc/rdma
   // names its segment by communicator id, so windows of disjoint groups would collide.
   rc = shared_ ? MPI_Win_allocate_shared(2 * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, comm,
@@ -342,6 +348,62 @@ void MpiHeap::atomic(int pe, int64_t disp, transport::Amo op, pto_dtype dt, cons
   }
   if (old)
     std::memcpy(old, got, d == DT_INT64 ? 8 : 4);
+}
+
+void MpiHeap::mark_written(int pe, int64_t lo, int64_t hi) {
+  if (hi <= lo)
+    return;
+  const int64_t c0 = lo / kDirtyChunk, c1 = (hi - 1) / kDirtyChunk;
+  const int64_t w0 = c0 / 64, w1 = c1 / 64;
+  uint64_t bits[64];
+  if (w1 - w0 >= 64) { // a huge range: mark it in pieces
+    const int64_t mid = (w0 + 32) * 64 * kDirtyChunk;
+    mark_written(pe, lo, mid);
+    mark_written(pe, mid, hi);
+    return;
+  }
+  for (int64_t w = w0; w <= w1; ++w) {
+    const int64_t first = w == w0 ? c0 % 64 : 0, last = w == w1 ? c1 % 64 : 63;
+    const uint64_t upto = last == 63 ? ~uint64_t{0} : (uint64_t{1} << (last + 1)) - 1;
+    bits[w - w0] = upto & ~((uint64_t{1} << first) - 1);
+  }
+  const int count = int(w1 - w0 + 1);
+  if (shared_ || pe == me_) {
+    auto *words = reinterpret_cast<uint64_t *>(base(pe) + dirty_disp_);
+    for (int i = 0; i < count; ++i)
+      if ((std::atomic_ref<uint64_t>(words[w0 + i]).load(std::memory_order_relaxed) & bits[i]) !=
+          bits[i])
+        std::atomic_ref<uint64_t>(words[w0 + i]).fetch_or(bits[i], std::memory_order_relaxed);
+    if (!shared_)
+      MPI_Win_sync(win_);
+    return;
+  }
+  check(MPI_Accumulate(bits, count, MPI_UINT64_T, pe, MPI_Aint(dirty_disp_ + w0 * 8), count,
+                       MPI_UINT64_T, MPI_BOR, win_),
+        "MPI_Accumulate (dirty map)");
+}
+
+int64_t MpiHeap::zero_written() {
+  MPI_Win_sync(win_); // marks that arrived by RMA are visible to the loads below
+  auto *words = reinterpret_cast<uint64_t *>(local_ + dirty_disp_);
+  int64_t zeroed = 0;
+  for (int64_t w = 0; w < dirty_words_; ++w) {
+    uint64_t bits = std::atomic_ref<uint64_t>(words[w]).exchange(0, std::memory_order_relaxed);
+    while (bits) { // each run of consecutive dirty chunks is one memset
+      const int lo = __builtin_ctzll(bits);
+      const uint64_t rest = ~(bits >> lo);
+      const int n = rest == 0 ? 64 - lo : __builtin_ctzll(rest);
+      const int64_t at = (w * 64 + lo) * kDirtyChunk;
+      const int64_t len = std::min<int64_t>(int64_t(n) * kDirtyChunk, bytes_ - at);
+      if (len > 0) {
+        std::memset(local_ + at, 0, size_t(len));
+        zeroed += len;
+      }
+      bits &= n + lo >= 64 ? (uint64_t{1} << lo) - 1 : ~(((uint64_t{1} << n) - 1) << lo);
+    }
+  }
+  MPI_Win_sync(win_);
+  return zeroed;
 }
 
 void MpiHeap::clear_local(int64_t disp, int64_t len) {

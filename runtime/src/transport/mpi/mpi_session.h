@@ -163,6 +163,15 @@ public:
   void add_signal(int64_t disp, int32_t delta);
   /// Zeroes this PE's bytes [disp, disp + len).
   void clear_local(int64_t disp, int64_t len);
+  /// Records that bytes [lo, hi) of PE `pe`'s heap were (or are about to be) written, in its
+  /// dirty map (one bit per kDirtyChunk bytes, in the window after the heap): an atomic OR on a
+  /// shared window, else MPI_Accumulate(MPI_BOR), completed by the next flush to `pe`.
+  void mark_written(int pe, int64_t lo, int64_t hi);
+  /// Zeroes the chunks of this PE's heap marked written since the last call (or since the heap
+  /// was mapped) and clears their marks. Between barriers only: nobody may write this heap
+  /// meanwhile. Returns the bytes zeroed.
+  int64_t zero_written();
+  static constexpr int64_t kDirtyChunk = 4096;
   /// Completes every operation this PE issued on the heap (MPI_Win_flush_all + MPI_Win_sync).
   void quiet();
   /// Atomic `op` on the int32 / int64 / fp32 word at `disp` of `pe`'s heap (transport.h's
@@ -186,6 +195,8 @@ private:
   MPI_Win lock_win_ = MPI_WIN_NULL; ///< per PE: a ticket lock (next, serving) for fp16/bf16 ADD
   std::byte *local_ = nullptr;
   int64_t *lock_word_ = nullptr;
+  int64_t dirty_disp_ = 0;         ///< byte offset of the dirty map in every PE's window segment
+  int64_t dirty_words_ = 0;        ///< uint64 words of the dirty map
   std::vector<std::byte *> bases_; ///< shared windows: every PE's segment
   bool shared_ = false;
   friend class Session;

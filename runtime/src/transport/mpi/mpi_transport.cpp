@@ -100,11 +100,14 @@ public:
   void map_heap(int me, int64_t bytes) override;
   int64_t heap_bytes() const override { return bytes_; }
   std::byte *direct_base(int pe) override { return heap_ ? heap_->base(pe) : nullptr; }
-  void note_written(int, int64_t, int64_t) override {} // map_heap zeroes the whole own heap
+  void note_written(int pe, int64_t offset, int64_t bytes) override {
+    heap_->mark_written(pe, offset, offset + bytes);
+  }
 
   void put(int, int pe, int32_t op, const void *src, pto_dtype src_dt, int64_t dst_offset,
            pto_dtype dst_dt, const pto_block &b) override {
     const auto *s = static_cast<const std::byte *>(src);
+    mark_block(pe, dst_offset, b, b.dst_stride, detail::element_size(dst_dt));
     if (op == PTO_ATOMIC_SET && heap_->is_shared()) {
       detail::copy_block(b, s, src_dt, heap_->base(pe) + dst_offset, dst_dt);
       std::atomic_thread_fence(std::memory_order_release);
@@ -145,12 +148,15 @@ public:
   }
 
   void signal(int, int pe, int64_t slot_offset, int32_t op, int32_t value) override {
+    heap_->mark_written(pe, slot_offset, slot_offset + 4);
     heap_->signal(pe, slot_offset, op, value);
   }
   int32_t load_slot(int, int64_t slot_offset) override { return heap_->load_signal(slot_offset); }
   WaitResult wait(int me, transport::WaitCondition &cond, WaitPolicy &policy) override;
   void atomic(int, int pe, int64_t offset, transport::Amo op, pto_dtype dt, const void *operand,
               const void *compare, void *old) override {
+    if (op != transport::Amo::Fetch)
+      heap_->mark_written(pe, offset, offset + detail::element_size(dt));
     heap_->atomic(pe, offset, op, dt, operand, compare, old);
   }
 
@@ -165,6 +171,13 @@ public:
   void reset() override {}
 
 private:
+  // Marks the bytes a put of `b` at `offset` of `pe`'s heap writes (map_heap zeroes them).
+  void mark_block(int pe, int64_t offset, const pto_block &b, const int64_t *stride,
+                  int64_t esize) {
+    __int128 lo = 0, hi = 0;
+    detail::block_span(b, stride, esize, lo, hi);
+    heap_->mark_written(pe, offset + int64_t(lo), offset + int64_t(hi) + 1);
+  }
   MPI_Comm comm();
   WaitResult complete(MPI_Request &req, WaitPolicy &policy);
 
@@ -242,7 +255,7 @@ void MpiGroup::map_heap(int, int64_t bytes) {
     heap_.reset();                                // collective free, same order on every member
     heap_ = t_.session().map_heap(comm(), bytes); // zeroed; ends in MPI_Barrier
   } else {
-    heap_->clear_local(0, bytes);
+    heap_->zero_written(); // only what was written since: the rest is still zero
   }
   bytes_ = bytes;
 }
