@@ -92,6 +92,7 @@ Session::Session() {
   MPI_Win_set_errhandler(abort_win_, MPI_ERRORS_RETURN);
   std::memset(abort_mem_, 0, size_t(kAbortHdr + kAbortMsg * size_));
   abort_word_ = reinterpret_cast<int32_t *>(abort_mem_);
+  progress_word_ = reinterpret_cast<uint64_t *>(abort_mem_ + 8);
   MPI_Win_lock_all(MPI_MODE_NOCHECK, abort_win_);
   MPI_Barrier(world_);
   // Passive-target RMA over a network completes only while the target calls MPI (Open MPI has no
@@ -114,8 +115,8 @@ std::string Session::describe() const {
                                progress_.joinable() ? ", progress thread" : "");
 }
 
-MPI_Comm Session::group_comm(const std::vector<int> &members) {
-  {
+MPI_Comm Session::group_comm(const std::vector<int> &members, bool fresh) {
+  if (!fresh) {
     std::lock_guard lock(mu_);
     for (auto &[m, c] : comms_)
       if (m == members)
@@ -131,6 +132,11 @@ MPI_Comm Session::group_comm(const std::vector<int> &members) {
   check(rc, "MPI_Comm_create_group");
   MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
   std::lock_guard lock(mu_);
+  for (auto &[m, cached] : comms_)
+    if (m == members) {
+      cached = c;
+      return c;
+    }
   comms_.emplace_back(members, c);
   return c;
 }
@@ -184,6 +190,18 @@ void Session::clear_abort() {
   MPI_Win_flush(rank_, abort_win_);
 }
 
+uint64_t Session::others_progress() {
+  uint64_t sum = 0;
+  std::vector<uint64_t> v(size_t(size_), 0);
+  for (int r = 0; r < size_; ++r)
+    if (r != rank_)
+      MPI_Fetch_and_op(nullptr, &v[size_t(r)], MPI_UINT64_T, r, 8, MPI_NO_OP, abort_win_);
+  MPI_Win_flush_all(abort_win_);
+  for (uint64_t x : v)
+    sum += x;
+  return sum;
+}
+
 bool Session::poll() {
   int flag = 0;
   MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, world_, &flag, MPI_STATUS_IGNORE);
@@ -215,11 +233,11 @@ WaitOutcome Session::barrier(MPI_Comm comm, int64_t timeout_ms, bool stop_on_abo
 }
 
 WaitOutcome Session::allreduce_minmax(MPI_Comm comm, int64_t *v, int count, bool max,
-                                      int64_t timeout_ms) {
+                                      int64_t timeout_ms, bool stop_on_abort) {
   MPI_Request req = MPI_REQUEST_NULL;
   check(MPI_Iallreduce(MPI_IN_PLACE, v, count, MPI_INT64_T, max ? MPI_MAX : MPI_MIN, comm, &req),
         "MPI_Iallreduce");
-  return wait_request(*this, req, timeout_ms, true);
+  return wait_request(*this, req, timeout_ms, stop_on_abort);
 }
 
 void Session::shutdown() {

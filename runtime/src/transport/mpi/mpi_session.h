@@ -63,8 +63,10 @@ public:
   bool progress_thread() const { return progress_.joinable(); }
 
   /// The communicator of the world ranks `members` (in that order: group-local PE i is world
-  /// rank members[i]); collective over those ranks; cached by member list.
-  MPI_Comm group_comm(const std::vector<int> &members);
+  /// rank members[i]); collective over those ranks; cached by member list. `fresh` makes a new
+  /// one (replacing the cached one, which is left as it is: after a failed run it may hold
+  /// collectives that never complete).
+  MPI_Comm group_comm(const std::vector<int> &members, bool fresh = false);
 
   /// Maps a symmetric heap of `bytes` on every rank of `comm` (collective). Throws RuntimeError.
   std::shared_ptr<MpiHeap> map_heap(MPI_Comm comm, int64_t bytes);
@@ -81,6 +83,15 @@ public:
   /// Clears this rank's abort word (before a new run; collective: the caller barriers after).
   void clear_abort();
 
+  /// Counts one operation completed by this rank's PE (a put, get, signal, AMO, wait or barrier)
+  /// in its progress word, which the other ranks' deadlock detectors read: a relaxed atomic add
+  /// on this rank's own memory.
+  void count_progress() {
+    std::atomic_ref<uint64_t>(*progress_word_).fetch_add(1, std::memory_order_relaxed);
+  }
+  /// The sum of every other rank's progress word (one MPI_Fetch_and_op per rank).
+  uint64_t others_progress();
+
   /// Drives Open MPI's progress engine once (MPI_Iprobe) and checks the abort word.
   bool poll();
   /// A barrier over `comm` that keeps polling the abort word (MPI_Ibarrier + MPI_Test), so a
@@ -88,7 +99,8 @@ public:
   /// `timeout_ms` without completing.
   WaitOutcome barrier(MPI_Comm comm, int64_t timeout_ms, bool stop_on_abort = true);
   /// MPI_Allreduce(MPI_MAX / MPI_MIN) of `v` over `comm` as a polled non-blocking collective.
-  WaitOutcome allreduce_minmax(MPI_Comm comm, int64_t *v, int count, bool max, int64_t timeout_ms);
+  WaitOutcome allreduce_minmax(MPI_Comm comm, int64_t *v, int count, bool max, int64_t timeout_ms,
+                               bool stop_on_abort = true);
 
   /// Called at exit (atexit): frees the windows, stops the progress thread, finalizes MPI; if the
   /// job failed and the ranks cannot meet to finalize within a few seconds, MPI_Abort.
@@ -106,10 +118,12 @@ private:
   MPI_Comm world_ = MPI_COMM_NULL, node_ = MPI_COMM_NULL;
   MPI_Win abort_win_ = MPI_WIN_NULL;
   /// This rank's abort window: an int32 word (0, or failed world rank + 1; -1: unknown) at byte
-  /// 0, then kAbortMsg bytes of message per sending rank at kAbortHdr + sender * kAbortMsg.
+  /// 0, the progress count (uint64) at byte 8, then kAbortMsg bytes of message per sending rank at
+  /// kAbortHdr + sender * kAbortMsg.
   std::byte *abort_mem_ = nullptr;
   int32_t *abort_word_ = nullptr;
-  std::mutex mu_; ///< guards comms_ and heaps_
+  uint64_t *progress_word_ = nullptr; ///< at byte 8 of the abort window (count_progress)
+  std::mutex mu_;                     ///< guards comms_ and heaps_
   std::vector<std::pair<std::vector<int>, MPI_Comm>> comms_;
   std::vector<std::weak_ptr<MpiHeap>> heaps_;
   std::atomic<bool> stop_{false};
