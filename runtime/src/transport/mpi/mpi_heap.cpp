@@ -317,34 +317,40 @@ void MpiHeap::atomic(int pe, int64_t disp, transport::Amo op, pto_dtype dt, cons
     check(MPI_Fetch_and_op(in, got, t, pe, MPI_Aint(disp), mop, win_), "MPI_Fetch_and_op");
     check(MPI_Win_flush(pe, win_), "MPI_Win_flush");
   };
-  switch (op) {
-  case transport::Amo::FetchAdd:
-    fetch_op(operand, MPI_SUM);
-    break;
-  case transport::Amo::Swap:
-    fetch_op(operand, MPI_REPLACE);
-    break;
-  case transport::Amo::Fetch:
+  if (op == transport::Amo::Fetch) { // a read: atomic with every accumulate (MPI_NO_OP)
     fetch_op(nullptr, MPI_NO_OP);
-    break;
-  case transport::Amo::CompareSwap: {
-    const size_t es = d == DT_INT64 ? 8 : 4;
+  } else {
+    // CompareSwap is a fetch and a conditional replace (no MPI_Compare_and_swap: it crashes in
+    // Open MPI 4.1's osc/rdma over vader), so every read-modify-write AMO takes `pe`'s lock:
+    // they are atomic with respect to each other whatever mix of them hits one word.
     lock_pe(pe);
     try {
-      fetch_op(nullptr, MPI_NO_OP);
-      if (std::memcmp(got, compare, es) == 0) {
-        alignas(8) std::byte seen[8];
-        std::memcpy(seen, got, es);
+      switch (op) {
+      case transport::Amo::FetchAdd:
+        fetch_op(operand, MPI_SUM);
+        break;
+      case transport::Amo::Swap:
         fetch_op(operand, MPI_REPLACE);
-        std::memcpy(got, seen, es);
+        break;
+      case transport::Amo::CompareSwap: {
+        const size_t es = d == DT_INT64 ? 8 : 4;
+        fetch_op(nullptr, MPI_NO_OP);
+        if (std::memcmp(got, compare, es) == 0) {
+          alignas(8) std::byte seen[8];
+          std::memcpy(seen, got, es);
+          fetch_op(operand, MPI_REPLACE);
+          std::memcpy(got, seen, es);
+        }
+        break;
+      }
+      case transport::Amo::Fetch:
+        break;
       }
     } catch (...) {
       unlock_pe(pe);
       throw;
     }
     unlock_pe(pe);
-    break;
-  }
   }
   if (old)
     std::memcpy(old, got, d == DT_INT64 ? 8 : 4);

@@ -98,6 +98,9 @@ public:
   /// failed rank releases the others (unless `stop_on_abort` is false); gives up after
   /// `timeout_ms` without completing.
   WaitOutcome barrier(MPI_Comm comm, int64_t timeout_ms, bool stop_on_abort = true);
+  /// Every rank's `mine` on rank 0, in rank order (MPI_Gather of the lengths, MPI_Gatherv of
+  /// the bytes); empty elsewhere. Collective over the world. Throws RuntimeError.
+  std::vector<std::string> gather_to_root(const std::string &mine);
   /// MPI_Allreduce(MPI_MAX / MPI_MIN) of `v` over `comm` as a polled non-blocking collective.
   WaitOutcome allreduce_minmax(MPI_Comm comm, int64_t *v, int count, bool max, int64_t timeout_ms,
                                bool stop_on_abort = true);
@@ -189,10 +192,12 @@ public:
   /// Completes every operation this PE issued on the heap (MPI_Win_flush_all + MPI_Win_sync).
   void quiet();
   /// Atomic `op` on the int32 / int64 / fp32 word at `disp` of `pe`'s heap (transport.h's
-  /// Group::atomic): atomics on a shared window; else MPI_Fetch_and_op, and CompareSwap as a
-  /// fetch and a conditional replace under `pe`'s ticket lock (no MPI_Compare_and_swap: it
-  /// crashes in Open MPI 4.1's osc/rdma over vader), which is atomic with respect to other
-  /// CompareSwaps but not to a FetchAdd, Swap or signal that lands on the same word meanwhile.
+  /// Group::atomic): atomics on a shared window; else MPI_Fetch_and_op under `pe`'s ticket lock,
+  /// CompareSwap as a fetch and a conditional replace (no MPI_Compare_and_swap: it crashes in
+  /// Open MPI 4.1's osc/rdma over vader). FetchAdd, Swap and CompareSwap are then atomic with
+  /// respect to each other on any mix; a Fetch (MPI_NO_OP) with respect to all; FetchAdd also
+  /// with ADD signals (both MPI_SUM); Swap and CompareSwap not with a signal that lands on the
+  /// same word meanwhile (signals take no lock).
   void atomic(int pe, int64_t disp, transport::Amo op, pto_dtype dt, const void *operand,
               const void *compare, void *old);
   MPI_Comm comm() const { return comm_; }
