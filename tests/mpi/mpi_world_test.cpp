@@ -13,6 +13,10 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 using namespace pto::runtime;
@@ -113,6 +117,44 @@ TEST_CASE("World on mpi: progress on another rank is no deadlock") {
     end_call(ctx);
   });
   CHECK(ok == 1);
+}
+
+// --trace on MPI: write_trace is collective and the rank of PE 0 writes one file with a lane for
+// every PE, each with its kernel call and barriers.
+TEST_CASE("World on mpi: write_trace merges every rank's lane into one file") {
+  mpi::Session &s = mpi::session();
+  const int n = s.size();
+  World world(n, {}, make_mpi_backend(n));
+  world.enable_trace();
+  world.run([&](int) {
+    pto_ctx *ctx = current_ctx();
+    begin_call(ctx, nullptr, "trace_test");
+    if (enter(ctx, n) == PTO_OK)
+      pto_rt_kernel_exit(ctx);
+    end_call(ctx);
+  });
+  const std::string path = "/tmp/ptojit_mpi_trace_test.json";
+  if (s.rank() == 0)
+    std::remove(path.c_str());
+  REQUIRE(s.barrier(s.world(), 30000) == mpi::WaitOutcome::Done);
+  world.write_trace(path);
+  REQUIRE(s.barrier(s.world(), 30000) == mpi::WaitOutcome::Done);
+  if (s.rank() == 0) {
+    std::ifstream f(path);
+    REQUIRE(f.good());
+    const auto doc = nlohmann::json::parse(f);
+    std::set<int> lanes, with_events;
+    for (const auto &e : doc["traceEvents"]) {
+      if (e["ph"] == "M")
+        lanes.insert(e["tid"].get<int>());
+      else if (e["name"] == "trace_test")
+        with_events.insert(e["tid"].get<int>());
+    }
+    CHECK(int(lanes.size()) == n);
+    CHECK(int(with_events.size()) == n); // every PE's kernel call, from its own rank
+    std::remove(path.c_str());
+  }
+  REQUIRE(s.barrier(s.world(), 30000) == mpi::WaitOutcome::Done);
 }
 
 TEST_CASE("make_mpi_backend refuses a World size other than the number of ranks") {

@@ -182,6 +182,10 @@ public:
   /// the world usable again (MPI: clears every abort word, renews the group communicators).
   /// Collective over the processes; gives up after `timeout_ms` (DistributedError).
   virtual void begin_run(int64_t timeout_ms) { (void)timeout_ms; }
+  /// Collective over the processes: returns, on the first process (the one with world PE 0),
+  /// every process's `mine` in process order; on the others nothing. One process: {mine}.
+  /// Throws pto::RuntimeError when the transport cannot move them.
+  virtual std::vector<std::string> gather_to_first(const std::string &mine) { return {mine}; }
 };
 
 /// The shared-memory transport (shm_transport.cpp): every PE a thread of this process, heaps

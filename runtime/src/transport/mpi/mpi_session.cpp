@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -238,6 +239,34 @@ WaitOutcome Session::allreduce_minmax(MPI_Comm comm, int64_t *v, int count, bool
   check(MPI_Iallreduce(MPI_IN_PLACE, v, count, MPI_INT64_T, max ? MPI_MAX : MPI_MIN, comm, &req),
         "MPI_Iallreduce");
   return wait_request(*this, req, timeout_ms, stop_on_abort);
+}
+
+std::vector<std::string> Session::gather_to_root(const std::string &mine) {
+  if (mine.size() > size_t(INT_MAX))
+    throw RuntimeError("<runtime>", kOp,
+                       fmt::format("{} bytes to gather exceed an MPI count", mine.size()));
+  const int len = int(mine.size());
+  std::vector<int> lens(size_t(rank_ == 0 ? size_ : 0)), displs(lens.size());
+  check(MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, world_), "MPI_Gather");
+  std::string all;
+  if (rank_ == 0) {
+    int64_t total = 0;
+    for (int r = 0; r < size_; ++r) {
+      displs[size_t(r)] = int(total);
+      total += lens[size_t(r)];
+      if (total > INT_MAX)
+        throw RuntimeError("<runtime>", kOp,
+                           fmt::format("{} bytes to gather exceed an MPI count", total));
+    }
+    all.resize(size_t(total));
+  }
+  check(MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0,
+                    world_),
+        "MPI_Gatherv");
+  std::vector<std::string> out;
+  for (int r = 0; r < int(lens.size()); ++r)
+    out.push_back(all.substr(size_t(displs[size_t(r)]), size_t(lens[size_t(r)])));
+  return out;
 }
 
 void Session::shutdown() {

@@ -215,6 +215,9 @@ public:
   void wake_all() override {} // nobody sleeps: every wait polls its policy
   void progress() override { poll(); }
   uint64_t remote_progress() override { return s_.others_progress(); }
+  std::vector<std::string> gather_to_first(const std::string &mine) override {
+    return s_.gather_to_root(mine);
+  }
   void reset() override {} // begin_run: the ranks agree on the previous run's fate first
   void begin_run(int64_t timeout_ms) override;
   /// Bumped when a failed run is forgotten: groups then make new communicators.
