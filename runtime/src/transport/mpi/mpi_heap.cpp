@@ -9,6 +9,7 @@
 #include "mpi_session.h"
 #include "transport/memory_amo.h"
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstring>
@@ -108,6 +109,7 @@ uint16_t add_half(pto_dtype dt, uint16_t old, float v) {
 MpiHeap::MpiHeap(Session &s, MPI_Comm comm, int64_t bytes) : s_(s), comm_(comm) {
   MPI_Comm_rank(comm, &me_);
   MPI_Comm_size(comm, &n_);
+  pending_.assign(size_t(n_), 0);
   bytes_ = std::max<int64_t>(bytes, 8);
   // The dirty map follows the heap, 64-byte aligned: one bit per kDirtyChunk bytes.
   if (bytes_ > INT64_MAX / 2)
@@ -188,7 +190,17 @@ void MpiHeap::put(int pe, int64_t disp, const Layout &l, MPI_Datatype type, cons
   check(MPI_Put(src, as_count(l.elements(), "block size"), type, pe, MPI_Aint(disp), t.count,
                 t.type, win_),
         "MPI_Put");
+  // Local completion only (src reusable); the next signal, get, AMO, fence or quiet to `pe`
+  // completes it remotely (complete()): puts to one PE cost one round trip per signal.
+  check(MPI_Win_flush_local(pe, win_), "MPI_Win_flush_local");
+  pending_[size_t(pe)] = 1;
+}
+
+void MpiHeap::complete(int pe) {
+  if (!pending_[size_t(pe)])
+    return;
   check(MPI_Win_flush(pe, win_), "MPI_Win_flush");
+  pending_[size_t(pe)] = 0;
 }
 
 void MpiHeap::get(int pe, int64_t disp, const Layout &l, MPI_Datatype type, void *dst) {
@@ -201,6 +213,7 @@ void MpiHeap::get(int pe, int64_t disp, const Layout &l, MPI_Datatype type, void
         l, [&](int64_t off, int64_t k) { std::memcpy(d + k * es, src + off * es, size_t(es)); });
     return;
   }
+  complete(pe); // an earlier put or ADD to the same bytes lands first
   const TargetType t(l, type);
   check(MPI_Get(dst, as_count(l.elements(), "block size"), type, pe, MPI_Aint(disp), t.count,
                 t.type, win_),
@@ -216,7 +229,7 @@ void MpiHeap::lock_pe(int pe) {
   check(MPI_Fetch_and_op(&one, &ticket, MPI_INT64_T, pe, 0, MPI_SUM, lock_win_),
         "MPI_Fetch_and_op (lock)");
   check(MPI_Win_flush(pe, lock_win_), "MPI_Win_flush");
-  for (int spins = 0;; ++spins) {
+  for (int64_t spins = 0;; ++spins) {
     check(MPI_Fetch_and_op(nullptr, &serving, MPI_INT64_T, pe, 1, MPI_NO_OP, lock_win_),
           "MPI_Fetch_and_op (lock)");
     check(MPI_Win_flush(pe, lock_win_), "MPI_Win_flush");
@@ -252,6 +265,7 @@ void MpiHeap::add(int pe, int64_t disp, const Layout &l, MPI_Datatype type, pto_
       for (int i = 0; i < count; ++i)
         cur[size_t(i)] = add_half(dt, cur[size_t(i)], v[i]);
       put(pe, disp, l, MPI_UINT16_T, cur.data());
+      complete(pe); // before the next holder of the lock reads it
     } catch (...) {
       unlock_pe(pe);
       throw;
@@ -262,7 +276,8 @@ void MpiHeap::add(int pe, int64_t disp, const Layout &l, MPI_Datatype type, pto_
   const TargetType t(l, type);
   check(MPI_Accumulate(src, count, type, pe, MPI_Aint(disp), t.count, t.type, MPI_SUM, win_),
         "MPI_Accumulate(MPI_SUM)");
-  check(MPI_Win_flush(pe, win_), "MPI_Win_flush");
+  check(MPI_Win_flush_local(pe, win_), "MPI_Win_flush_local"); // remotely: complete()
+  pending_[size_t(pe)] = 1;
 }
 
 void MpiHeap::signal(int pe, int64_t disp, int32_t op, int32_t value) {
@@ -274,8 +289,7 @@ void MpiHeap::signal(int pe, int64_t disp, int32_t op, int32_t value) {
       a.fetch_add(value, std::memory_order_seq_cst);
     return;
   }
-  // Earlier puts and ADDs to `pe` completed before they returned (MPI_Win_flush), so the signal
-  // is ordered after them.
+  complete(pe); // earlier puts and ADDs to `pe` land before the signal
   check(MPI_Accumulate(&value, 1, MPI_INT32_T, pe, MPI_Aint(disp), 1, MPI_INT32_T,
                        op == PTO_ATOMIC_SET ? MPI_REPLACE : MPI_SUM, win_),
         "MPI_Accumulate (signal)");
@@ -312,6 +326,7 @@ void MpiHeap::atomic(int pe, int64_t disp, transport::Amo op, pto_dtype dt, cons
     return;
   }
   const MPI_Datatype t = d == DT_INT32 ? MPI_INT32_T : d == DT_INT64 ? MPI_INT64_T : MPI_FLOAT;
+  complete(pe); // after the puts and ADDs issued before it
   alignas(8) std::byte got[8] = {};
   auto fetch_op = [&](const void *in, MPI_Op mop) {
     check(MPI_Fetch_and_op(in, got, t, pe, MPI_Aint(disp), mop, win_), "MPI_Fetch_and_op");
@@ -423,6 +438,7 @@ void MpiHeap::quiet() {
     return;
   }
   check(MPI_Win_flush_all(win_), "MPI_Win_flush_all");
+  std::fill(pending_.begin(), pending_.end(), 0);
   MPI_Win_sync(win_);
 }
 

@@ -46,9 +46,9 @@ void at_exit() {
     g_session->shutdown();
 }
 
-// Backs off a polling loop: spin a little, then yield the core (many ranks share few cores).
-void relax(int &spins) {
-  if (++spins > 64)
+// Backs off a polling loop: spin (Session::spin_polls), then yield the core.
+void relax(int64_t &spins, int limit) {
+  if (++spins > limit)
     sched_yield();
 }
 } // namespace
@@ -82,6 +82,8 @@ Session::Session() {
   int node_size = 0;
   MPI_Comm_size(node_, &node_size);
   shared_ = node_size == size_ && !env_is_zero("PTO_MPI_SHARED");
+  const unsigned cpus = std::thread::hardware_concurrency();
+  spin_polls_ = cpus > 0 && unsigned(node_size) <= cpus ? 1 << 15 : 64;
 
   const int rc = MPI_Win_allocate(MPI_Aint(kAbortHdr + kAbortMsg * size_), 1, MPI_INFO_NULL, world_,
                                   &abort_mem_, &abort_win_);
@@ -212,7 +214,7 @@ bool Session::poll() {
 namespace {
 WaitOutcome wait_request(Session &s, MPI_Request &req, int64_t timeout_ms, bool stop_on_abort) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  int spins = 0;
+  int64_t spins = 0;
   for (;;) {
     int flag = 0;
     MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
@@ -222,7 +224,7 @@ WaitOutcome wait_request(Session &s, MPI_Request &req, int64_t timeout_ms, bool 
       return WaitOutcome::Aborted; // the request stays pending: the job is over
     if ((spins & 255) == 255 && std::chrono::steady_clock::now() >= deadline)
       return WaitOutcome::TimedOut;
-    relax(spins);
+    relax(spins, s.spin_polls());
   }
 }
 } // namespace

@@ -84,9 +84,9 @@ Layout layout_of(const pto_block &b, const int64_t *stride) {
   return l;
 }
 
-// Backs off a polling loop: spin a little, then yield the core (ranks may share few cores).
-void relax(int spins) {
-  if (spins > 64)
+// Backs off a polling loop: spin (Session::spin_polls), then yield the core.
+void relax(int64_t spins, int limit) {
+  if (spins > limit)
     sched_yield();
 }
 
@@ -167,8 +167,9 @@ public:
     counted();
   }
 
-  // Every put, ADD, signal and AMO completes remotely before it returns (MPI_Win_flush): the
-  // fence and quiet only make this PE's direct stores visible (MPI_Win_flush_all + sync).
+  // Signals and AMOs complete remotely before they return, puts and ADDs at the next signal,
+  // get or AMO to their PE: fence and quiet complete them all and make this PE's direct stores
+  // visible (MPI_Win_flush_all + MPI_Win_sync).
   void fence(int) override { heap_->quiet(); }
   void quiet(int) override { heap_->quiet(); }
 
@@ -238,7 +239,7 @@ public:
 
   /// Polls `ready`, MPI and `policy` until `ready` holds or the policy gives up.
   template <class Ready> WaitResult poll_until(Ready &&ready, WaitPolicy &policy) {
-    for (int spins = 0;; ++spins) {
+    for (int64_t spins = 0;; ++spins) {
       if (ready()) {
         s_.count_progress();
         return WaitResult::Done;
@@ -249,7 +250,7 @@ public:
         if (const WaitResult r = policy.check({}, culprit); r != WaitResult::Done)
           return ready() ? WaitResult::Done : r;
       }
-      relax(spins);
+      relax(spins, s_.spin_polls());
     }
   }
 
