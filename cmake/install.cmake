@@ -44,3 +44,7 @@ if(PTO_WITH_MPI)
 endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/ptojit.pc.in ${PROJECT_BINARY_DIR}/ptojit.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/ptojit.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+if(TARGET pto-dump)
+  install(TARGETS pto-dump RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
