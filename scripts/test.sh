@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test.sh - The README's second command (and CI's): install what is missing, check the format
 # (clang-format 19) and the tree's habits (scripts/check_tree.sh), build with warnings as
-# errors, run every CTest test (label quick, then slow), the codegen tests and a few more with
+# errors, build and run a user's project against it both ways (tests/consumer), run every CTest test (label quick, then slow), the codegen tests and a few more with
 # the JIT capped at AVX2 (PTO_ISA=avx2), the runtime tests under ThreadSanitizer, the suites
 # built with ASan + UBSan, the error and bounds tests with guard pages and under valgrind
 # memcheck, then every sample's --check, then the MPI backend under mpirun (2 and 4 ranks). Prints each stage's wall time as it ends and, at exit
