@@ -12,7 +12,6 @@
 // least one dump printed, 1 with none (no kernel traced, or none matched --kernel), 2 for a bad
 // flag, 127 when the program cannot be started.
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -40,8 +39,8 @@ struct Stage {
   const char *ext;  // the file's extension (codegen/passes/stage_dump.cpp writes them)
 };
 // Pipeline order.
-constexpr std::array<Stage, 5> kStages{{
-    {"ir", ".ir"}, {"tiles", ".tiles"}, {"plan", ".plan"}, {"llvm", ".ll"}, {"asm", ".s"}}};
+constexpr std::array<Stage, 5> kStages{
+    {{"ir", ".ir"}, {"tiles", ".tiles"}, {"plan", ".plan"}, {"llvm", ".ll"}, {"asm", ".s"}}};
 
 // "a%2Fb" -> "a/b": the inverse of the dump file names' escaping (bytes outside [A-Za-z0-9_-]).
 std::string unescape(const std::string &s) {
@@ -121,12 +120,13 @@ int run(const std::vector<std::string> &argv, const std::string &stages, const f
 } // namespace
 
 int main(int argc, char **argv) {
-  CLI::App app{"pto-dump: run a program that uses ptojit and print the pipeline stages of every "
-               "kernel it traces (PTO_DUMP and PTO_DUMP_DIR are set for it; README.md, "
-               "\"Environment\", says what each stage holds).\n"
-               "Example: pto-dump --stages plan --kernel softmax -- build/samples/allreduce_softmax "
-               "--pes 2",
-               "pto-dump"};
+  CLI::App app{
+      "pto-dump: run a program that uses ptojit and print the pipeline stages of every "
+      "kernel it traces (PTO_DUMP and PTO_DUMP_DIR are set for it; README.md, "
+      "\"Environment\", says what each stage holds).\n"
+      "Example: pto-dump --stages plan --kernel softmax -- build/samples/allreduce_softmax "
+      "--pes 2",
+      "pto-dump"};
   std::string stages = "ir,tiles,plan";
   std::vector<std::string> kernels;
   std::string keep;
@@ -160,8 +160,7 @@ int main(int argc, char **argv) {
   app.add_option("--keep", keep,
                  "write the dump files into DIR (created if missing) and keep them; default: a "
                  "temporary directory, removed at exit");
-  app.add_option("command", command, "the program to run and its arguments (after --)")
-      ->required();
+  app.add_option("command", command, "the program to run and its arguments (after --)")->required();
   app.positionals_at_end();
   try {
     app.parse(argc, argv);
