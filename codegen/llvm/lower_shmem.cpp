@@ -35,6 +35,7 @@ public:
   TileBody prepare_put(const Op &op);
   TileBody prepare_get(const Op &op);
   bool borrow_get(const Op &op);
+  bool written_later(ir::ValueId id) const;
   TileBody prepare_signal_wait(const Op &op);
   void clear(const Op &op);
   void clear_signal(const Op &op);
@@ -375,6 +376,25 @@ TileBody ShmemLowering::prepare_get(const Op &op) {
                   });
 }
 
+/// True when some op writes into the storage of local `id` (an assemble into it, or any op whose
+/// output is a view of it): a borrowed result must never write into a heap.
+bool ShmemLowering::written_later(ir::ValueId id) const {
+  std::function<bool(const std::vector<Op> &)> any = [&](const std::vector<Op> &ops) {
+    for (const Op &o : ops) {
+      if (any(o.body))
+        return true;
+      for (const auto &path : o.paths)
+        if (any(path.body))
+          return true;
+      for (ir::ValueId v : o.outputs)
+        if (v != ir::kNoValue && p_.value(v).kind == ir::ValueKind::View && p_.root(v).id == id)
+          return true;
+    }
+    return false;
+  };
+  return any(p_.body);
+}
+
 /// A borrowed get (ir::Op::borrow) on the direct path: the result's storage becomes the heap
 /// window itself, when the window's rows are whole rows of the shmem data (so its dense strides
 /// are the heap's) and no conversion is asked for; otherwise (and on the runtime path) the copy
@@ -385,7 +405,7 @@ bool ShmemLowering::borrow_get(const Op &op) {
   if (!op.borrow || s.zero_data || out.dtype != s.dtype || out.kind != ir::ValueKind::Local ||
       !std::equal(op.view_shape.begin() + 1, op.view_shape.end(), s.shape.begin() + 1,
                   s.shape.end()) ||
-      !kb_.heap_table(s.group_index))
+      !kb_.heap_table(s.group_index) || written_later(out.id))
     return false;
   Transfer t = begin_transfer(op, op.outputs[1], op.view_valid);
   LV *own = t.a.base;
