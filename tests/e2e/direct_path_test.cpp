@@ -28,8 +28,16 @@ struct Result {
   std::vector<std::vector<float>> ys; ///< per PE, per call
 };
 
+/// The bits of `f` (a direct and a runtime result must be the same float, bit for bit).
+uint32_t bits(float f) {
+  uint32_t u = 0;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
 /// Runs `k` (x, y) on `n` PEs for `calls` calls (new inputs each), with the direct path on or off.
-template <class K> Result run(K &k, int n, std::vector<int64_t> shape, int calls, bool direct) {
+template <class K>
+Result run(K &k, int n, const std::vector<int64_t> &shape, int calls, bool direct) {
   support::EnvVar env("PTO_SHMEM_DIRECT", direct ? nullptr : "0");
   pto::runtime::World world(n);
   Result r;
@@ -55,7 +63,7 @@ template <class K> Result run(K &k, int n, std::vector<int64_t> shape, int calls
 
 TEST_CASE("direct path: allreduce gives the runtime path's bits, in PE order, with valid rows") {
   const std::vector<int64_t> shape{12, 40};
-  const int64_t valid_rows = 9, cols = 40;
+  constexpr int64_t valid_rows = 9, cols = 40;
   for (auto mode : support::run_modes())
     for (int n : {2, 3})
       for (auto algo : {dist::AllreduceAlgorithm::ONE_SHOT, dist::AllreduceAlgorithm::RS_AG,
@@ -69,7 +77,7 @@ TEST_CASE("direct path: allreduce gives the runtime path's bits, in PE order, wi
           // over the valid rows only.
           auto k = pto::jit(
               "direct_allreduce",
-              [algo, chunk, valid_rows, cols](pto::Tensor x, pto::Tensor y) {
+              [algo, chunk](pto::Tensor x, pto::Tensor y) {
                 pto::set_vec_tile_shapes(4, 16);
                 auto xv =
                     pto::view(x, {12, cols}, {0, 0},
@@ -89,7 +97,7 @@ TEST_CASE("direct path: allreduce gives the runtime path's bits, in PE order, wi
               for (int64_t i = 0; i < valid_rows * cols; ++i) {
                 const size_t at = size_t(c * 12 * cols + i);
                 const float a = direct.ys[size_t(p)][at], b = runtime.ys[size_t(p)][at];
-                differ += std::memcmp(&a, &b, sizeof a) != 0;
+                differ += bits(a) != bits(b);
                 float want = input(0, i, c); // PE order, in fp32
                 for (int q = 1; q < n; ++q)
                   want += input(q, i, c);
@@ -108,12 +116,12 @@ TEST_CASE("direct path: puts and gets of windows with clipped tiles match the ru
   const std::vector<int64_t> shape{10, 24};
   for (auto mode : support::run_modes()) {
     CAPTURE(support::mode_name(mode));
-    const int n = 3;
+    constexpr int n = 3;
     // PE p puts its valid 7 x 19 block into rows [8, 18) of PE p+1's buffer, signals, and gets
     // the block PE p-1 put into it; tiles of 4 x 16 leave partial tiles in both dims.
     auto k = pto::jit(
         "direct_put_get",
-        [n](pto::Tensor x, pto::Tensor y) {
+        [](pto::Tensor x, pto::Tensor y) {
           pto::set_vec_tile_shapes(4, 16);
           auto me = dist::my_symbolic_pe("world");
           auto buf = dist::create_shmem_tensor("world", n, pto::DT_FP32, {20, 24});
@@ -137,7 +145,7 @@ TEST_CASE("direct path: puts and gets of windows with clipped tiles match the ru
         for (int64_t c = 0; c < 24; ++c) {
           const size_t at = size_t(r * 24 + c);
           const float a = direct.ys[size_t(p)][at], b = runtime.ys[size_t(p)][at];
-          differ += std::memcmp(&a, &b, sizeof a) != 0;
+          differ += bits(a) != bits(b);
           const float want = r < 7 && c < 19 ? input((p + n - 1) % n, r * 24 + c, 0) : -1.0f;
           wrong += a != want;
         }
