@@ -277,9 +277,9 @@ int32_t pto_rt_heap_table(pto_ctx *ctx, int32_t group, int32_t n_ranges, const i
     detail::GroupState &gs = *ctx->groups[size_t(group)];
     transport::Group &g = *gs.t;
     const char *env = std::getenv("PTO_SHMEM_DIRECT");
-    // Not while tracing: the runtime calls record the timeline's put and get events.
-    bool direct = std::strcmp(ctx->world->transport->name(), "shm") == 0 &&
-                  !(env && std::strcmp(env, "0") == 0) &&
+    // Every peer's heap directly addressable (shared memory; MPI shared-memory windows), and not
+    // while tracing: the runtime calls record the timeline's put and get events.
+    bool direct = !(env && std::strcmp(env, "0") == 0) &&
                   !ctx->world->tracing.load(std::memory_order_relaxed);
     for (int pe = 0; pe < gs.n_pes && direct; ++pe)
       direct = g.direct_base(pe) != nullptr;

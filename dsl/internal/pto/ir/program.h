@@ -304,6 +304,7 @@ struct Op {
   Cmp cmp = Cmp::EQ;
   int32_t signal = 0; ///< signal value / wait cmp_value
   bool clear = false; ///< wait: clear_signal
+  bool test = false;  ///< ShmemWaitUntilAny/Some: never block (shmem_test_any/some)
   /// get: the result may be the heap window itself instead of a copy (the direct path of
   /// lower_shmem.cpp, where the heap is addressable; the interpreter copies). Set only where the
   /// program provably leaves the window unchanged while the result is live: the collectives'

@@ -87,12 +87,14 @@ void *pto_rt_heap_base(pto_ctx *ctx, int32_t group, int32_t pe);
 /// The direct path of generated code (docs/distributed.md, "The shared-memory fast path"): fills
 /// `bases[0..n_pes)` with the base of every PE's symmetric heap of `group`, once per kernel entry
 /// (valid until the next one), so that puts and gets of this kernel may load and store peer heaps
-/// directly; or with nulls, when the transport is not shared memory, the heap of some PE is not
-/// directly addressable, or PTO_SHMEM_DIRECT=0 is set: the kernel then calls pto_rt_put and
-/// pto_rt_get. `ranges` holds `n_ranges` pairs (byte offset, bytes) of the heap that the kernel
-/// may store into directly; with non-null bases they count as written on every PE (zeroed at the
-/// next kernel entry where they need it). A null base for a PE outside the group is impossible:
-/// the group was declared by kernel_enter (else an InternalError). Returns PTO_OK or PTO_ERR.
+/// directly; or with nulls, when the heap of some PE is not directly addressable (MPI across
+/// nodes or with PTO_MPI_SHARED=0; the shared-memory transport and MPI shared-memory windows
+/// have every base), the world records a trace, or PTO_SHMEM_DIRECT=0 is set: the kernel then
+/// calls pto_rt_put and pto_rt_get. `ranges` holds `n_ranges` pairs (byte offset, bytes) of the
+/// heap that the kernel may store into directly; with non-null bases they count as written on every
+/// PE (zeroed at the next kernel entry where they need it). A null base for a PE outside the group
+/// is impossible: the group was declared by kernel_enter (else an InternalError). Returns PTO_OK or
+/// PTO_ERR.
 int32_t pto_rt_heap_table(pto_ctx *ctx, int32_t group, int32_t n_ranges, const int64_t *ranges,
                           void **bases);
 
