@@ -77,6 +77,13 @@ public:
   /// bases and contents are guaranteed to every member once the next barrier() has passed;
   /// until then no member may touch any heap of the group. Throws std::bad_alloc.
   virtual void map_heap(int me, int64_t bytes) = 0;
+  /// map_heap, except that only bytes [0, zero_bytes) need be zero afterwards; the rest may keep
+  /// what it held (the program writes it before it reads it: ir::Group::zero_bytes). The
+  /// default zeroes everything.
+  virtual void map_heap_zeroing(int me, int64_t bytes, int64_t zero_bytes) {
+    (void)zero_bytes;
+    map_heap(me, bytes);
+  }
   /// The heap size of the last map_heap (0 before the first).
   virtual int64_t heap_bytes() const = 0;
   /// Base of PE `pe`'s heap if this process can load and store it directly (64-byte aligned),
