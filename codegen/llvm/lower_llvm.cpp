@@ -322,17 +322,10 @@ private:
       kb_.fail_msg_if(over, check_error_class(op), kb_.current_site(), check_overflow(op.holds));
     B.CreateCondBr(holds, cont, bad, kb_.likely());
     B.SetInsertPoint(bad);
-    const uint64_t n = op.args.size();
-    auto *arr_ty = llvm::ArrayType::get(B.getInt64Ty(), n == 0 ? 1 : n);
-    LV *arr = kb_.entry_alloca(arr_ty, "check_args");
-    for (uint64_t k = 0; k < n; ++k)
-      B.CreateStore(kb_.sym(op.args[k]), B.CreateConstGEP2_64(arr_ty, arr, 0, k));
-    LV *st =
-        kb_.call_rt(RtFn::CheckFail,
-                    {kb_.ctx_arg(), B.getInt32(kb_.current_site()),
-                     B.getInt32(check_error_class(op)), B.CreateGlobalStringPtr(op.message),
-                     B.CreateConstGEP2_64(arr_ty, arr, 0, 0), kb_.i64(static_cast<int64_t>(n))});
-    B.CreateRet(st);
+    std::vector<LV *> args;
+    for (const auto &a : op.args)
+      args.push_back(kb_.sym(a));
+    kb_.ret_check_fail(kb_.current_site(), check_error_class(op), op.message, args);
     B.SetInsertPoint(cont);
   }
 };
