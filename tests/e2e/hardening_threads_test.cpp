@@ -161,3 +161,34 @@ TEST_CASE("hardening threads: concurrent first calls of one kernel trace and com
     }
   }
 }
+
+TEST_CASE("hardening threads: a trace that fails fails every PE waiting for it, then retraces") {
+  for (auto mode : support::run_modes()) {
+    CAPTURE(std::string(support::mode_name(mode)));
+    auto x = ramp();
+    std::atomic<bool> broken{true};
+    int line = 0;
+    auto k = pto::jit(
+        "fails_once",
+        [&](pto::Tensor a, pto::Tensor b) {
+          pto::set_vec_tile_shapes(4, 8);
+          line = __LINE__ + 1;
+          auto v = pto::view(a, {4, 8}, {broken ? 1 : 0, 0}); // rows [1, 5) of 4: a ShapeError
+          pto::assemble(pto::add(v, 1.0), {0, 0}, b);
+        },
+        support::opts(mode));
+    std::vector<pto::HostTensor> ys;
+    for (int p = 0; p < 4; ++p)
+      ys.emplace_back(pto::DT_FP32, std::vector<int64_t>{4, 8});
+    pto::runtime::World world(4);
+    support::expect_error<pto::ShapeError>(
+        [&] { world.run([&](int pe) { k(x, ys[size_t(pe)]); }); }, "hardening_threads_test.cpp",
+        line, "view");
+    CHECK(k.stats().traces == 0); // nothing was published
+    broken = false;
+    world.run([&](int pe) { k(x, ys[size_t(pe)]); });
+    for (auto &y : ys)
+      CHECK(is_x_plus(x, y, 1.0));
+    CHECK(k.stats().traces == 1);
+  }
+}
