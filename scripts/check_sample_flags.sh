@@ -83,6 +83,19 @@ for s in "${samples[@]}"; do
     esac
   done < <(grep -E '^ +--[a-z_]+ [A-Z]' <<<"$help" | sed -E 's/^ +//')
 done
+# A bad environment variable fails the run (exit 1, never a signal) with a message that starts at
+# the sample's own line and names the variable.
+for s in "${samples[@]}"; do
+  for e in PTO_DEADLOCK_TIMEOUT_MS=abc PTO_ISA=avx1024 PTO_RUN_MODE=JIT PTO_JIT_CACHE_MB=-1; do
+    env "$e" timeout 20 "$bin/$s" --pes 2 >/dev/null 2>"$err"
+    rc=$?
+    if [ "$rc" -ne 1 ] || ! grep -q "error: $s.cpp:[0-9]*: .*${e%%=*}" "$err"; then
+      bad "$e $s exited $rc: $(head -c 300 "$err")"
+    else
+      ok
+    fi
+  done
+done
 # collectives --root outside [0, pes).
 refused collectives --root 8 --op broadcast --pes 8
 refused collectives --root 2 --op broadcast --pes 2
