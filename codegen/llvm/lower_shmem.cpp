@@ -454,11 +454,10 @@ void ShmemLowering::wait_set(const Op &op) {
   }
   kb_.ret_if_error(kb_.call_rt(
       RtFn::WaitUntilSet,
-      {kb_.ctx_arg(), group, B.getInt32(abi_wait_mode(op.kind)),
-       B.getInt32(abi_wait_blocks(op.kind)), slots, B.getInt32(static_cast<int32_t>(n)),
-       B.getInt32(static_cast<int32_t>(per_elem)), base, status, status_stride, status_valid,
-       B.getInt32(abi_cmp(op.cmp)), B.getInt32(op.signal), B.getInt32(op.clear ? 1 : 0), out,
-       out_stride, count, B.getInt32(kb_.current_site())}));
+      {kb_.ctx_arg(), group, B.getInt32(abi_wait_mode(op.kind)), B.getInt32(abi_wait_blocks(op)),
+       slots, B.getInt32(static_cast<int32_t>(n)), B.getInt32(static_cast<int32_t>(per_elem)), base,
+       status, status_stride, status_valid, B.getInt32(abi_cmp(op.cmp)), B.getInt32(op.signal),
+       B.getInt32(op.clear ? 1 : 0), out, out_stride, count, B.getInt32(kb_.current_site())}));
 }
 
 LV *ShmemLowering::amo_operand(DataType dt, const SymbolicScalar &v, bool is_real, double real,

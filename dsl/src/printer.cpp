@@ -109,6 +109,8 @@ void shmem_attrs(const Op &op, std::vector<std::string> &attrs) {
     attrs.push_back(fmt::format("cmp={} value={}", static_cast<int>(op.cmp), op.signal));
     if (op.clear)
       attrs.push_back("clear");
+    if (op.test)
+      attrs.push_back("test");
     if (op.slots)
       attrs.push_back(
           fmt::format("slots={}x{}", op.slots->view_tile_num, op.slots->total_tile_num));

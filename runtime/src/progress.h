@@ -35,9 +35,10 @@ public:
       : counter_(&counter), timeout_(timeout), slice_(slice), seen_(counter.load()),
         since_(Clock::now()) {}
 
-  /// Samples the epoch at `now`; true once it has not changed for the whole timeout.
-  bool stalled(Clock::time_point now) {
-    if (const uint64_t e = counter_->load(); e != seen_) {
+  /// Samples the epoch at `now`, plus `remote` (the other processes' progress,
+  /// Transport::remote_progress); true once neither has changed for the whole timeout.
+  bool stalled(Clock::time_point now, uint64_t remote = 0) {
+    if (const uint64_t e = counter_->load() + remote; e != seen_) {
       seen_ = e;
       since_ = now;
     }
@@ -48,6 +49,8 @@ public:
   Clock::time_point next_sample(Clock::time_point now) const {
     return std::min(since_ + timeout_, now + slice_);
   }
+  /// The longest time between two samples.
+  Clock::duration slice() const { return slice_; }
   /// The timeout in milliseconds, for messages.
   int64_t timeout_ms() const { return timeout_.count(); }
 

@@ -166,6 +166,8 @@ private:
   const GroupState *group_;
   std::optional<ProgressWatch> watch_;
   ProgressWatch::Clock::time_point next_{};
+  ProgressWatch::Clock::time_point remote_next_{}; ///< when to sample remote_progress() again
+  uint64_t remote_ = 0;                            ///< its last sample
   std::vector<int> missing_;
   int culprit_ = -1;
 };

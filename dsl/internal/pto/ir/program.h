@@ -304,6 +304,7 @@ struct Op {
   Cmp cmp = Cmp::EQ;
   int32_t signal = 0;                ///< signal value / wait cmp_value
   bool clear = false;                ///< wait: clear_signal
+  bool test = false;                 ///< ShmemWaitUntilAny/Some: never block (shmem_test_any/some)
   std::optional<SlotGeometry> slots; ///< signal/wait (wait sets: every element's)
   // The rest of the OpenSHMEM model (distributed.h).
   Atomic sig_atomic =
