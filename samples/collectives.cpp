@@ -82,7 +82,9 @@ int main(int argc, char **argv) {
   app.add_option("--cols", cols, "columns of each PE's input")
       ->check(sample::int_range(int64_t{1}, int64_t{1} << 16))
       ->capture_default_str();
-  app.add_option("--root", root, "broadcast root PE, in [0, pes)")->capture_default_str();
+  app.add_option("--root", root, "broadcast root PE, in [0, pes)")
+      ->check(sample::int_range(0, 4095))
+      ->capture_default_str();
   if (int rc = sample::parse(app, argc, argv); rc >= 0)
     return rc;
   rows = sample::default_per_pe(app, "--rows", rows, 10, f.pes);
@@ -96,7 +98,7 @@ int main(int argc, char **argv) {
                       : algorithm == "two_shot" ? dist::AllreduceAlgorithm::TWO_SHOT
                       : algorithm == "rs_ag"    ? dist::AllreduceAlgorithm::RS_AG
                                                 : dist::AllreduceAlgorithm::AUTO;
-    if (op == "broadcast" && (root < 0 || root >= n)) {
+    if (root >= n) { // a bad --root is an error for every --op, not only where it is read
       fmt::print(stderr, "error: --root {} is out of range [0, {})\n", root, n);
       return 2;
     }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <map>
@@ -26,6 +27,26 @@ struct Entry {
   /// reused only while each still has that size.
   std::map<std::string, int> groups;
 };
+
+/// A trace of one signature in flight (KernelCore::Impl::in_flight). The PEs of the world that
+/// started it wait for it; callers from other worlds trace on their own.
+struct InFlight {
+  const void *world = nullptr;
+  bool done = false;
+  std::exception_ptr error; ///< set when the trace or the compile failed
+};
+
+/// What one trace produced, published under the kernel's lock.
+struct TraceResult {
+  std::shared_ptr<Entry> entry;
+  bool compiled = false;
+  double ms = 0;
+  std::string printed;
+};
+
+/// At most this many traces of one kernel run at once (concurrent first calls from threads of
+/// different worlds; a trace that starts a thread calling the kernel again adds one per level).
+constexpr int kMaxTracesInFlight = 64;
 
 /// A kernel being traced on this thread.
 struct Tracing {
@@ -87,9 +108,15 @@ struct KernelCore::Impl {
   std::string name;
   JitOptions opts;
   std::source_location loc;
+  /// Guards cache, in_flight, stats and last_ir; never held while user code (the traced
+  /// function) or the compiler runs.
   mutable std::mutex mu;
+  std::condition_variable traced_cv; ///< notified when a trace in flight ends
   /// Specializations by signature key; several when they differ in the groups they looked up.
   std::map<std::string, std::vector<std::shared_ptr<Entry>>> cache;
+  /// Traces running now, by signature key.
+  std::map<std::string, std::vector<std::shared_ptr<InFlight>>> in_flight;
+  int n_in_flight = 0;
   KernelStats stats;
   std::string last_ir;
 
@@ -164,18 +191,27 @@ struct KernelCore::Impl {
     return key + fmt::format("|pes={}", world_pes);
   }
 
-  std::shared_ptr<Entry> trace_and_compile(const std::vector<HostTensor *> &tensors,
-                                           const std::vector<std::vector<int64_t>> &decl,
-                                           const std::vector<std::string> &constants,
-                                           const TraceFn &trace, int world_pes,
-                                           const std::map<std::string, int> &groups,
-                                           const std::source_location &cl);
+  TraceResult trace_and_compile(const std::vector<HostTensor *> &tensors,
+                                const std::vector<std::vector<int64_t>> &decl,
+                                const std::vector<std::string> &constants, const TraceFn &trace,
+                                int world_pes, const std::map<std::string, int> &groups,
+                                const std::source_location &cl);
+
+  /// The program for `key`: cached, traced by a PE of the same world (waited for), or traced
+  /// here without holding the lock (the first trace of a signature to finish is published).
+  std::shared_ptr<Entry>
+  find_or_trace(const std::string &key, const void *world, const std::vector<HostTensor *> &tensors,
+                const std::vector<std::vector<int64_t>> &decl,
+                const std::vector<std::string> &constants, const TraceFn &trace, int world_pes,
+                const std::map<std::string, int> &groups, const std::source_location &cl);
 };
 
-std::shared_ptr<Entry> KernelCore::Impl::trace_and_compile(
-    const std::vector<HostTensor *> &tensors, const std::vector<std::vector<int64_t>> &decl,
-    const std::vector<std::string> &constants, const TraceFn &trace, int world_pes,
-    const std::map<std::string, int> &groups, const std::source_location &cl) {
+TraceResult KernelCore::Impl::trace_and_compile(const std::vector<HostTensor *> &tensors,
+                                                const std::vector<std::vector<int64_t>> &decl,
+                                                const std::vector<std::string> &constants,
+                                                const TraceFn &trace, int world_pes,
+                                                const std::map<std::string, int> &groups,
+                                                const std::source_location &cl) {
   auto t0 = std::chrono::steady_clock::now();
   // Settings first: a bad environment variable fails before any work (even one this kernel's
   // options override, so that a typo is never silently ignored).
@@ -218,12 +254,76 @@ std::shared_ptr<Entry> KernelCore::Impl::trace_and_compile(
   }
   e->exe = std::move(c.exe);
   auto t1 = std::chrono::steady_clock::now();
+  return {std::move(e), compiled, std::chrono::duration<double, std::milli>(t1 - t0).count(),
+          c.planned->printed};
+}
+
+std::shared_ptr<Entry> KernelCore::Impl::find_or_trace(
+    const std::string &key, const void *world, const std::vector<HostTensor *> &tensors,
+    const std::vector<std::vector<int64_t>> &decl, const std::vector<std::string> &constants,
+    const TraceFn &trace, int world_pes, const std::map<std::string, int> &groups,
+    const std::source_location &cl) {
+  std::unique_lock lk(mu);
+  auto cached = [&]() -> std::shared_ptr<Entry> {
+    for (auto &e : cache[key])
+      if (groups_match(*e, world_pes, groups))
+        return e;
+    return nullptr;
+  };
+  for (;;) {
+    if (auto e = cached())
+      return e;
+    // A PE of this world is tracing the signature: wait for it, so that the PEs of one
+    // World::run trace and compile once. Its trace never waits for this PE (a thread it
+    // starts belongs to another world and does not wait here).
+    std::shared_ptr<InFlight> sibling;
+    for (auto &f : in_flight[key])
+      if (f->world == world)
+        sibling = f;
+    if (!sibling)
+      break;
+    traced_cv.wait(lk, [&] { return sibling->done; });
+    if (sibling->error)
+      std::rethrow_exception(sibling->error);
+  }
+  if (n_in_flight >= kMaxTracesInFlight)
+    throw ArgumentError(cl, name,
+                        fmt::format("kernel '{}' already has {} traces in flight: its function "
+                                    "starts a thread that calls the kernel again while it is "
+                                    "being traced (a kernel cannot call itself), or more than "
+                                    "{} threads outside one World::run call it for the first "
+                                    "time at once",
+                                    name, n_in_flight, kMaxTracesInFlight));
+  auto mine = std::make_shared<InFlight>();
+  mine->world = world;
+  in_flight[key].push_back(mine);
+  n_in_flight++;
+  TraceResult r;
+  lk.unlock();
+  try {
+    r = trace_and_compile(tensors, decl, constants, trace, world_pes, groups, cl);
+  } catch (...) {
+    mine->error = std::current_exception();
+  }
+  lk.lock();
+  n_in_flight--;
+  auto &flights = in_flight[key];
+  flights.erase(std::find(flights.begin(), flights.end(), mine));
+  mine->done = true;
+  traced_cv.notify_all();
+  if (mine->error)
+    std::rethrow_exception(mine->error);
   stats.traces++;
-  if (compiled)
+  if (r.compiled)
     stats.compiles++;
-  stats.compile_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
-  last_ir = c.planned->printed;
-  return e;
+  stats.compile_ms += r.ms;
+  // Another world's trace of the signature may have finished first: its program is the one
+  // every call uses.
+  if (auto e = cached())
+    return e;
+  last_ir = std::move(r.printed);
+  cache[key].push_back(r.entry);
+  return r.entry;
 }
 
 KernelCore::KernelCore(std::string name, JitOptions opts, std::source_location loc)
@@ -271,17 +371,10 @@ void KernelCore::call(const std::vector<HostTensor *> &tensors,
   const auto groups = runtime::group_sizes(ctx);
   const std::string key = k.signature(tensors, decl, constants, world_pes);
 
-  std::shared_ptr<Entry> entry;
+  std::shared_ptr<Entry> entry = k.find_or_trace(key, runtime::world_id(ctx), tensors, decl,
+                                                 constants, trace, world_pes, groups, call_loc);
   {
     std::lock_guard lk(k.mu);
-    auto &entries = k.cache[key];
-    for (auto &e : entries)
-      if (groups_match(*e, world_pes, groups))
-        entry = e;
-    if (!entry) {
-      entry = k.trace_and_compile(tensors, decl, constants, trace, world_pes, groups, call_loc);
-      entries.push_back(entry);
-    }
     k.stats.calls++;
   }
 

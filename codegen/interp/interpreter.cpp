@@ -120,13 +120,22 @@ int32_t Run::read_element(const SymExpr &e, const std::vector<int64_t> &idx, int
     return st;
   if (idx.size() != r.shape.size())
     throw InternalError("<interpreter>", "at", "index count differs from the rank");
+  // Out of range: a RuntimeError at the Tensor::at call (the same text as generated code's).
+  auto bad = [&](size_t d, bool view, int64_t i, int64_t bound) {
+    const int64_t args[2] = {i, bound};
+    const auto &names = sites_.names();
+    const std::string by =
+        site_ >= 0 && size_t(site_) < names.size() ? names[size_t(site_)] : std::string();
+    return pto_rt_check_fail(ctx_, sites_.read_site(e.read, site_), PTO_ERROR_RUNTIME,
+                             element_index_message(p_, e, d, view, by).c_str(), args, 2);
+  };
   for (size_t d = 0; d < idx.size(); ++d) {
     if (idx[d] < 0 || idx[d] >= r.shape[d])
-      return fail(PTO_FAIL_INDEX, idx[d], r.shape[d]);
+      return bad(d, false, idx[d], r.shape[d]);
     if (!r.offsets.empty()) { // a view: the element must also lie in the viewed tensor
       const int64_t pos = r.offsets[d] + idx[d];
       if (pos < 0 || pos >= r.root_shape[d])
-        return fail(PTO_FAIL_INDEX, pos, r.root_shape[d]);
+        return bad(d, true, pos, r.root_shape[d]);
     }
   }
   out = load_i(r.at(idx), r.dt);

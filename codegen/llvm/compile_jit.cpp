@@ -36,10 +36,11 @@ std::shared_ptr<const Executable> compile_jit(const PlannedProgram &pp, const Co
       if (auto hit = cache.find(key))
         return hit;
     exe = build_llvm_executable(pp, opts, dump);
+    // Inserted before the lock is released, so that a thread waiting for it finds this build.
+    cache.insert(key, exe);
   }
   if (compiled)
     *compiled = true;
-  cache.insert(key, exe);
   return exe;
 }
 

@@ -202,6 +202,29 @@ void KernelBuilder::fail_msg_if(LV *bad, int32_t error_class, int site, const st
   B.SetInsertPoint(cont);
 }
 
+void KernelBuilder::ret_check_fail(int site, int32_t error_class, const std::string &message,
+                                   const std::vector<LV *> &args) {
+  const uint64_t n = args.size();
+  auto *arr_ty = llvm::ArrayType::get(B.getInt64Ty(), n == 0 ? 1 : n);
+  LV *arr = entry_alloca(arr_ty, "check_args");
+  for (uint64_t k = 0; k < n; ++k)
+    B.CreateStore(args[k], B.CreateConstGEP2_64(arr_ty, arr, 0, k));
+  B.CreateRet(
+      call_rt(RtFn::CheckFail,
+              {ctx_, B.getInt32(site), B.getInt32(error_class), B.CreateGlobalStringPtr(message),
+               B.CreateConstGEP2_64(arr_ty, arr, 0, 0), i64(static_cast<int64_t>(n))}));
+}
+
+void KernelBuilder::check_fail_unless(LV *ok, int site, int32_t error_class,
+                                      const std::string &message, const std::vector<LV *> &args) {
+  auto *bad = block("fail");
+  auto *cont = block("cont");
+  B.CreateCondBr(ok, cont, bad, likely());
+  B.SetInsertPoint(bad);
+  ret_check_fail(site, error_class, message, args);
+  B.SetInsertPoint(cont);
+}
+
 llvm::MDNode *KernelBuilder::likely() { return llvm::MDBuilder(C).createBranchWeights(1000, 1); }
 llvm::MDNode *KernelBuilder::unlikely() { return llvm::MDBuilder(C).createBranchWeights(1, 1000); }
 

@@ -132,6 +132,13 @@ public:
   void fail_unless(llvm::Value *ok, pto_fail_kind kind, llvm::Value *a, llvm::Value *b);
   /// Calls pto_rt_fail_msg(error_class, site, detail) and returns its status when `bad` is true.
   void fail_msg_if(llvm::Value *bad, int32_t error_class, int site, const std::string &detail);
+  /// At the insert point (a failure block): calls pto_rt_check_fail(site, error_class, message,
+  /// args) (rtlib/run_check.h, the interpreter's path too) and returns its status.
+  void ret_check_fail(int site, int32_t error_class, const std::string &message,
+                      const std::vector<llvm::Value *> &args);
+  /// ret_check_fail when `ok` is false.
+  void check_fail_unless(llvm::Value *ok, int site, int32_t error_class, const std::string &message,
+                         const std::vector<llvm::Value *> &args);
   llvm::MDNode *likely();
   llvm::MDNode *unlikely();
 

@@ -17,6 +17,7 @@
 #include "llvm/lower_reduce.h"
 #include "llvm/lower_shmem.h"
 #include "llvm/lower_standalone.h"
+#include "llvm/split_function.h"
 #include "passes/fuse.h"
 #include "passes/pipeline.h"
 #include "passes/run_checks.h"
@@ -26,7 +27,9 @@
 #include <llvm/IR/Module.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 
 namespace pto::codegen {
 
@@ -55,6 +58,10 @@ public:
     } else {
       B.CreateRet(B.getInt32(0));
     }
+    if (!pending_.empty())
+      throw InternalError("<codegen>", "lower_llvm",
+                          "a local's defining op was never lowered (a ptojit bug)");
+    outline_chunks(*F, std::move(chunks_));
     return F;
   }
 
@@ -65,6 +72,11 @@ private:
   KernelBuilder kb_;
   llvm::IRBuilder<> &B;
   FusedScratch scratch_;
+  std::vector<Chunk> chunks_; ///< runs of region items to outline (split_function.h)
+  std::vector<OpId> top_ids_; ///< the ids of the kernel body's ops, ascending
+  /// Materialized locals not allocated yet, by the top-level op that defines them.
+  std::map<OpId, std::vector<ValueId>> pending_;
+  int depth_ = 0; ///< nesting of the region being emitted
 
   // ---- entry ---------------------------------------------------------------------------------
   void emit_entry() {
@@ -73,19 +85,55 @@ private:
       emit_kernel_enter();
       bind_pe_numbers(); // the group table is known only after kernel_enter
     }
-    // Storage for materialized locals, and row scratch for fused groups. A run-time shape that
-    // overflows or needs more than 2^62 bytes is a ShapeError at the op that defines the value
-    // (as in the interpreter); a refused allocation (its RuntimeError recorded at that op's site)
-    // returns at once instead of writing through a null pointer.
+    // Storage for materialized locals: each is allocated once per call, just before the
+    // top-level op (loop, paths or op) that defines it, so that a chunk's locals live in its
+    // function (split_function.h) rather than across the whole kernel; locals with no defining
+    // op here. Row scratch for fused groups.
+    for (const Op &op : p_.body)
+      top_ids_.push_back(kb_.site_of(op));
     for (ValueId id : plan_.materialized) {
-      const ir::Value &v = p_.value(id);
-      const int site = kb_.def_site(id);
-      LV *bytes = kb_.checked_bytes(v.shape, bytes_of(v.dtype), result_size_overflow(v), site);
-      LV *buf = kb_.call_rt(RtFn::Alloc, {kb_.ctx_arg(), bytes, B.getInt32(site)});
-      kb_.set_storage(id, buf);
-      kb_.ret_if_error(B.CreateZExt(B.CreateIsNull(buf), B.getInt32Ty()));
+      const int def = kb_.def_site(id);
+      auto it = std::upper_bound(top_ids_.begin(), top_ids_.end(), def);
+      if (def == kNoOp || it == top_ids_.begin())
+        allocate(id);
+      else
+        pending_[*std::prev(it)].push_back(id);
     }
     scratch_ = alloc_fused_scratch(kb_, plan_);
+  }
+
+  /// Allocates (zeroed) the storage of materialized local `id`. A run-time shape that overflows
+  /// or needs more than 2^62 bytes is a ShapeError at the op that defines the value (as in the
+  /// interpreter); a refused allocation (its RuntimeError recorded at that op's site) returns at
+  /// once instead of writing through a null pointer.
+  void allocate(ValueId id) {
+    const ir::Value &v = p_.value(id);
+    const int site = kb_.def_site(id);
+    LV *bytes = kb_.checked_bytes(v.shape, bytes_of(v.dtype), result_size_overflow(v), site);
+    LV *buf = kb_.call_rt(RtFn::Alloc, {kb_.ctx_arg(), bytes, B.getInt32(site)});
+    kb_.set_storage(id, buf);
+    kb_.ret_if_error(B.CreateZExt(B.CreateIsNull(buf), B.getInt32Ty()));
+  }
+
+  /// Allocates the locals defined under top-level op `top` (an id of p_.body's ops).
+  void allocate_pending(OpId top) {
+    auto it = pending_.find(top);
+    if (it == pending_.end())
+      return;
+    for (ValueId id : it->second)
+      allocate(id);
+    pending_.erase(it);
+  }
+
+  /// Before top-level item `k` (and the items it runs with, up to `last`): its locals.
+  void allocate_for(const std::vector<RegionItem> &items, size_t k, size_t last) {
+    for (size_t j = k; j <= last && j < items.size(); ++j) {
+      if (items[j].group >= 0)
+        for (OpId o : plan_.groups[static_cast<size_t>(items[j].group)].ops)
+          allocate_pending(o);
+      else
+        allocate_pending(items[j].op);
+    }
   }
 
   void bind_pe_numbers() {
@@ -132,10 +180,32 @@ private:
   }
 
   // ---- regions -------------------------------------------------------------------------------
+  /// Starts a new block at the insert point (a chunk boundary) and returns it.
+  llvm::BasicBlock *boundary(const char *name) {
+    auto *b = kb_.block(name);
+    B.CreateBr(b);
+    B.SetInsertPoint(b);
+    return b;
+  }
+
   void emit_region(const std::vector<Op> &ops) {
     const auto &items = pp_.items(ops);
+    // A long region is cut into chunks of kChunkItems items, each outlined into a function of
+    // its own after lowering (split_function.h): compile time stays linear in the program size.
+    const bool chunked = items.size() > kChunkItems;
+    size_t in_chunk = 0, open = 0; // open: 1 + the index in chunks_ of this region's last
+    ++depth_;
     for (size_t k = 0; k < items.size(); ++k) {
+      if (chunked && in_chunk++ % kChunkItems == 0) {
+        auto *b = boundary("chunk");
+        if (open)
+          chunks_[open - 1].end = b;
+        chunks_.push_back({b, nullptr, depth_});
+        open = chunks_.size();
+      }
       const auto &item = items[k];
+      if (depth_ == 1)
+        allocate_for(items, k, item.group >= 0 ? k : std::max(k, pipelined_partner(items, k)));
       if (item.group >= 0) {
         const FusedGroup &g = plan_.groups[static_cast<size_t>(item.group)];
         LV *t0 = kb_.call_rt(RtFn::TraceNow, {kb_.ctx_arg()});
@@ -158,6 +228,9 @@ private:
       }
       emit_op(op);
     }
+    if (open)
+      chunks_[open - 1].end = boundary("chunk.end");
+    --depth_;
   }
 
   /// The index of the item that items[k] runs per tile with (shmem_pipelines), or 0. Run-time
@@ -326,17 +399,10 @@ private:
       kb_.fail_msg_if(over, check_error_class(op), kb_.current_site(), check_overflow(op.holds));
     B.CreateCondBr(holds, cont, bad, kb_.likely());
     B.SetInsertPoint(bad);
-    const uint64_t n = op.args.size();
-    auto *arr_ty = llvm::ArrayType::get(B.getInt64Ty(), n == 0 ? 1 : n);
-    LV *arr = kb_.entry_alloca(arr_ty, "check_args");
-    for (uint64_t k = 0; k < n; ++k)
-      B.CreateStore(kb_.sym(op.args[k]), B.CreateConstGEP2_64(arr_ty, arr, 0, k));
-    LV *st =
-        kb_.call_rt(RtFn::CheckFail,
-                    {kb_.ctx_arg(), B.getInt32(kb_.current_site()),
-                     B.getInt32(check_error_class(op)), B.CreateGlobalStringPtr(op.message),
-                     B.CreateConstGEP2_64(arr_ty, arr, 0, 0), kb_.i64(static_cast<int64_t>(n))});
-    B.CreateRet(st);
+    std::vector<LV *> args;
+    for (const auto &a : op.args)
+      args.push_back(kb_.sym(a));
+    kb_.ret_check_fail(kb_.current_site(), check_error_class(op), op.message, args);
     B.SetInsertPoint(cont);
   }
 };

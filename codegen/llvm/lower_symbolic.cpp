@@ -6,6 +6,7 @@
 
 #include "llvm/dtype_codec.h"
 #include "llvm/kernel_builder.h"
+#include "passes/run_checks.h"
 
 #include <llvm/IR/Intrinsics.h>
 
@@ -317,14 +318,21 @@ LV *KernelBuilder::read_element(const SymExpr &e, const std::vector<LV *> &idx) 
   const ir::Value &v = p_.value(static_cast<ValueId>(e.a));
   const ir::Value &root = p_.root(v.id);
   std::vector<LV *> pos;
+  // Out of range: a RuntimeError at the Tensor::at call (the same text as the interpreter's).
+  const int site = sites_.read_site(e.read, cur_site_);
+  const auto &names = sites_.names();
+  const std::string by =
+      cur_site_ >= 0 && size_t(cur_site_) < names.size() ? names[size_t(cur_site_)] : std::string();
   for (size_t d = 0; d < e.args.size(); ++d) {
     LV *i = idx[d];
     LV *dim = sym(v.shape[d]);
-    fail_unless(B.CreateICmpULT(i, dim), PTO_FAIL_INDEX, i, dim);
+    check_fail_unless(B.CreateICmpULT(i, dim), site, PTO_ERROR_RUNTIME,
+                      element_index_message(p_, e, d, false, by), {i, dim});
     if (v.kind == ValueKind::View) {
       LV *at = B.CreateAdd(sym(v.offsets[d]), i);
       LV *root_dim = sym(root.shape[d]);
-      fail_unless(B.CreateICmpULT(at, root_dim), PTO_FAIL_INDEX, at, root_dim);
+      check_fail_unless(B.CreateICmpULT(at, root_dim), site, PTO_ERROR_RUNTIME,
+                        element_index_message(p_, e, d, true, by), {at, root_dim});
       i = at;
     }
     pos.push_back(i);

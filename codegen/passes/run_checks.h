@@ -35,6 +35,28 @@ inline std::string check_overflow(const SymbolicScalar &holds) {
          "` overflows int64 (an offset, extent or valid size past 2^63)";
 }
 
+/// The message (ir::format_check: `{}` is the index, then the bound) of the RuntimeError when
+/// element read `e` (Tensor::at of value `e.a` of `p`) finds its index in dim `d` out of range
+/// at run time: against the value's dim, or, `through_view`, the view's offset plus the index
+/// against the viewed tensor's dim. `evaluated_by` is the site name ("file:line: op") of the op
+/// whose scalar read the element. The error itself points at the Tensor::at call
+/// (SiteTable::read_site). The wording is that of the trace-time error of a concrete index.
+inline std::string element_index_message(const ir::Program &p, const SymExpr &e, size_t d,
+                                         bool through_view, const std::string &evaluated_by) {
+  const ir::Value &v = p.value(static_cast<ir::ValueId>(e.a));
+  std::string by = evaluated_by;
+  if (auto cut = by.rfind(": "); cut != std::string::npos)
+    by = "`" + by.substr(cut + 2) + "` at " + by.substr(0, cut);
+  std::string msg = through_view ? "index {} (the view's offset plus the index) is out of range "
+                                   "[0, {}) in dim " +
+                                       std::to_string(d) + " of tensor '" +
+                                       ir::escape_check(p.root(v.id).name) +
+                                       "', read through view '" + ir::escape_check(v.name) + "'"
+                                 : "index {} is out of range [0, {}) in dim " + std::to_string(d) +
+                                       " of tensor '" + ir::escape_check(v.name) + "'";
+  return by.empty() ? msg : msg + " (read at run time for " + ir::escape_check(by) + ")";
+}
+
 /// The pto_error_class a failing Check op raises, for its message and for check_overflow
 /// (ir::Op::check_error: ShapeError, or DistributedError for shmem windows and PEs).
 inline int32_t check_error_class(const ir::Op &check) {

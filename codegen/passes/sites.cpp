@@ -7,7 +7,17 @@
 
 namespace pto::codegen {
 
-SiteTable::SiteTable(const ir::Program &p) { number(p.body, RegionId{}); }
+SiteTable::SiteTable(const ir::Program &p) : n_reads_(p.element_reads.size()) {
+  number(p.body, RegionId{});
+  for (const auto &loc : p.element_reads)
+    names_.push_back(format_location(loc) + ": at");
+}
+
+int SiteTable::read_site(int64_t read, int fallback) const {
+  if (read < 0 || static_cast<uint64_t>(read) >= n_reads_)
+    return fallback;
+  return static_cast<int>(ops_.size() + static_cast<size_t>(read));
+}
 
 void SiteTable::number(const std::vector<ir::Op> &ops, RegionId region) {
   regions_[region] = &ops;

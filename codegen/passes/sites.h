@@ -34,11 +34,16 @@ public:
   /// Numbers the ops of `p` in pre-order.
   explicit SiteTable(const ir::Program &p);
 
-  /// How many ops (and sites) the program has.
+  /// How many ops the program has (its sites: one per op, then one per element read).
   size_t size() const { return ops_.size(); }
   /// "file:line: op" per op id, the op as the user called it (ir::site_name, with Op::user_op
-  /// for the inner ops of a composite); what runtime errors name (Executable::sites).
+  /// for the inner ops of a composite), then "file:line: at" per element read (read_site);
+  /// what runtime errors name (Executable::sites).
   const std::vector<std::string> &names() const { return names_; }
+  /// The site of element read `read` (SymExpr::read: a Tensor::at call of the program), where
+  /// its run-time index errors point; `fallback` (the op evaluating it) for a read the program
+  /// does not list.
+  int read_site(int64_t read, int fallback) const;
   /// The id of `op`, which must be an op of the numbered program (InternalError otherwise).
   OpId of(const ir::Op &op) const;
   /// The op with id `id` (InternalError when out of range).
@@ -59,6 +64,7 @@ private:
 
   std::vector<const ir::Op *> ops_;
   std::vector<std::string> names_;
+  size_t n_reads_ = 0;
   std::unordered_map<const ir::Op *, OpId> ids_;
   std::map<ir::ValueId, OpId> def_site_;
   std::map<RegionId, const std::vector<ir::Op> *> regions_;

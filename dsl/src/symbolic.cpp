@@ -279,11 +279,12 @@ SymbolicScalar SymbolicScalar::symbol(SymKind kind, int64_t a, int64_t b, std::s
 
 SymbolicScalar SymbolicScalar::tensor_element(int64_t value, uint64_t trace_id, std::string name,
                                               const std::vector<SymbolicScalar> &indices,
-                                              uint32_t offset_reads) {
+                                              uint32_t offset_reads, int64_t read) {
   auto e = std::make_shared<SymExpr>();
   e->tag = SymExpr::Tag::Symbol;
   e->sym = SymKind::TensorElement;
   e->a = value;
+  e->read = read;
   e->b = static_cast<int64_t>(trace_id);
   e->name = std::move(name);
   for (auto &i : indices)

@@ -610,8 +610,10 @@ SymbolicScalar Tensor::at(const std::vector<SymbolicScalar> &indices,
   uint32_t offset_reads = 0;
   for (auto &o : v.offsets)
     offset_reads = std::max(offset_reads, o.expr().reads);
-  SymbolicScalar e =
-      SymbolicScalar::tensor_element(id, r.program().trace_id, v.name, idx, offset_reads);
+  auto &reads = r.program().element_reads;
+  SymbolicScalar e = SymbolicScalar::tensor_element(id, r.program().trace_id, v.name, idx,
+                                                    offset_reads, int64_t(reads.size()));
+  reads.push_back(loc);
   if (e.expr().reads > kMaxReadNesting)
     throw SymbolicError(loc, op,
                         fmt::format("element reads nest {} deep here (reads in the indices, or "

@@ -172,6 +172,8 @@ void end_call(pto_ctx *ctx) {
 int my_pe(const pto_ctx *ctx) { return ctx->pe; }
 int n_pes(const pto_ctx *ctx) { return ctx->world->n_pes; }
 
+const void *world_id(const pto_ctx *ctx) { return ctx->world; }
+
 std::map<std::string, int> group_sizes(const pto_ctx *ctx) {
   try {
     std::map<std::string, int> out;

@@ -178,15 +178,16 @@ int parse(CLI::App &app, int argc, char **argv) {
 }
 
 std::unique_ptr<pto::runtime::World> make_world(const CommonFlags &f, int n_pes,
-                                                pto::runtime::WorldOptions opts) {
+                                                pto::runtime::WorldOptions opts,
+                                                std::source_location loc) {
 #if PTO_HAVE_MPI
   if (f.backend == "mpi")
-    return std::make_unique<pto::runtime::World>(n_pes, opts,
-                                                 pto::runtime::make_mpi_backend(n_pes));
+    return std::make_unique<pto::runtime::World>(n_pes, opts, pto::runtime::make_mpi_backend(n_pes),
+                                                 loc);
 #else
   (void)f;
 #endif
-  return std::make_unique<pto::runtime::World>(n_pes, opts);
+  return std::make_unique<pto::runtime::World>(n_pes, opts, loc);
 }
 
 void share_outputs(const CommonFlags &f,

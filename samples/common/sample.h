@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <source_location>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,9 +53,11 @@ void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::stri
 int parse(CLI::App &app, int argc, char **argv);
 
 /// The World of the run: `n_pes` PEs on the --backend the user chose (threads: all PEs in this
-/// process; mpi: this process runs its rank's PE only, pto/runtime/mpi.h).
-std::unique_ptr<pto::runtime::World> make_world(const CommonFlags &f, int n_pes,
-                                                pto::runtime::WorldOptions opts = {});
+/// process; mpi: this process runs its rank's PE only, pto/runtime/mpi.h). Errors creating it
+/// (a bad PTO_DEADLOCK_TIMEOUT_MS) point at `loc`, the sample's call.
+std::unique_ptr<pto::runtime::World>
+make_world(const CommonFlags &f, int n_pes, pto::runtime::WorldOptions opts = {},
+           std::source_location loc = std::source_location::current());
 
 /// After world.run on --backend mpi, gives every process every PE's copy of the tensors in
 /// `per_pe` (each a vector indexed by PE, filled by that PE's process), so the check sees all PEs'

@@ -510,8 +510,13 @@ TEST_CASE("an element index out of range at run time is a RuntimeError naming th
     idx.set(1, 0);
     idx.set(2, 0);
     idx.set(3, -1); // row 3 takes the else path and reads idx[4]
-    CHECK_THROWS_WITH_AS(k(idx, x, y), Contains("index 4 out of range [0, 4)"), pto::RuntimeError);
-    const std::string site = "control_flow_test.cpp:" + std::to_string(line) + ": assemble";
+    CHECK_THROWS_WITH_AS(k(idx, x, y), Contains("index 4 is out of range [0, 4)"),
+                         pto::RuntimeError);
+    // The error points at the at() call and names the op that read it (the same line here).
+    const std::string site = "control_flow_test.cpp:" + std::to_string(line) +
+                             ": at: index 4 is out of range [0, 4) in dim 0 of tensor 'arg0' "
+                             "(read at run time for `assemble` at control_flow_test.cpp:" +
+                             std::to_string(line) + ")";
     CHECK_THROWS_WITH_AS(k(idx, x, y), Contains(site.c_str()), pto::RuntimeError);
     // A read through a view is checked against the viewed tensor too: at i = 3 the tail
     // [3, 5) has one valid element inside idx (so the view is legal), and its element 1 is
@@ -528,7 +533,9 @@ TEST_CASE("an element index out of range at run time is a RuntimeError naming th
         },
         support::opts(mode));
     pto::HostTensor y2(pto::DT_FP32, {4, 8});
-    CHECK_THROWS_WITH_AS(kv(idx, y2), Contains("index 4 out of range [0, 4)"), pto::RuntimeError);
+    CHECK_THROWS_WITH_AS(
+        kv(idx, y2), Contains("index 4 (the view's offset plus the index) is out of range [0, 4)"),
+        pto::RuntimeError);
   }
 }
 

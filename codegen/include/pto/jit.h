@@ -25,6 +25,14 @@
 // ArgumentError at that call, naming both kernels. To reuse a kernel's body inside another,
 // call its function directly with pto::Tensor arguments: its ops are traced into the caller.
 //
+// Threads: no lock is held while the kernel's function is traced or compiled. The PEs of one
+// World::run that call a kernel for the first time wait for the one PE that traces it (one trace,
+// one compile); calls from other threads (each outside World::run is its own 1-PE world) trace
+// concurrently and the first trace of a signature to finish is the program every call runs (the
+// JIT still compiles it once). At most 64 traces of one kernel are in flight at once: the next
+// is an ArgumentError naming the kernel, which is what a function that starts a thread calling
+// its own kernel (recursion through threads) gets instead of a hang.
+//
 // Environment, read whenever a kernel traces a new signature (an unknown value is an
 // ArgumentError at that call, listing the values that exist):
 //   PTO_RUN_MODE=jit|interpret  default executor (JitOptions::run_mode overrides it)
@@ -157,7 +165,8 @@ template <class T> std::string constant_repr(const T &v) {
 } // namespace detail
 
 /// A traced kernel. Call it like the function it wraps, with HostTensors for the tensor
-/// parameters. Thread-safe: every PE may call it at once; it compiles once.
+/// parameters. Thread-safe: every PE may call it at once; it compiles once (see "Threads" at the
+/// top of this file).
 template <class Fn> class Kernel {
 public:
   Kernel(std::string name, Fn fn, JitOptions opts, std::source_location loc)
@@ -168,7 +177,8 @@ public:
   /// (a new specialization, as PyPTO's cache key). ArgumentError at the call's line, naming the
   /// kernel, for arguments that contradict a declared JitOptions spec (its dtype, rank or a
   /// fixed dim; the message shows the argument's shape and the declared one), for a call while
-  /// a kernel is being traced on this thread (see the top of this file), and for a bad
+  /// a kernel is being traced on this thread or with 64 of its traces in flight (see the top of
+  /// this file), and for a bad
   /// PTO_RUN_MODE / PTO_DUMP / PTO_JIT_CACHE_MB; ArgumentError at the pto::jit line when
   /// JitOptions::specs has more entries than the call has tensors. Also throws any pto::Error
   /// the trace raises, RuntimeError/DistributedError/DeadlockError raised while running (those

@@ -67,8 +67,11 @@ struct SymExpr {
   int64_t value = 0;            ///< Tag::Const
   SymKind sym = SymKind::Named; ///< Tag::Symbol
   int64_t a = 0, b = 0;         ///< Tag::Symbol: kind-specific ids (see SymKind)
-  std::string name;             ///< Tag::Symbol: printed name (`i0`, `N`, `pe`)
-  SymOp op = SymOp::Add;        ///< Tag::Op
+  /// SymKind::TensorElement: the read's index in its program's `element_reads` (the Tensor::at
+  /// call a run-time index error names), or -1. Not part of the expression's identity.
+  int64_t read = -1;
+  std::string name;      ///< Tag::Symbol: printed name (`i0`, `N`, `pe`)
+  SymOp op = SymOp::Add; ///< Tag::Op
   /// Tag::Op operands; for a SymKind::TensorElement symbol, its indices.
   std::vector<std::shared_ptr<const SymExpr>> args;
   /// Nodes of the expression written out as a tree (1 + the args' nodes), saturating at 2^62;
@@ -104,10 +107,11 @@ public:
   static SymbolicScalar symbol(SymKind kind, int64_t a, int64_t b, std::string name);
   /// A SymKind::TensorElement symbol: element `indices` of value `value` (named `name`) of the
   /// trace `trace_id`, printed `name[i, j]`. Built by Tensor::at, which checks its operands;
-  /// `offset_reads` is the most SymExpr::reads of the value's view offsets (0 for a non-view).
+  /// `offset_reads` is the most SymExpr::reads of the value's view offsets (0 for a non-view);
+  /// `read` is SymExpr::read.
   static SymbolicScalar tensor_element(int64_t value, uint64_t trace_id, std::string name,
                                        const std::vector<SymbolicScalar> &indices,
-                                       uint32_t offset_reads = 0);
+                                       uint32_t offset_reads = 0, int64_t read = -1);
 
   /// As PyPTO: a constant.
   bool is_immediate() const { return e_->tag == SymExpr::Tag::Const; }

@@ -408,6 +408,9 @@ struct Program {
   std::vector<ShmemInfo> shmems;
   std::vector<Group> groups;
   int n_loops = 0;
+  /// Where each Tensor::at call of the trace is (SymExpr::read indexes it): a run-time index
+  /// error of an element read names that line and the op "at".
+  std::vector<std::source_location> element_reads;
 
   const Value &value(ValueId id) const { return values.at(static_cast<size_t>(id)); }
   Value &value(ValueId id) { return values.at(static_cast<size_t>(id)); }

@@ -36,6 +36,9 @@ void end_call(pto_ctx *ctx);
 int my_pe(const pto_ctx *ctx);
 /// Number of PEs in the world of `ctx`.
 int n_pes(const pto_ctx *ctx);
+/// An identity of the world of `ctx`: equal for the PEs of one World (in this process), distinct
+/// for different Worlds alive at the same time (each thread's implicit 1-PE world is its own).
+const void *world_id(const pto_ctx *ctx);
 /// The groups created in the world of `ctx` (World::create_group), as name -> number of PEs.
 std::map<std::string, int> group_sizes(const pto_ctx *ctx);
 

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# check_sample_flags.sh - Every sample refuses a bad flag value clearly: reads each sample's
+# options from its --help and gives every value-taking option values it must reject (below,
+# above and far beyond the range --help prints, negative, zero where the range starts at 1, an
+# int64 overflow, text, a fraction, hex, an empty string; an unknown choice for TEXT:{...}
+# options), plus --pes beyond --help's range and an unknown --backend. Each must exit 2 within
+# 20 s with a message on stderr naming the option; a signal, a hang, exit 0/1 or a silent exit
+# fails. Then each option at the largest value --help allows (others at their defaults) must
+# either run (--check passes) or be refused with exit 2 and a message (a run too large for this
+# machine), never crash or time out. Prints one line per failure and "N passed, M failed";
+# exits 1 on any failure. Usage: scripts/check_sample_flags.sh [--quick] [BUILD_DIR]
+# --quick (the CTest `sample_flags`, a few seconds): the refusals only, not the runs at the
+# largest values (minutes: scripts/test.sh runs them).
+set -uo pipefail
+quick=0
+if [ "${1:-}" = --quick ]; then
+  quick=1
+  shift
+fi
+build=$(cd "${1:-build}" && pwd)
+cd "$(dirname "$0")/.."
+bin=$build/samples
+samples=(allreduce_softmax allreduce_add_allreduce multi_comm_groups allgather_matmul
+         matmul_allreduce_rmsnorm moe_dispatch_combine collectives)
+pass=0 fail=0
+err=$(mktemp)
+trap 'rm -f "$err"' EXIT
+ok() { pass=$((pass + 1)); }
+bad() {
+  fail=$((fail + 1))
+  echo "FAIL: $*"
+}
+# refused SAMPLE FLAG VALUE [MORE ARGS]: must exit 2 with stderr naming FLAG.
+refused() {
+  local s=$1 flag=$2 val=$3 rc
+  timeout 20 "$bin/$s" "$flag" "$val" "${@:4}" >/dev/null 2>"$err"
+  rc=$?
+  if [ "$rc" -ne 2 ]; then
+    bad "$s $flag '$val' ${*:4} exited $rc, want 2: $(head -c 300 "$err")"
+  elif ! grep -q -- "$flag" "$err"; then
+    bad "$s $flag '$val': the message does not name $flag: $(head -c 300 "$err")"
+  else
+    ok
+  fi
+}
+# runs_or_refused SAMPLE ARGS...: --check passes (exit 0), or exit 2 with a message.
+runs_or_refused() {
+  local s=$1 rc out
+  out=$(timeout 60 "$bin/$s" "${@:2}" --check 2>"$err")
+  rc=$?
+  if [ "$rc" -eq 0 ] && grep -q '^check: PASS' <<<"$out"; then
+    ok
+  elif [ "$rc" -eq 2 ] && [ -s "$err" ]; then
+    ok
+  else
+    bad "$s ${*:2} exited $rc: $(tail -n 1 <<<"$out") $(head -c 300 "$err")"
+  fi
+}
+big=99999999999999999999 # past int64
+for s in "${samples[@]}"; do
+  help=$("$bin/$s" --help)
+  # "  --rows INT:INT in [1 - 65536]=7 ...": name, type, range.
+  while read -r flag spec; do
+    case "$flag" in --help | -h,--help | --seed | --trace) continue ;; esac
+    case "$spec" in
+    INT:INT\ in\ \[*)
+      lo=$(sed -E 's/^INT:INT in \[([0-9]+) - ([0-9]+)\].*/\1/' <<<"$spec")
+      hi=$(sed -E 's/^INT:INT in \[([0-9]+) - ([0-9]+)\].*/\2/' <<<"$spec")
+      vals=($((lo - 1)) $((hi + 1)) $((hi * 1000)) -1 "$big" -"$big" abc 1.5 0x10 "")
+      [ "$lo" -gt 0 ] && vals+=(0)
+      for v in "${vals[@]}"; do
+        [ "$v" = 0 ] && [ "$lo" -le 0 ] && continue
+        refused "$s" "$flag" "$v"
+      done
+      [ "$flag" = --pes ] || [ "$quick" = 1 ] || runs_or_refused "$s" "$flag" "$hi"
+      ;;
+    INT*) # an integer checked against the run (collectives --root: a PE)
+      for v in -1 "$big" abc 1.5 ""; do refused "$s" "$flag" "$v"; done
+      ;;
+    TEXT:\{*)
+      for v in bogus "" ALLREDUCE; do refused "$s" "$flag" "$v"; done
+      ;;
+    esac
+  done < <(grep -E '^ +--[a-z_]+ [A-Z]' <<<"$help" | sed -E 's/^ +//')
+done
+# A bad environment variable fails the run (exit 1, never a signal) with a message that starts at
+# the sample's own line and names the variable.
+for s in "${samples[@]}"; do
+  for e in PTO_DEADLOCK_TIMEOUT_MS=abc PTO_ISA=avx1024 PTO_RUN_MODE=JIT PTO_JIT_CACHE_MB=-1; do
+    env "$e" timeout 20 "$bin/$s" --pes 2 >/dev/null 2>"$err"
+    rc=$?
+    if [ "$rc" -ne 1 ] || ! grep -q "error: $s.cpp:[0-9]*: .*${e%%=*}" "$err"; then
+      bad "$e $s exited $rc: $(head -c 300 "$err")"
+    else
+      ok
+    fi
+  done
+done
+# collectives --root outside [0, pes).
+refused collectives --root 8 --op broadcast --pes 8
+refused collectives --root 2 --op broadcast --pes 2
+echo "sample flags: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
