@@ -167,7 +167,7 @@ void run(benchmark::State &state, const std::shared_ptr<Case> &c) {
   call(*c); // untimed first call: ours traces and compiles here
   if (!c->check(state))
     return;
-  if (ours)
+  if (ours && c->kernel)
     c->moved = traffic(c->kernel->last_ir());
   for (auto _ : state) {
     call(*c);
