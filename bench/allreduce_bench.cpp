@@ -6,8 +6,9 @@
 // Counters per case: bytes/s counts one PE's input per call (NCCL's "algorithm bandwidth");
 // `moved_B` is the bytes one PE's program copies per call, read off the compiled kernel's IR
 // (every shmem_put, shmem_get and shmem_clear_data window, and every assemble/clone: the data
-// movement the DSL program asks for, whatever the transport does underneath); `heap_B` is the
-// PE's symmetric heap (today's runtime zeroes it at every kernel entry).
+// movement the DSL program asks for, whatever the transport does underneath; a borrowed get,
+// which the threads backend's direct path does not copy, counts 0); `heap_B` is the PE's
+// symmetric heap (kernel entry zeroes only its `zeroed=` prefix: the staging is not zeroed).
 //
 //   build-bench/bench/allreduce_bench --benchmark_repetitions=5
 //   --benchmark_report_aggregates_only=true
@@ -97,7 +98,7 @@ Traffic traffic(const std::string &ir) {
       std::string op = m[1];
       if (op == "shmem_put" || op == "assemble" || op == "clone")
         t.moved += value_bytes[m[2]];
-      else
+      else if (line.find(" borrow") == std::string::npos) // borrowed: no copy on threads
         t.moved += numel(m[4]) * shmem_esize["shmem" + std::string(m[3])];
     }
   }

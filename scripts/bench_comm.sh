@@ -4,7 +4,8 @@
 # allreduce_bench (Google Benchmark, 5 repetitions, medians), the threads reduce-scatter +
 # allgather reference (bench/peers/threads_rsag.cpp) and Open MPI's peers under mpirun
 # (bench/peers/mpi_peers.cpp: MPI_Put + flush and Send/Recv ping-pongs, MPI_Allreduce on 2 and 8
-# processes), then prints one table: case, ptojit median, each peer's median, and the ratio
+# processes) and ptojit's allreduce on the MPI transport against MPI_Allreduce in the same
+# processes (bench/peers/ptojit_mpi.cpp, mpirun -np 2), then prints one table: case, ptojit median, each peer's median, and the ratio
 # peer time / ptojit time (above 1: ptojit is faster), with the CPU model. Paste it, with this
 # command, into bench/RESULTS.md.
 #
@@ -26,7 +27,7 @@ if [ $table_only -eq 0 ]; then
     -DPTO_BUILD_SAMPLES=OFF >/dev/null
   targets=(threads_rsag)
   for t in comm_bench allreduce_bench; do [ -f "bench/$t.cpp" ] && targets+=("$t"); done
-  command -v mpirun >/dev/null && targets+=(mpi_peers)
+  command -v mpirun >/dev/null && targets+=(mpi_peers ptojit_mpi)
   cmake --build build-bench -j "$(nproc)" --target "${targets[@]}"
   rm -rf "$out"
   mkdir -p "$out"
@@ -44,19 +45,24 @@ if [ $table_only -eq 0 ]; then
     mpirun_ -np 2 build-bench/bench/mpi_peers | tee -a "$out/peers.txt"
     mpirun_ -np 8 build-bench/bench/mpi_peers --only mpi_allreduce/8MiB | tee -a "$out/peers.txt"
   fi
+  if [ -x build-bench/bench/ptojit_mpi ]; then
+    echo "== ptojit_mpi (mpirun -np 2: ptojit on the MPI transport and MPI_Allreduce, same run)"
+    mpirun_ -np 2 build-bench/bench/ptojit_mpi | tee -a "$out/peers.txt"
+  fi
 fi
 
 # ptojit's medians (us) by case name from the Google Benchmark CSVs, then the peers' PEER lines.
 {
-  for f in "$out"/*.csv; do [ -f "$f" ] && cat "$f"; done | awk -F, '/^"/ {
+  for f in "$out"/*.csv; do [ ! -f "$f" ] || cat "$f"; done | awk -F, '/^"/ {
     name = $1; gsub(/"/, "", name)
     if (name !~ /_median$/) next
     sub(/_median$/, "", name); sub(/\/(real_time|manual_time)$/, "", name)
     unit = $5; scale = (unit == "ns") ? 1e-3 : (unit == "us") ? 1 : (unit == "ms") ? 1e3 : 1e6
     printf "OURS %s %.4f\n", name, $3 * scale
   }'
-  [ -f "$out/peers.txt" ] && awk '/^PEER / { sub(/median_us=/, "", $3); print "PEER", $2, $3 }' \
-    "$out/peers.txt"
+  # ptojit on the MPI transport reports as a peer binary does: its lines are ptojit's side.
+  [ -f "$out/peers.txt" ] && awk '/^PEER / { sub(/median_us=/, "", $3)
+    print ($2 ~ /^ptojit_mpi_/ ? "OURS" : "PEER"), $2, $3 }' "$out/peers.txt"
 } | awk -v cpu="$(lscpu | sed -n 's/^Model name: *//p' | head -1)" '
   # Each row: label @ ptojit case (a regex over the benchmark names) @ peers (exact names).
   BEGIN {
@@ -64,6 +70,8 @@ fi
     rows[++n] = "allreduce fp32 8 MiB, 2 PEs@^allreduce.*8MiB.*pes:2($|/)@mpi_allreduce/8MiB/np:2 threads_rsag/8MiB/threads:2"
     rows[++n] = "allreduce fp32 8 MiB, 8 PEs@^allreduce.*8MiB.*pes:8($|/)@mpi_allreduce/8MiB/np:8 threads_rsag/8MiB/threads:8"
     rows[++n] = "allreduce 8 KiB, 2 PEs, per call of 200@^allreduce_loop/8KiB/pes:2@mpi_allreduce_loop/8KiB/np:2"
+    rows[++n] = "allreduce fp32 8 MiB, 2 ranks, MPI transport@^ptojit_mpi_allreduce/8MiB/np:2@mpi_allreduce_same_run/8MiB/np:2 mpi_allreduce/8MiB/np:2"
+    rows[++n] = "allreduce 8 KiB, 2 ranks, MPI transport, per call of 200@^ptojit_mpi_allreduce_loop/8KiB/np:2@mpi_allreduce_loop_same_run/8KiB/np:2"
     rows[++n] = "World::run trivial, 1 PE@^world_run/trivial/pes:1@"
     rows[++n] = "World::run trivial, 2 PEs@^world_run/trivial/pes:2@"
   }

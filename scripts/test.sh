@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test.sh - The README's second command (and CI's): install what is missing, check the format
 # (clang-format 19) and the tree's habits (scripts/check_tree.sh), build with warnings as
-# errors, run every CTest test (label quick, then slow), the codegen tests and a few more with
+# errors, build and run a user's project against it both ways (tests/consumer), run every CTest test (label quick, then slow), the codegen tests and a few more with
 # the JIT capped at AVX2 (PTO_ISA=avx2), the runtime tests under ThreadSanitizer, the suites
 # built with ASan + UBSan, the error and bounds tests with guard pages and under valgrind
 # memcheck, then every sample's --check, then the MPI backend under mpirun (2 and 4 ranks), then
@@ -146,10 +146,41 @@ mpi_checks() (
   [ $rc -eq 2 ] || { echo "mpi: --backend mpi outside mpirun exited $rc, want 2"; exit 1; }
 )
 
+# A user's project (tests/consumer) built and run both ways: against build/ installed into a
+# temporary prefix (find_package(ptojit CONFIG), then the same main.cpp through pkg-config), and
+# with the source tree as its sub-project (add_subdirectory: only the libraries). The sub-project
+# builds in build-consumer/, beside build/ and with its build type and warnings, so that ccache
+# reuses build/'s objects (ccache rewrites paths relative to the compiler's working directory,
+# which must then sit as deep in the tree as build/'s): under a minute, not ten.
+consumer() (
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp" build-consumer' EXIT
+  cmake --install build --prefix "$tmp/prefix" >/dev/null
+  cmake -S tests/consumer -B "$tmp/installed" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
+  cmake --build "$tmp/installed" -j "$(nproc)" >/dev/null
+  "$tmp/installed/consumer"
+  # shellcheck disable=SC2046 # pkg-config's output is a list of flags
+  c++ -O1 tests/consumer/main.cpp -o "$tmp/pc_consumer" \
+    $(PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --cflags --libs ptojit)
+  "$tmp/pc_consumer"
+  cmake -S tests/consumer -B "$tmp/sub" -DCMAKE_BUILD_TYPE=Release -DPTO_WERROR=ON \
+    -DPTOJIT_SOURCE_DIR="$PWD" -DPTOJIT_BINARY_DIR="$PWD/build-consumer" >/dev/null
+  cmake --build "$tmp/sub" -j "$(nproc)" >/dev/null
+  "$tmp/sub/consumer"
+  # Nothing of ptojit's own reaches the consumer's CTest.
+  [ "$(ctest --test-dir "$tmp/sub" -N | grep -c 'Test #')" -eq 1 ] || {
+    ctest --test-dir "$tmp/sub" -N
+    echo "consumer: ptojit registered tests in the sub-project's CTest"
+    exit 1
+  }
+)
+
 stage bootstrap scripts/bootstrap.sh
 stage format scripts/format.sh --check
 stage tree scripts/check_tree.sh
 stage build scripts/build.sh -DPTO_WERROR=ON
+stage consumer consumer
 # The two labels partition the tests (tests/CMakeLists.txt): every case runs exactly once.
 stage ctest-quick ctest --test-dir build --output-on-failure -LE slow
 stage ctest-slow ctest --test-dir build --output-on-failure -L slow

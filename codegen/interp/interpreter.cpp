@@ -462,7 +462,9 @@ public:
     if (shmem) {
       std::vector<uint64_t> hashes;
       std::vector<const char *> where, layout;
+      std::vector<int64_t> zero;
       for (const auto &g : p_.groups) {
+        zero.push_back(g.zero_bytes);
         hashes.push_back(g.layout_hash);
         where.push_back(g.where.c_str());
         layout.push_back(g.layout.c_str());
@@ -470,6 +472,7 @@ public:
         n_pes.push_back(g.n_pes);
         names.push_back(g.name.c_str());
       }
+      pto_rt_heap_zeroing(ctx, static_cast<int32_t>(zero.size()), zero.data());
       int32_t st =
           pto_rt_kernel_enter(ctx, hashes.data(), static_cast<int32_t>(p_.groups.size()),
                               heap.data(), n_pes.data(), names.data(), where.data(), layout.data());

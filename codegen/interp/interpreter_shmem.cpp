@@ -305,7 +305,7 @@ int32_t Run::shmem_wait_set(const Op &op) {
     if (int32_t st = int32_at(op.outputs.at(1), count, nullptr))
       return st;
   }
-  return pto_rt_wait_until_set(ctx_, group, abi_wait_mode(op.kind), abi_wait_blocks(op.kind),
+  return pto_rt_wait_until_set(ctx_, group, abi_wait_mode(op.kind), abi_wait_blocks(op),
                                slot_offsets.data(), static_cast<int32_t>(n), per_elem, base, status,
                                status_stride, status_valid, abi_cmp(op.cmp), op.signal,
                                op.clear ? 1 : 0, out, out_stride, count, site_);

@@ -22,6 +22,8 @@ namespace pto::codegen {
   X(MyPe, pto_rt_my_pe)                                                                            \
   X(NPes, pto_rt_n_pes)                                                                            \
   X(KernelEnter, pto_rt_kernel_enter)                                                              \
+  X(HeapZeroing, pto_rt_heap_zeroing)                                                              \
+  X(HeapTable, pto_rt_heap_table)                                                                  \
   X(KernelExit, pto_rt_kernel_exit)                                                                \
   X(HeapBase, pto_rt_heap_base)                                                                    \
   X(Put, pto_rt_put)                                                                               \

@@ -85,6 +85,14 @@ public:
   // ---- values in memory ----------------------------------------------------------------------
   /// Gives local `id` its buffer (a materialized value).
   void set_storage(ir::ValueId id, llvm::Value *buffer) { storage_[id] = buffer; }
+  /// The heap base table of the kernel's group `group` (an entry-block [n_pes x ptr] array
+  /// that pto_rt_heap_table fills once per kernel entry: bind_heap_tables, lower_shmem.h), or
+  /// null before it is bound.
+  void set_heap_table(int group, llvm::Value *table) { heap_tables_[group] = table; }
+  llvm::Value *heap_table(int group) const {
+    auto it = heap_tables_.find(group);
+    return it == heap_tables_.end() ? nullptr : it->second;
+  }
   /// Address of a value's window (views resolved to their root; a symbolic window is checked to
   /// lie inside its root once, here, failing the call with PTO_FAIL_VIEW_BOUNDS).
   Addr addr(ir::ValueId id);
@@ -179,6 +187,7 @@ private:
   std::map<int64_t, LoopBounds> loop_bounds_;
   std::map<int64_t, llvm::Value *> my_pe_;
   std::map<ir::ValueId, llvm::Value *> storage_; // materialized locals
+  std::map<int, llvm::Value *> heap_tables_;     // by group index
   llvm::Value *overflow_ = nullptr;      // while sym_checked runs: its i1 flag slot, else null
   llvm::Value *overflow_slot_ = nullptr; // that slot (an entry-block alloca), made once
 };

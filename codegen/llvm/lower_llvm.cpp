@@ -109,7 +109,9 @@ private:
     LV *names = kb_.entry_alloca(names_ty, "group_names");
     LV *wheres = kb_.entry_alloca(names_ty, "group_where");
     LV *layouts = kb_.entry_alloca(names_ty, "group_layout");
+    LV *zero = kb_.entry_alloca(heap_ty, "zero_bytes");
     for (size_t g = 0; g < ng; ++g) {
+      B.CreateStore(kb_.i64(p_.groups[g].zero_bytes), B.CreateConstGEP2_64(heap_ty, zero, 0, g));
       B.CreateStore(kb_.i64(static_cast<int64_t>(p_.groups[g].layout_hash)),
                     B.CreateConstGEP2_64(heap_ty, hashes, 0, g));
       B.CreateStore(kb_.i64(p_.groups[g].heap_bytes), B.CreateConstGEP2_64(heap_ty, heap, 0, g));
@@ -121,10 +123,12 @@ private:
       B.CreateStore(B.CreateGlobalStringPtr(p_.groups[g].layout),
                     B.CreateConstGEP2_64(names_ty, layouts, 0, g));
     }
+    kb_.call_rt(RtFn::HeapZeroing, {kb_.ctx_arg(), B.getInt32(static_cast<int>(ng)), zero});
     LV *st =
         kb_.call_rt(RtFn::KernelEnter, {kb_.ctx_arg(), hashes, B.getInt32(static_cast<int>(ng)),
                                         heap, npes, names, wheres, layouts});
     kb_.ret_if_error(st);
+    bind_heap_tables(kb_, p_); // lower_shmem.h: the peers' heap bases, once per kernel entry
   }
 
   // ---- regions -------------------------------------------------------------------------------

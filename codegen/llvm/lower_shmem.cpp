@@ -34,6 +34,8 @@ public:
                  const TileBody &body);
   TileBody prepare_put(const Op &op);
   TileBody prepare_get(const Op &op);
+  bool borrow_get(const Op &op);
+  bool written_later(ir::ValueId id) const;
   TileBody prepare_signal_wait(const Op &op);
   void clear(const Op &op);
   void clear_signal(const Op &op);
@@ -59,6 +61,7 @@ private:
     Index valid;
     LV *pe = nullptr;
     Index heap_strides;
+    LV *base = nullptr; ///< the direct path's heap base of `pe` (null at run time: the runtime)
   };
   /// The runtime call of one non-empty tile; returns its status.
   using TransferCall =
@@ -67,6 +70,20 @@ private:
   KernelBuilder &kb_;
   llvm::IRBuilder<> &B;
   const ir::Program &p_;
+
+  /// The heap base of PE `pe` (i32) of `s`'s group from this kernel entry's table: null when
+  /// the table has none (another transport, PTO_SHMEM_DIRECT=0, a trace) or `pe` is outside the
+  /// group (the runtime call then reports it). Null (a constant) when the op may not take the
+  /// direct path: an ADD, or a dtype conversion.
+  LV *direct_base(const ir::ShmemInfo &s, LV *pe, bool eligible);
+  /// Copies the tile of extents `ext` between `dst` and `src` (same dtype, `esize` bytes, each
+  /// side's row-major element strides `ds` / `ss`, innermost stride 1): one memcpy per row of the
+  /// last dim, or per block of the last two dims when both sides hold it contiguously.
+  void copy_tile(LV *dst, const Index &ds, LV *src, const Index &ss, const Index &ext,
+                 int64_t esize);
+  /// Runs `direct` when `t.base` is non-null, else `runtime` (a call returning a status).
+  void direct_or_runtime(const Transfer &t, const char *name, const std::function<void()> &direct,
+                         const std::function<LV *()> &runtime);
 
   /// Evaluates what `op`'s tiles share (once per op) and checks the whole window.
   Transfer begin_transfer(const Op &op, ir::ValueId local,
@@ -219,6 +236,70 @@ void ShmemLowering::if_nonempty(LV *nonempty, const char *name, const std::funct
   kb_.if_then(nonempty, then, name, std::string(name) + ".skip");
 }
 
+LV *ShmemLowering::direct_base(const ir::ShmemInfo &s, LV *pe, bool eligible) {
+  LV *null = llvm::ConstantPointerNull::get(B.getPtrTy());
+  LV *table = kb_.heap_table(s.group_index);
+  if (!eligible || !table)
+    return null;
+  LV *p = B.CreateSExt(pe, B.getInt64Ty());
+  LV *in = B.CreateAnd(B.CreateICmpSGE(p, kb_.i64(0)), B.CreateICmpSLT(p, kb_.i64(s.n_pes)));
+  auto *ty = llvm::ArrayType::get(B.getPtrTy(), static_cast<uint64_t>(s.n_pes));
+  LV *slot = B.CreateGEP(ty, table, {kb_.i64(0), B.CreateSelect(in, p, kb_.i64(0))});
+  return B.CreateSelect(in, B.CreateLoad(B.getPtrTy(), slot, "heap.base"), null);
+}
+
+void ShmemLowering::copy_tile(LV *dst, const Index &ds, LV *src, const Index &ss, const Index &ext,
+                              int64_t esize) {
+  const size_t r = ext.size(); // 2 to 4 (shmem ranks)
+  auto at = [&](LV *base, LV *elems) {
+    return B.CreateGEP(B.getInt8Ty(), base, B.CreateMul(elems, kb_.i64(esize)));
+  };
+  auto copy = [&](LV *d_lin, LV *s_lin, LV *elems) {
+    B.CreateMemCpy(at(dst, d_lin), llvm::MaybeAlign(esize), at(src, s_lin), llvm::MaybeAlign(esize),
+                   B.CreateMul(elems, kb_.i64(esize)));
+  };
+  // Element offsets of the outer index tuple so far, on each side.
+  std::function<void(size_t, LV *, LV *)> rec = [&](size_t d, LV *dl, LV *sl) {
+    if (d + 2 < r) {
+      kb_.for_loop(
+          kb_.i64(0), ext[d], kb_.i64(1),
+          [&](LV *i) {
+            rec(d + 1, B.CreateAdd(dl, B.CreateMul(i, ds[d])),
+                B.CreateAdd(sl, B.CreateMul(i, ss[d])));
+          },
+          "direct.outer");
+      return;
+    }
+    // The last two dims: one block when both sides hold the rows back to back.
+    LV *flat = B.CreateAnd(B.CreateICmpEQ(ds[d], ext[d + 1]), B.CreateICmpEQ(ss[d], ext[d + 1]));
+    kb_.if_else(
+        flat, [&] { copy(dl, sl, B.CreateMul(ext[d], ext[d + 1])); },
+        [&] {
+          kb_.for_loop(
+              kb_.i64(0), ext[d], kb_.i64(1),
+              [&](LV *i) {
+                copy(B.CreateAdd(dl, B.CreateMul(i, ds[d])), B.CreateAdd(sl, B.CreateMul(i, ss[d])),
+                     ext[d + 1]);
+              },
+              "direct.row");
+        },
+        "direct.block", "direct.rows", "direct.end");
+  };
+  rec(0, kb_.i64(0), kb_.i64(0));
+}
+
+void ShmemLowering::direct_or_runtime(const Transfer &t, const char *name,
+                                      const std::function<void()> &direct,
+                                      const std::function<LV *()> &runtime) {
+  if (llvm::isa<llvm::ConstantPointerNull>(t.base)) {
+    kb_.ret_if_error(runtime());
+    return;
+  }
+  kb_.if_else(
+      B.CreateIsNotNull(t.base), direct, [&] { kb_.ret_if_error(runtime()); },
+      std::string(name) + ".direct", std::string(name) + ".runtime", std::string(name) + ".done");
+}
+
 ShmemLowering::Transfer ShmemLowering::begin_transfer(const Op &op, ir::ValueId local,
                                                       const std::vector<SymbolicScalar> &valid) {
   Transfer t;
@@ -229,6 +310,9 @@ ShmemLowering::Transfer ShmemLowering::begin_transfer(const Op &op, ir::ValueId 
   t.pe = B.CreateTrunc(kb_.sym(op.pe), B.getInt32Ty());
   t.heap_strides = constants(shmem_strides(*t.s));
   check_whole_window(*t.s, op);
+  const bool same_dtype = t.local->dtype == t.s->dtype;
+  const bool set = op.kind == OpKind::ShmemGet || op.atomic == ir::Atomic::Set;
+  t.base = direct_base(*t.s, t.pe, same_dtype && set);
   return t;
 }
 
@@ -239,18 +323,30 @@ TileBody ShmemLowering::per_tile(Transfer t, const char *name, TransferCall call
   };
 }
 
+/// Per tile: the direct path (loads and stores straight into the peer's heap, the window checked
+/// above) when the table has the PE's base, else pto_rt_put.
 TileBody ShmemLowering::prepare_put(const Op &op) {
   const ir::Value &src = p_.value(op.inputs[0]);
   return per_tile(begin_transfer(op, src.id, src.valid), "put",
                   [this, &op](const Transfer &t, const ClippedTile &c, const Index &off) {
                     const ir::ShmemInfo &s = *t.s;
-                    LV *blk = make_block(c.ext, t.a.strides, t.heap_strides);
                     LV *sp = B.CreateGEP(storage_type(B, t.local->dtype), t.a.base, c.lin);
-                    return kb_.call_rt(RtFn::Put,
-                                       {kb_.ctx_arg(), B.getInt32(s.group_index), t.pe, atomic(op),
-                                        sp, B.getInt32(t.local->dtype), heap_offset(s, op, off),
-                                        kb_.i64(s.data_offset_bytes + s.data_bytes),
-                                        B.getInt32(s.dtype), blk, B.getInt32(kb_.current_site())});
+                    direct_or_runtime(
+                        t, "put",
+                        [&] {
+                          LV *dp = B.CreateGEP(B.getInt8Ty(), t.base, heap_offset(s, op, off));
+                          copy_tile(dp, t.heap_strides, sp, t.a.strides, c.ext, bytes_of(s.dtype));
+                        },
+                        [&] {
+                          LV *blk = make_block(c.ext, t.a.strides, t.heap_strides);
+                          return kb_.call_rt(
+                              RtFn::Put,
+                              {kb_.ctx_arg(), B.getInt32(s.group_index), t.pe, atomic(op), sp,
+                               B.getInt32(t.local->dtype), heap_offset(s, op, off),
+                               kb_.i64(s.data_offset_bytes + s.data_bytes), B.getInt32(s.dtype),
+                               blk, B.getInt32(kb_.current_site())});
+                        });
+                    return B.getInt32(PTO_OK);
                   });
 }
 
@@ -258,16 +354,86 @@ TileBody ShmemLowering::prepare_get(const Op &op) {
   return per_tile(begin_transfer(op, op.outputs[1], op.view_valid), "get",
                   [this, &op](const Transfer &t, const ClippedTile &c, const Index &off) {
                     const ir::ShmemInfo &s = *t.s;
-                    // pto_block: "src" is the heap side, "dst" the local side, as pto_rt_get
-                    // documents.
-                    LV *blk = make_block(c.ext, t.heap_strides, t.a.strides);
                     LV *dp = B.CreateGEP(storage_type(B, t.local->dtype), t.a.base, c.lin);
-                    return kb_.call_rt(
-                        RtFn::Get,
-                        {kb_.ctx_arg(), B.getInt32(s.group_index), t.pe, heap_offset(s, op, off),
-                         kb_.i64(s.data_offset_bytes + s.data_bytes), B.getInt32(s.dtype), dp,
-                         B.getInt32(t.local->dtype), blk, B.getInt32(kb_.current_site())});
+                    direct_or_runtime(
+                        t, "get",
+                        [&] {
+                          LV *sp = B.CreateGEP(B.getInt8Ty(), t.base, heap_offset(s, op, off));
+                          copy_tile(dp, t.a.strides, sp, t.heap_strides, c.ext, bytes_of(s.dtype));
+                        },
+                        [&] {
+                          // pto_block: "src" is the heap side, "dst" the local side, as
+                          // pto_rt_get documents.
+                          LV *blk = make_block(c.ext, t.heap_strides, t.a.strides);
+                          return kb_.call_rt(RtFn::Get,
+                                             {kb_.ctx_arg(), B.getInt32(s.group_index), t.pe,
+                                              heap_offset(s, op, off),
+                                              kb_.i64(s.data_offset_bytes + s.data_bytes),
+                                              B.getInt32(s.dtype), dp, B.getInt32(t.local->dtype),
+                                              blk, B.getInt32(kb_.current_site())});
+                        });
+                    return B.getInt32(PTO_OK);
                   });
+}
+
+/// True when some op writes into the storage of local `id` (an assemble into it, or any op whose
+/// output is a view of it): a borrowed result must never write into a heap.
+bool ShmemLowering::written_later(ir::ValueId id) const {
+  std::function<bool(const std::vector<Op> &)> any = [&](const std::vector<Op> &ops) {
+    for (const Op &o : ops) {
+      if (any(o.body))
+        return true;
+      for (const auto &path : o.paths)
+        if (any(path.body))
+          return true;
+      for (ir::ValueId v : o.outputs)
+        if (v != ir::kNoValue && p_.value(v).kind == ir::ValueKind::View && p_.root(v).id == id)
+          return true;
+    }
+    return false;
+  };
+  return any(p_.body);
+}
+
+/// A borrowed get (ir::Op::borrow) on the direct path: the result's storage becomes the heap
+/// window itself, when the window's rows are whole rows of the shmem data (so its dense strides
+/// are the heap's) and no conversion is asked for; otherwise (and on the runtime path) the copy
+/// of prepare_get into the result's own buffer. The window is checked either way.
+bool ShmemLowering::borrow_get(const Op &op) {
+  const ir::ShmemInfo &s = shmem_of(op);
+  const ir::Value &out = p_.value(op.outputs[1]);
+  if (!op.borrow || s.zero_data || out.dtype != s.dtype || out.kind != ir::ValueKind::Local ||
+      !std::equal(op.view_shape.begin() + 1, op.view_shape.end(), s.shape.begin() + 1,
+                  s.shape.end()) ||
+      !kb_.heap_table(s.group_index) || written_later(out.id))
+    return false;
+  Transfer t = begin_transfer(op, op.outputs[1], op.view_valid);
+  LV *own = t.a.base;
+  LV *window = B.CreateGEP(B.getInt8Ty(), t.base,
+                           heap_offset(s, op, Index(s.shape.size(), kb_.i64(0))), "borrowed");
+  LV *direct = B.CreateIsNotNull(t.base);
+  kb_.set_storage(out.id, B.CreateSelect(direct, window, own));
+  kb_.if_then(
+      B.CreateNot(direct),
+      [&] {
+        t.base = llvm::ConstantPointerNull::get(B.getPtrTy());
+        t.a.base = own;
+        for_tiles(
+            op.view_shape, op.tile.vec,
+            per_tile(
+                t, "get", [this, &op](const Transfer &tt, const ClippedTile &c, const Index &off) {
+                  const ir::ShmemInfo &ss = *tt.s;
+                  LV *blk = make_block(c.ext, tt.heap_strides, tt.a.strides);
+                  LV *dp = B.CreateGEP(storage_type(B, tt.local->dtype), tt.a.base, c.lin);
+                  return kb_.call_rt(
+                      RtFn::Get,
+                      {kb_.ctx_arg(), B.getInt32(ss.group_index), tt.pe, heap_offset(ss, op, off),
+                       kb_.i64(ss.data_offset_bytes + ss.data_bytes), B.getInt32(ss.dtype), dp,
+                       B.getInt32(tt.local->dtype), blk, B.getInt32(kb_.current_site())});
+                }));
+      },
+      "get.copy", "get.borrowed");
+  return true;
 }
 
 /// The slot row must be a PE of the group, and the window (view offsets `O`) tile-aligned
@@ -454,11 +620,10 @@ void ShmemLowering::wait_set(const Op &op) {
   }
   kb_.ret_if_error(kb_.call_rt(
       RtFn::WaitUntilSet,
-      {kb_.ctx_arg(), group, B.getInt32(abi_wait_mode(op.kind)),
-       B.getInt32(abi_wait_blocks(op.kind)), slots, B.getInt32(static_cast<int32_t>(n)),
-       B.getInt32(static_cast<int32_t>(per_elem)), base, status, status_stride, status_valid,
-       B.getInt32(abi_cmp(op.cmp)), B.getInt32(op.signal), B.getInt32(op.clear ? 1 : 0), out,
-       out_stride, count, B.getInt32(kb_.current_site())}));
+      {kb_.ctx_arg(), group, B.getInt32(abi_wait_mode(op.kind)), B.getInt32(abi_wait_blocks(op)),
+       slots, B.getInt32(static_cast<int32_t>(n)), B.getInt32(static_cast<int32_t>(per_elem)), base,
+       status, status_stride, status_valid, B.getInt32(abi_cmp(op.cmp)), B.getInt32(op.signal),
+       B.getInt32(op.clear ? 1 : 0), out, out_stride, count, B.getInt32(kb_.current_site())}));
 }
 
 LV *ShmemLowering::amo_operand(DataType dt, const SymbolicScalar &v, bool is_real, double real,
@@ -530,7 +695,46 @@ void lower_put(KernelBuilder &kb, const Op &op) {
 
 void lower_get(KernelBuilder &kb, const Op &op) {
   ShmemLowering sl(kb);
-  sl.for_tiles(op.view_shape, op.tile.vec, sl.prepare_get(op));
+  if (!sl.borrow_get(op))
+    sl.for_tiles(op.view_shape, op.tile.vec, sl.prepare_get(op));
+}
+
+void bind_heap_tables(KernelBuilder &kb, const ir::Program &p) {
+  auto &B = kb.builder();
+  // Per group, the data the kernel may store into directly (SET puts into zeroed tensors) and
+  // everything past zero_bytes (for later kernels whose layouts zero it).
+  std::vector<std::vector<int64_t>> ranges(p.groups.size());
+  std::function<void(const std::vector<Op> &)> scan = [&](const std::vector<Op> &ops) {
+    for (const Op &op : ops) {
+      scan(op.body);
+      for (const auto &path : op.paths)
+        scan(path.body);
+      if ((op.kind == OpKind::ShmemPut || op.kind == OpKind::ShmemPutSignal) &&
+          op.atomic == ir::Atomic::Set) {
+        const auto &s = p.shmems.at(static_cast<size_t>(op.shmem));
+        auto &r = ranges.at(static_cast<size_t>(s.group_index));
+        if (s.zero_data && std::find(r.begin(), r.end(), s.data_offset_bytes) == r.end())
+          r.insert(r.end(), {s.data_offset_bytes, s.data_bytes});
+      }
+    }
+  };
+  scan(p.body);
+  for (size_t g = 0; g < p.groups.size(); ++g) {
+    const ir::Group &grp = p.groups[g];
+    auto &r = ranges[g];
+    if (grp.heap_bytes > grp.zero_bytes)
+      r.insert(r.end(), {grp.zero_bytes, grp.heap_bytes - grp.zero_bytes});
+    auto *table_ty = llvm::ArrayType::get(B.getPtrTy(), static_cast<uint64_t>(grp.n_pes));
+    LV *table = kb.entry_alloca(table_ty, "heap_table");
+    auto *ranges_ty = llvm::ArrayType::get(B.getInt64Ty(), std::max<size_t>(r.size(), 1));
+    LV *rs = kb.entry_alloca(ranges_ty, "heap_ranges");
+    for (size_t k = 0; k < r.size(); ++k)
+      B.CreateStore(kb.i64(r[k]), B.CreateConstGEP2_64(ranges_ty, rs, 0, k));
+    kb.ret_if_error(
+        kb.call_rt(RtFn::HeapTable, {kb.ctx_arg(), B.getInt32(static_cast<int>(g)),
+                                     B.getInt32(static_cast<int>(r.size() / 2)), rs, table}));
+    kb.set_heap_table(static_cast<int>(g), table);
+  }
 }
 
 void lower_signal_wait(KernelBuilder &kb, const Op &op) {

@@ -9,9 +9,18 @@
 
 namespace pto::codegen {
 
-/// OpKind::ShmemPut: pto_rt_put per non-empty tile of the source's valid region.
+/// At kernel entry (after pto_rt_kernel_enter): one pto_rt_heap_table per group, whose bases the
+/// puts and gets below use for the direct path (docs/distributed.md, "The shared-memory fast
+/// path"): a SET put or get without dtype conversion whose PE has a base copies the tile itself
+/// (memcpy per row, straight into or out of the peer's heap), else it calls the runtime.
+void bind_heap_tables(KernelBuilder &kb, const ir::Program &p);
+
+/// OpKind::ShmemPut: per non-empty tile of the source's valid region, the direct copy or
+/// pto_rt_put.
 void lower_put(KernelBuilder &kb, const ir::Op &op);
-/// OpKind::ShmemGet: pto_rt_get per non-empty tile of the view's valid region.
+/// OpKind::ShmemGet: per non-empty tile of the view's valid region, the direct copy or
+/// pto_rt_get; a borrowed get (ir::Op::borrow) on the direct path makes the heap window the
+/// result's storage instead of copying.
 void lower_get(KernelBuilder &kb, const ir::Op &op);
 /// OpKind::ShmemSignal and ShmemWaitUntil: pto_rt_signal / pto_rt_wait_until per slot tile.
 void lower_signal_wait(KernelBuilder &kb, const ir::Op &op);

@@ -37,7 +37,9 @@ inline int32_t abi_wait_mode(ir::OpKind k) {
          : k == ir::OpKind::ShmemWaitUntilSome ? PTO_WAIT_SOME
                                                : PTO_WAIT_ALL;
 }
-/// Whether a wait-set op blocks (all but ShmemTest).
-inline int32_t abi_wait_blocks(ir::OpKind k) { return k == ir::OpKind::ShmemTest ? 0 : 1; }
+/// Whether a wait-set op blocks (all but ShmemTest and the test forms of any/some, op.test).
+inline int32_t abi_wait_blocks(const ir::Op &op) {
+  return op.kind == ir::OpKind::ShmemTest || op.test ? 0 : 1;
+}
 
 } // namespace pto::codegen

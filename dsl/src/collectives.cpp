@@ -107,6 +107,26 @@ SymbolicScalar valid_rows_at(const SymbolicScalar &valid_rows, const SymbolicSca
   return min(max(valid_rows - off, 0), rows);
 }
 
+ShmemTensor staging_tensor(const std::string &group, int n, DataType dt,
+                           const std::vector<int64_t> &shape, const SrcLoc &loc) {
+  ShmemTensor t = create_shmem_tensor(group, n, dt, shape, loc);
+  ir::Recorder::current("collective", loc)
+      .program()
+      .shmems.at(static_cast<size_t>(t.index))
+      .zero_data = false;
+  return t;
+}
+
+Tensor borrowed_get(const ShmemTensor &src, const SymbolicScalar &pe, GetOptions opts,
+                    const SrcLoc &loc) {
+  Tensor out = shmem_get(src, pe, std::move(opts), loc);
+  ir::Op *get = ir::Recorder::current("collective", loc).last_emitted();
+  if (get && get->kind == ir::OpKind::ShmemGet && get->outputs.size() == 2 &&
+      get->outputs[1] == out.id())
+    get->borrow = true;
+  return out;
+}
+
 SymbolicScalar me_in(const std::string &group, int n, const SrcLoc &loc) {
   ir::Recorder::current("collective", loc).group_index(group, n, "collective", loc);
   return my_symbolic_pe(group, loc);
@@ -194,7 +214,7 @@ Tensor reduce_scatter_blocks(const Tensor &x, Reduction op, const std::vector<in
   const auto block = with_rows(shape, B);
   TileScope tile(block, loc);
   const std::vector<SymbolicScalar> xv = x.valid_shape(); // a copy: values may move
-  auto stage = create_shmem_tensor(
+  auto stage = staging_tensor(
       group, n, x.dtype(),
       with_rows(shape, checked_extent_mul(n, B, "n_pes x block rows", "reduce_scatter", loc)), loc);
   auto me = me_in(group, n, loc);
@@ -216,7 +236,7 @@ Tensor reduce_scatter_blocks(const Tensor &x, Reduction op, const std::vector<in
   for (int q = 0; q < n; ++q) {
     auto slot = shmem_view(stage, block, at_row(q * B, rank), {}, loc);
     terms.push_back(
-        shmem_get(slot, me, {.pred = {ready}, .dtype = reduce_dtype(op, x.dtype())}, loc));
+        borrowed_get(slot, me, {.pred = {ready}, .dtype = reduce_dtype(op, x.dtype())}, loc));
   }
   auto red = reduce_in_order(op, terms, x.dtype(), loc);
   return view(red, block, zeros_at(rank),
@@ -232,7 +252,7 @@ std::pair<ShmemTensor, Tensor> gather_into(const Tensor &x, const std::vector<in
                                            const SrcLoc &loc) {
   const size_t rank = shape.size();
   const int64_t R = shape[0];
-  auto buf = create_shmem_tensor(
+  auto buf = staging_tensor(
       group, n, x.dtype(),
       with_rows(shape, checked_extent_mul(n, R, "n_pes x rows", "allgather", loc)), loc);
   auto me = me_in(group, n, loc);
@@ -252,7 +272,7 @@ Tensor gather_whole(const Tensor &x, const std::vector<int64_t> &shape, const st
   auto begin = reuse_barrier(group, n, pred, loc);
   auto [buf, ready] = gather_into(x, shape, group, n, begin, loc);
   // One get of the whole buffer once every block is in (not one per block, then the whole).
-  return shmem_get(buf, me_in(group, n, loc), {.pred = {ready}}, loc);
+  return borrowed_get(buf, me_in(group, n, loc), {.pred = {ready}}, loc);
 }
 
 } // namespace detail
@@ -354,7 +374,7 @@ Tensor broadcast(const Tensor &x, int root, CollectiveOptions opts, SrcLoc loc) 
   TileScope tile(shape, loc);
   size_t rank = shape.size();
   // Pull-based: every PE publishes its x in its own window; after a barrier all read root's.
-  auto buf = create_shmem_tensor(opts.group, n, x.dtype(), shape, loc);
+  auto buf = staging_tensor(opts.group, n, x.dtype(), shape, loc);
   auto me = me_in(opts.group, n, loc);
   std::vector<Tensor> pred = opts.pred;
   pred.push_back(x);

@@ -62,7 +62,7 @@ Tensor one_shot(const Tensor &x, const std::vector<int64_t> &shape, Reduction op
   const int64_t R = shape[0];
   TileScope tile(shape, loc);
   const std::vector<SymbolicScalar> xv = x.valid_shape();
-  auto stage = create_shmem_tensor(
+  auto stage = staging_tensor(
       group, n, x.dtype(),
       with_rows(shape, checked_extent_mul(n, R, "n_pes x rows", "allreduce", loc)), loc);
   auto me = me_in(group, n, loc);
@@ -76,7 +76,7 @@ Tensor one_shot(const Tensor &x, const std::vector<int64_t> &shape, Reduction op
   for (int q = 0; q < n; ++q) {
     auto theirs = shmem_view(stage, shape, at_row(q * R, rank), {}, loc);
     terms.push_back(
-        shmem_get(theirs, me, {.pred = {ready}, .dtype = reduce_dtype(op, x.dtype())}, loc));
+        borrowed_get(theirs, me, {.pred = {ready}, .dtype = reduce_dtype(op, x.dtype())}, loc));
   }
   auto red = reduce_in_order(op, terms, x.dtype(), loc);
   return view(red, shape, zeros_at(rank), {.valid_shape = xv}, loc);
@@ -98,7 +98,7 @@ Tensor collect(const ShmemTensor &gath, const std::vector<int64_t> &shape, const
       arrived.push_back(shmem_wait_until(w, me, 1, {.clear_signal = true, .pred = {begin}}, loc));
     }
   auto all = shmem_view(gath, shape, zeros_at(rank), {.valid_shape = xv}, loc);
-  return shmem_get(all, me, {.pred = {nop(arrived, loc)}}, loc);
+  return borrowed_get(all, me, {.pred = {nop(arrived, loc)}}, loc);
 }
 
 /// Puts chunk `part` (valid rows clipped) at `row` of `gath` on every PE and signals each: one
@@ -135,8 +135,8 @@ Tensor rs_ag(const Tensor &x, const std::vector<int64_t> &shape, Reduction op,
   const std::vector<SymbolicScalar> xv = x.valid_shape();
   const auto buffer =
       with_rows(shape, checked_extent_mul(n, g.block, "n_pes x block rows", "allreduce", loc));
-  auto stage = create_shmem_tensor(group, n, x.dtype(), buffer, loc);
-  auto gath = create_shmem_tensor(group, n, x.dtype(), buffer, loc);
+  auto stage = staging_tensor(group, n, x.dtype(), buffer, loc);
+  auto gath = staging_tensor(group, n, x.dtype(), buffer, loc);
   auto me = me_in(group, n, loc);
   auto begin = reuse_barrier(group, n, {start}, loc);
   for (int p = 0; p < n; ++p)
@@ -164,7 +164,7 @@ Tensor rs_ag(const Tensor &x, const std::vector<int64_t> &shape, Reduction op,
       auto ready = g.chunks == 1 ? all_in
                                  : shmem_wait_until(slot, me, 1,
                                                     {.clear_signal = true, .pred = {begin}}, loc);
-      terms.push_back(shmem_get(slot, me, {.pred = {ready}, .dtype = acc}, loc));
+      terms.push_back(borrowed_get(slot, me, {.pred = {ready}, .dtype = acc}, loc));
     }
     auto red = reduce_in_order(op, terms, x.dtype(), loc);
     const SymbolicScalar row = me * g.block + c * g.chunk;
@@ -190,7 +190,7 @@ Tensor two_shot_sum(const Tensor &x, const std::vector<int64_t> &shape, const st
   TileScope tile(block, loc);
   const std::vector<SymbolicScalar> xv = x.valid_shape();
   auto acc = create_shmem_tensor(group, n, sum_dtype(x.dtype()), block, loc);
-  auto gath = create_shmem_tensor(
+  auto gath = staging_tensor(
       group, n, x.dtype(),
       with_rows(shape, checked_extent_mul(n, g.block, "n_pes x block rows", "allreduce", loc)),
       loc);

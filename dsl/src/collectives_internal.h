@@ -49,6 +49,21 @@ std::vector<SymbolicScalar> with_valid_rows(std::vector<SymbolicScalar> valid,
 SymbolicScalar valid_rows_at(const SymbolicScalar &valid_rows, const SymbolicScalar &off,
                              int64_t rows);
 
+/// A shmem tensor of `shape` for a SET-put staging buffer: every element the collective reads
+/// (within the valid shapes every PE passes alike) is written in the same call before it is
+/// read, so kernel entry need not zero its data (ir::ShmemInfo::zero_data false); its signals
+/// are zeroed as always. Not for ADD targets.
+ShmemTensor staging_tensor(const std::string &group, int n, DataType dt,
+                           const std::vector<int64_t> &shape, const SrcLoc &loc);
+
+/// shmem_get of `src` (a staging_tensor window this PE reads after its wait) that may return
+/// the heap window itself rather than a copy (ir::Op::borrow): the caller guarantees that no PE
+/// writes the window while the result is live (the next writes come after the next reuse
+/// barrier or kernel entry). A dtype conversion or a window narrower than the buffer's rows
+/// copies as shmem_get does (lower_shmem.cpp decides).
+Tensor borrowed_get(const ShmemTensor &src, const SymbolicScalar &pe, GetOptions opts,
+                    const SrcLoc &loc);
+
 /// This PE's number in `group` (registering the group with its size first).
 SymbolicScalar me_in(const std::string &group, int n, const SrcLoc &loc);
 /// `v[me]` for a run-time `me`, as a chain of selects (v is known at trace time).

@@ -341,6 +341,50 @@ TestResult shmem_test(const ShmemTensor &src, const SymbolicScalar &src_pe, int3
   return res;
 }
 
+TestResult shmem_test_all(const std::vector<SignalSlot> &slots, int32_t cmp_value,
+                          WaitSetOptions opts, SrcLoc loc) {
+  const char *op = "shmem_test_all";
+  ir::Op o = trace_wait_set(OpKind::ShmemTest, slots, cmp_value, to_cmp(opts.cmp, op, loc),
+                            opts.clear_signal, opts.status, opts.pred, op, loc);
+  auto &r = Recorder::current(op, loc);
+  TestResult res{r.tensor(o.outputs[0]),
+                 make_local(r, DT_INT32, {SymbolicScalar(1), SymbolicScalar(1)})};
+  o.outputs.push_back(res.holds.id());
+  r.emit(std::move(o));
+  return res;
+}
+
+WaitAnyResult shmem_test_any(const std::vector<SignalSlot> &slots, int32_t cmp_value,
+                             WaitSetOptions opts, SrcLoc loc) {
+  const char *op = "shmem_test_any";
+  ir::Op o = trace_wait_set(OpKind::ShmemWaitUntilAny, slots, cmp_value, to_cmp(opts.cmp, op, loc),
+                            opts.clear_signal, opts.status, opts.pred, op, loc);
+  o.test = true;
+  auto &r = Recorder::current(op, loc);
+  WaitAnyResult res{r.tensor(o.outputs[0]),
+                    make_local(r, DT_INT32, {SymbolicScalar(1), SymbolicScalar(1)})};
+  o.outputs.push_back(res.index.id());
+  r.emit(std::move(o));
+  return res;
+}
+
+WaitSomeResult shmem_test_some(const std::vector<SignalSlot> &slots, int32_t cmp_value,
+                               WaitSetOptions opts, SrcLoc loc) {
+  const char *op = "shmem_test_some";
+  ir::Op o = trace_wait_set(OpKind::ShmemWaitUntilSome, slots, cmp_value, to_cmp(opts.cmp, op, loc),
+                            opts.clear_signal, opts.status, opts.pred, op, loc);
+  o.test = true;
+  auto &r = Recorder::current(op, loc);
+  const auto n = static_cast<int64_t>(std::max<size_t>(slots.size(), 1));
+  WaitSomeResult res{r.tensor(o.outputs[0]),
+                     make_local(r, DT_INT32, {SymbolicScalar(1), SymbolicScalar(n)}),
+                     make_local(r, DT_INT32, {SymbolicScalar(1), SymbolicScalar(1)})};
+  o.outputs.push_back(res.indices.id());
+  o.outputs.push_back(res.count.id());
+  r.emit(std::move(o));
+  return res;
+}
+
 AmoResult shmem_atomic_fetch_add(const ShmemTensor &dst, const std::vector<SymbolicScalar> &index,
                                  const AmoValue &value, const SymbolicScalar &pe, AmoOptions opts,
                                  SrcLoc loc) {

@@ -109,6 +109,8 @@ void shmem_attrs(const Op &op, std::vector<std::string> &attrs) {
     attrs.push_back(fmt::format("cmp={} value={}", static_cast<int>(op.cmp), op.signal));
     if (op.clear)
       attrs.push_back("clear");
+    if (op.test)
+      attrs.push_back("test");
     if (op.slots)
       attrs.push_back(
           fmt::format("slots={}x{}", op.slots->view_tile_num, op.slots->total_tile_num));
@@ -135,6 +137,8 @@ void shmem_attrs(const Op &op, std::vector<std::string> &attrs) {
     attrs.push_back("cond=" + op.amo_cond.str());
   if (k == H::ShmemWaitUntil && op.clear)
     attrs.push_back("clear");
+  if (k == H::ShmemGet && op.borrow)
+    attrs.push_back("borrow");
   if (op.slots)
     attrs.push_back(fmt::format("slots={}x{}", op.slots->view_tile_num, op.slots->total_tile_num));
 }
@@ -226,12 +230,14 @@ std::string print_impl(const Program &p, bool with_locations) {
   for (auto &c : p.constants)
     out += "  const " + c.repr + "\n";
   for (auto &g : p.groups)
-    out += fmt::format("  group {} n_pes={} heap={}B\n", g.name, g.n_pes, g.heap_bytes);
+    out +=
+        fmt::format("  group {} n_pes={} heap={}B{}\n", g.name, g.n_pes, g.heap_bytes,
+                    g.zero_bytes == g.heap_bytes ? "" : fmt::format(" zeroed={}B", g.zero_bytes));
   for (size_t i = 0; i < p.shmems.size(); ++i) {
     auto &s = p.shmems[i];
-    out += fmt::format("  shmem{} group={} {} {} data@{}+{} signal@{}+{}\n", i, s.group,
+    out += fmt::format("  shmem{} group={} {} {} data@{}+{} signal@{}+{}{}\n", i, s.group,
                        short_name(s.dtype), ints(s.shape), s.data_offset_bytes, s.data_bytes,
-                       s.signal_offset_bytes, s.signal_bytes);
+                       s.signal_offset_bytes, s.signal_bytes, s.zero_data ? "" : " overwritten");
   }
   for (auto &v : p.values) {
     if (v.kind == ValueKind::Token)

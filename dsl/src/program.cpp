@@ -161,6 +161,8 @@ std::string layout_text(const Program &p, int g) {
 void layout_shmem(Program &p) {
   for (auto &g : p.groups)
     g.heap_bytes = 0;
+  // First what kernel entry zeroes (data then signals, per tensor in creation order), then the
+  // data of the tensors without zero_data, so that one prefix [0, zero_bytes) is zeroed.
   for (auto &s : p.shmems) {
     Group &g = p.groups.at(static_cast<size_t>(s.group_index));
     auto d = data_bytes(s), sig = signal_bytes(s);
@@ -169,11 +171,21 @@ void layout_shmem(Program &p) {
                           "shmem tensor sizes past the heap limit were not caught while tracing");
     s.data_bytes = *d;
     s.signal_bytes = *sig;
-    s.data_offset_bytes = g.heap_bytes;
-    g.heap_bytes += s.data_bytes;
+    if (s.zero_data) {
+      s.data_offset_bytes = g.heap_bytes;
+      g.heap_bytes += s.data_bytes;
+    }
     s.signal_offset_bytes = g.heap_bytes;
     g.heap_bytes += s.signal_bytes;
   }
+  for (auto &g : p.groups)
+    g.zero_bytes = g.heap_bytes;
+  for (auto &s : p.shmems)
+    if (!s.zero_data) {
+      Group &g = p.groups.at(static_cast<size_t>(s.group_index));
+      s.data_offset_bytes = g.heap_bytes;
+      g.heap_bytes += s.data_bytes;
+    }
   // FNV-1a over what every member must agree on, so PEs running different programs that share
   // a group are caught when their shmem tensors differ.
   for (size_t gi = 0; gi < p.groups.size(); ++gi) {
@@ -195,6 +207,7 @@ void layout_shmem(Program &p) {
       mix(static_cast<uint64_t>(s.data_offset_bytes));
       mix(static_cast<uint64_t>(s.signal_offset_bytes));
       mix(static_cast<uint64_t>(s.signal_bytes));
+      mix(s.zero_data ? 1 : 0);
     }
     p.groups[gi].layout_hash = h;
     p.groups[gi].layout = layout_text(p, static_cast<int>(gi));

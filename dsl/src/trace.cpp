@@ -465,7 +465,7 @@ int Recorder::group_index(const std::string &group, int n_pes, const char *op,
                            fmt::format("n_pes mismatch for group '{}': {} here, but the group has "
                                        "{} PEs",
                                        group, n_pes, size));
-  prog_.groups.push_back(Group{group, n_pes, 0, 0, format_location(loc), {}});
+  prog_.groups.push_back(Group{group, n_pes, 0, 0, 0, format_location(loc), {}});
   return static_cast<int>(prog_.groups.size() - 1);
 }
 

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <type_traits>
 
 namespace pto::runtime::detail {
@@ -196,10 +198,22 @@ template <class S, class D> void add_base(D *__restrict d, const S *__restrict s
 }
 
 enum class Isa { Base, Avx2, Avx512 };
+// The host's level, capped by PTO_ISA as the JIT is (codegen/passes/isa.h: read once per process;
+// avx2 caps at AVX2, sse4 and sse2 at the baseline; native, avx512 or unset: the host's own).
+// Values the JIT refuses never reach here: tracing a kernel fails first.
 Isa host_isa() {
-  static const Isa isa = __builtin_cpu_supports("avx512f") ? Isa::Avx512
-                         : __builtin_cpu_supports("avx2")  ? Isa::Avx2
-                                                           : Isa::Base;
+  static const Isa isa = [] {
+    const Isa host = __builtin_cpu_supports("avx512f") ? Isa::Avx512
+                     : __builtin_cpu_supports("avx2")  ? Isa::Avx2
+                                                       : Isa::Base;
+    const char *env = std::getenv("PTO_ISA");
+    const std::string cap = env ? env : "";
+    if (cap == "avx2")
+      return std::min(host, Isa::Avx2);
+    if (cap == "sse4" || cap == "sse2")
+      return Isa::Base;
+    return host;
+  }();
   return isa;
 }
 

@@ -107,8 +107,11 @@ void record_kernel_event(pto_ctx *ctx) noexcept {
 } // namespace
 
 void detail::free_scratch(pto_ctx *ctx) {
-  for (void *p : ctx->scratch)
-    ::operator delete(p, std::align_val_t(64));
+  if (ctx->scratch.empty())
+    return; // nothing allocated (or already released): keep what the last call left
+  for (const auto &b : ctx->scratch_kept)
+    ::operator delete(b.p, std::align_val_t(64));
+  ctx->scratch_kept = std::move(ctx->scratch);
   ctx->scratch.clear();
 }
 
@@ -210,14 +213,28 @@ void *pto_rt_alloc(pto_ctx *ctx, int64_t bytes, int32_t site) {
         throw std::bad_alloc();
       const size_t rounded = size_t((bytes < 1 ? 1 : bytes) + 63) / 64 * 64;
       ctx->scratch.reserve(ctx->scratch.size() + 1);
-      p = ::operator new(rounded, std::align_val_t(64));
+      // The smallest kept block that fits and wastes at most half of itself, else a new one.
+      auto &kept = ctx->scratch_kept;
+      auto best = kept.end();
+      for (auto it = kept.begin(); it != kept.end(); ++it)
+        if (it->bytes >= rounded && it->bytes / 2 <= rounded &&
+            (best == kept.end() || it->bytes < best->bytes))
+          best = it;
+      size_t size = rounded;
+      if (best != kept.end()) {
+        p = best->p;
+        size = best->bytes;
+        kept.erase(best);
+      } else {
+        p = ::operator new(rounded, std::align_val_t(64));
+      }
+      ctx->scratch.push_back({p, size}); // cannot throw: reserved above
+      return PTO_OK;
     } catch (const std::bad_alloc &) {
       return fail<pto::RuntimeError>(ctx, site, "alloc",
                                      "cannot allocate " + std::to_string(bytes) +
                                          " bytes of scratch memory for a local tensor");
     }
-    ctx->scratch.push_back(p); // cannot throw: reserved above
-    return PTO_OK;
   });
   return st == PTO_OK ? p : nullptr;
 }

@@ -7,6 +7,7 @@
 #include "world_state.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -133,7 +134,7 @@ std::string layout_mismatch(const detail::GroupState &g, const std::vector<Propo
 
 // Kernel entry of one group: agree on the layout, map the heap (zero), meet. Records the error.
 int32_t enter_group(pto_ctx *ctx, detail::GroupState &g, int me, uint64_t hash, int64_t bytes,
-                    const char *layout) {
+                    int64_t zero_bytes, const char *layout) {
   detail::WorldState &w = *ctx->world;
   constexpr const char *kWhat = "kernel entry barrier";
   Proposal mine{hash, bytes, layout ? int64_t(std::strlen(layout)) : -1,
@@ -177,7 +178,7 @@ int32_t enter_group(pto_ctx *ctx, detail::GroupState &g, int me, uint64_t hash, 
                                        layout_mismatch(g, all, differs, layouts, kernels));
   }
   try {
-    g.t->map_heap(me, bytes);
+    g.t->map_heap_zeroing(me, bytes, zero_bytes);
   } catch (const std::bad_alloc &) {
     return fail<pto::DistributedError>(
         ctx, -1, kEnterOp,
@@ -216,6 +217,10 @@ int32_t pto_rt_kernel_enter(pto_ctx *ctx, const uint64_t *group_hash, int32_t n_
   return abi_boundary(ctx, [&]() -> int32_t {
     detail::WorldState &w = *ctx->world;
     detail::TraceScope trace(ctx, "kernel entry barrier", "barrier");
+    std::vector<int64_t> zero_bytes = std::move(ctx->zero_bytes); // pto_rt_heap_zeroing's
+    ctx->zero_bytes.clear();
+    if (zero_bytes.size() != size_t(std::max(n_groups, 0)))
+      zero_bytes.assign(size_t(std::max(n_groups, 0)), INT64_MAX);
     if (n_groups < 0 || (n_groups > 0 && (!heap_bytes || !group_n_pes || !group_hash)))
       return fail<pto::InternalError>(ctx, -1, kEnterOp,
                                       fmt::format("bad group table: n_groups {}", n_groups));
@@ -255,8 +260,44 @@ int32_t pto_rt_kernel_enter(pto_ctx *ctx, const uint64_t *group_hash, int32_t n_
     }
     for (int32_t g : barrier_order(ctx))
       if (enter_group(ctx, *ctx->groups[size_t(g)], ctx->group_pe[size_t(g)], group_hash[g],
-                      heap_bytes[g], group_layout ? group_layout[g] : nullptr) != PTO_OK)
+                      heap_bytes[g], zero_bytes[size_t(g)],
+                      group_layout ? group_layout[g] : nullptr) != PTO_OK)
         return PTO_ERR;
+    return PTO_OK;
+  });
+}
+
+int32_t pto_rt_heap_table(pto_ctx *ctx, int32_t group, int32_t n_ranges, const int64_t *ranges,
+                          void **bases) {
+  return abi_boundary(ctx, [&]() -> int32_t {
+    if (group < 0 || size_t(group) >= ctx->groups.size() || !bases)
+      return fail<pto::InternalError>(
+          ctx, -1, "kernel_enter",
+          fmt::format("heap table of undeclared group {} ({} groups)", group, ctx->groups.size()));
+    detail::GroupState &gs = *ctx->groups[size_t(group)];
+    transport::Group &g = *gs.t;
+    const char *env = std::getenv("PTO_SHMEM_DIRECT");
+    // Every peer's heap directly addressable (shared memory; MPI shared-memory windows), and not
+    // while tracing: the runtime calls record the timeline's put and get events.
+    bool direct = !(env && std::strcmp(env, "0") == 0) &&
+                  !ctx->world->tracing.load(std::memory_order_relaxed);
+    for (int pe = 0; pe < gs.n_pes && direct; ++pe)
+      direct = g.direct_base(pe) != nullptr;
+    for (int pe = 0; pe < gs.n_pes; ++pe)
+      bases[pe] = direct ? g.direct_base(pe) : nullptr;
+    if (direct)
+      for (int32_t r = 0; r < n_ranges; ++r)
+        for (int pe = 0; pe < gs.n_pes; ++pe)
+          g.note_written(pe, ranges[2 * r], ranges[2 * r + 1]);
+    return PTO_OK;
+  });
+}
+
+int32_t pto_rt_heap_zeroing(pto_ctx *ctx, int32_t n_groups, const int64_t *zero_bytes) {
+  return abi_boundary(ctx, [&]() -> int32_t {
+    ctx->zero_bytes.clear();
+    if (n_groups > 0 && zero_bytes)
+      ctx->zero_bytes.assign(zero_bytes, zero_bytes + n_groups);
     return PTO_OK;
   });
 }

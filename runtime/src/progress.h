@@ -13,14 +13,32 @@
 namespace pto::runtime::detail {
 
 /// The world's progress epoch. bump() is one relaxed atomic add: a waiter only asks "did it
-/// change?", never what changed, so no ordering is needed.
+/// change?", never what changed, so no ordering is needed. The count is sharded by thread (one
+/// cache line per shard), so PEs that bump on every put, signal and wait do not bounce one line
+/// between their cores; load() sums the shards (each only grows, so the sum changes exactly
+/// when some shard does). Waiters load only when they are about to sleep or sample.
 class ProgressCounter {
 public:
-  void bump() { epoch_.fetch_add(1, std::memory_order_relaxed); }
-  uint64_t load() const { return epoch_.load(std::memory_order_relaxed); }
+  static constexpr int kShards = 64;
+  void bump() { shards_[shard()].n.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t load() const {
+    uint64_t sum = 0;
+    for (const Shard &s : shards_)
+      sum += s.n.load(std::memory_order_relaxed);
+    return sum;
+  }
 
 private:
-  std::atomic<uint64_t> epoch_{0};
+  struct alignas(64) Shard {
+    std::atomic<uint64_t> n{0};
+  };
+  /// This thread's shard: threads take shards round robin at their first bump.
+  static int shard() {
+    static std::atomic<int> next{0};
+    thread_local const int mine = next.fetch_add(1, std::memory_order_relaxed) % kShards;
+    return mine;
+  }
+  Shard shards_[kShards];
 };
 
 /// One blocked waiter's view of the epoch. The timeout runs from the last time this waiter saw
@@ -35,9 +53,10 @@ public:
       : counter_(&counter), timeout_(timeout), slice_(slice), seen_(counter.load()),
         since_(Clock::now()) {}
 
-  /// Samples the epoch at `now`; true once it has not changed for the whole timeout.
-  bool stalled(Clock::time_point now) {
-    if (const uint64_t e = counter_->load(); e != seen_) {
+  /// Samples the epoch at `now`, plus `remote` (the other processes' progress,
+  /// Transport::remote_progress); true once neither has changed for the whole timeout.
+  bool stalled(Clock::time_point now, uint64_t remote = 0) {
+    if (const uint64_t e = counter_->load() + remote; e != seen_) {
       seen_ = e;
       since_ = now;
     }
@@ -48,6 +67,8 @@ public:
   Clock::time_point next_sample(Clock::time_point now) const {
     return std::min(since_ + timeout_, now + slice_);
   }
+  /// The longest time between two samples.
+  Clock::duration slice() const { return slice_; }
   /// The timeout in milliseconds, for messages.
   int64_t timeout_ms() const { return timeout_.count(); }
 

@@ -243,29 +243,19 @@ int32_t pto_rt_wait_until_set(pto_ctx *ctx, int32_t group, int32_t mode, int32_t
       if (!blocking)
         return report(0);
       CorePolicy policy(world, /*collective=*/false, nullptr);
-      switch (tg.wait(me, cond, policy)) {
-      case transport::WaitResult::Done:
-        break;
-      case transport::WaitResult::Aborted:
-      case transport::WaitResult::PeerGone: // not for signal waits
-        return fail_released(ctx, site, kOp);
-      case transport::WaitResult::Stalled: {
-        const int64_t bad = cond.first_bad >= 0 ? cond.first_bad : 0;
-        return fail<pto::DeadlockError>(
-            ctx, site, kOp,
-            fmt::format("PE {} timed out after {} ms without progress on any PE, waiting for {} "
-                        "of {} signal elements (group '{}') to be {} {}; signal slot {} has "
-                        "current value {}; raise PTO_DEADLOCK_TIMEOUT_MS if a PE legitimately "
-                        "computes that long without communicating",
-                        me, policy.timeout_ms(),
-                        mode == PTO_WAIT_ALL   ? "all"
-                        : mode == PTO_WAIT_ANY ? "any"
-                                               : "some",
-                        n_included, group_name(ctx, group), signal_compare_name(cmp), value,
-                        (slot_offsets[bad] - signal_base_bytes) / 32,
-                        tg.load_slot(me, slot_offsets[bad])));
-      }
-      }
+      if (const int32_t st =
+              wait_status(ctx, tg.wait(me, cond, policy), policy, me, site, kOp, [&] {
+                const int64_t bad = cond.first_bad >= 0 ? cond.first_bad : 0;
+                return fmt::format("{} of {} signal elements (group '{}') to be {} {}; signal slot "
+                                   "{} has current value {}",
+                                   mode == PTO_WAIT_ALL   ? "all"
+                                   : mode == PTO_WAIT_ANY ? "any"
+                                                          : "some",
+                                   n_included, group_name(ctx, group), signal_compare_name(cmp),
+                                   value, (slot_offsets[bad] - signal_base_bytes) / 32,
+                                   tg.load_slot(me, slot_offsets[bad]));
+              }))
+        return st;
     }
     // Report, then consume what was reported (subtracting what was seen, as pto_rt_wait_until:
     // an ADD landing meanwhile is kept).

@@ -6,6 +6,8 @@
 #include "world_state.h"
 
 #include <cstdint>
+#include <fmt/format.h>
+#include <string>
 
 namespace pto::runtime::detail {
 
@@ -26,5 +28,30 @@ bool check_heap_block(pto_ctx *ctx, int32_t group, int pe, const pto_block *b,
 /// (DistributedError naming it a "signal slot" when `bytes` is 4).
 bool check_word(pto_ctx *ctx, int32_t group, int64_t offset, int64_t bytes, int32_t site,
                 const char *op);
+
+/// The status of a signal wait (shmem_wait_until, the wait sets) that ended with `r`, the one
+/// place its verdicts become errors: PTO_OK on Done; the secondary "released" error on Aborted
+/// (and PeerGone, which signal waits never get); on Stalled a DeadlockError "PE me timed out
+/// after T ms without progress on any PE, waiting for <awaited()>; raise PTO_DEADLOCK_TIMEOUT_MS
+/// ...", where awaited() (called only then) names the slot, the expected and the current value.
+template <class Awaited>
+int32_t wait_status(pto_ctx *ctx, transport::WaitResult r, const CorePolicy &policy, int me,
+                    int32_t site, const char *op, Awaited &&awaited) {
+  switch (r) {
+  case transport::WaitResult::Done:
+    return PTO_OK;
+  case transport::WaitResult::Aborted:
+  case transport::WaitResult::PeerGone:
+    return fail_released(ctx, site, op);
+  case transport::WaitResult::Stalled:
+    break;
+  }
+  return fail<pto::DeadlockError>(
+      ctx, site, op,
+      fmt::format("PE {} timed out after {} ms without progress on any PE, waiting for {}; raise "
+                  "PTO_DEADLOCK_TIMEOUT_MS if a PE legitimately computes that long without "
+                  "communicating",
+                  me, policy.timeout_ms(), std::string(awaited())));
+}
 
 } // namespace pto::runtime::detail

@@ -290,22 +290,12 @@ int32_t pto_rt_wait_until(pto_ctx *ctx, int32_t group, int64_t slot_offset_bytes
     transport::Group &tg = tgroup(ctx, group);
     SlotCondition cond(tg, me, slot_offset_bytes, cmp, value);
     CorePolicy policy(world, /*collective=*/false, nullptr);
-    switch (tg.wait(me, cond, policy)) {
-    case transport::WaitResult::Done:
-      break;
-    case transport::WaitResult::Aborted:
-    case transport::WaitResult::PeerGone: // not for signal waits
-      return fail_released(ctx, site, kOp);
-    case transport::WaitResult::Stalled:
-      return fail<pto::DeadlockError>(
-          ctx, site, kOp,
-          fmt::format("PE {} timed out after {} ms without progress on any PE, waiting for "
-                      "signal slot {} (group '{}') to be {} {}; current value {}; raise "
-                      "PTO_DEADLOCK_TIMEOUT_MS if a PE legitimately computes that long without "
-                      "communicating",
-                      me, policy.timeout_ms(), slot_number, group_name(ctx, group),
-                      signal_compare_name(cmp), value, tg.load_slot(me, slot_offset_bytes)));
-    }
+    if (const int32_t st = wait_status(ctx, tg.wait(me, cond, policy), policy, me, site, kOp, [&] {
+          return fmt::format("signal slot {} (group '{}') to be {} {}; current value {}",
+                             slot_number, group_name(ctx, group), signal_compare_name(cmp), value,
+                             tg.load_slot(me, slot_offset_bytes));
+        }))
+      return st;
     // Subtract rather than store 0, so an ADD that lands between the load and the clear (a fast
     // peer already in the next barrier round) is kept, not lost. GE consumes exactly the awaited
     // count (a counting barrier: the excess belongs to the next round); the other comparisons

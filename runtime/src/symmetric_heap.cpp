@@ -26,7 +26,7 @@ SymmetricHeap::~SymmetricHeap() {
     unmap(b.base, b.capacity);
 }
 
-void SymmetricHeap::prepare(int pe, int64_t size_bytes) {
+void SymmetricHeap::prepare(int pe, int64_t size_bytes, int64_t zero_bytes) {
   Buffer &b = bufs_[size_t(pe)];
   b.last_zeroed = 0;
   if (size_bytes > b.capacity) {
@@ -46,9 +46,16 @@ void SymmetricHeap::prepare(int pe, int64_t size_bytes) {
     b.capacity = capacity;
     b.dirty = std::move(dirty); // value-initialized: all clean, as the fresh pages are zero
   } else {
-    const int64_t chunks = b.capacity / kChunkBytes;
+    // The chunks that meet [0, zero_bytes); the dirty bits of the others are kept.
+    const int64_t chunks =
+        zero_bytes <= 0 ? 0
+                        : std::min(b.capacity, std::min(zero_bytes, INT64_MAX - kChunkBytes) +
+                                                   kChunkBytes - 1) /
+                              kChunkBytes;
     for (int64_t w = 0; w < (chunks + 63) / 64; ++w) {
-      uint64_t bits = b.dirty[size_t(w)].exchange(0, std::memory_order_relaxed);
+      const int64_t in_word = std::min<int64_t>(64, chunks - w * 64);
+      const uint64_t mask = in_word == 64 ? ~uint64_t{0} : (uint64_t{1} << in_word) - 1;
+      uint64_t bits = b.dirty[size_t(w)].fetch_and(~mask, std::memory_order_relaxed) & mask;
       while (bits) { // each run of consecutive dirty chunks is one memset
         const int lo = __builtin_ctzll(bits);
         const uint64_t rest = ~(bits >> lo);

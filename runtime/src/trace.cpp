@@ -1,10 +1,12 @@
-// trace.cpp - The World's timeline as Chrome trace JSON (Perfetto opens it): a lane per PE.
+// trace.cpp - The World's timeline as Chrome trace JSON (Perfetto opens it): a lane per PE; on
+// a world spanning processes (MPI) the process with PE 0 gathers every lane and writes the file.
 #include "pto/runtime/world.h"
 
 #include "boundary.h"
 #include "world_state.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fmt/format.h>
 #include <fstream>
@@ -30,11 +32,12 @@ std::string lane_name(const pto_ctx &ctx, int pe) {
   return fmt::format("PE {} ({} events lost: out of memory)", pe, ctx.trace_lost);
 }
 
-// The timeline as a Chrome trace JSON document.
-nlohmann::json trace_json(const detail::WorldState &w) {
+// The events of this process's PEs (a lane each) as Chrome trace events, `shift_us` added to
+// every time stamp.
+nlohmann::json local_events(const detail::WorldState &w, double shift_us) {
   using nlohmann::json;
   json events = json::array();
-  for (int pe = 0; pe < w.n_pes; ++pe) {
+  for (int pe : w.local_pes) {
     events.push_back({{"ph", "M"},
                       {"name", "thread_name"},
                       {"pid", 0},
@@ -57,12 +60,49 @@ nlohmann::json trace_json(const detail::WorldState &w) {
                         {"cat", e.cat},
                         {"pid", 0},
                         {"tid", pe},
-                        {"ts", double(e.ts_ns) / 1000.0},
+                        {"ts", double(e.ts_ns) / 1000.0 + shift_us},
                         {"dur", double(e.dur_ns) / 1000.0},
                         {"args", args}});
     }
   }
-  return json{{"traceEvents", events}, {"displayTimeUnit", "ns"}};
+  return events;
+}
+
+std::string dump(const nlohmann::json &j) {
+  // Kernel names are the user's strings and need not be UTF-8: invalid bytes become U+FFFD
+  // (JSON has no other way to carry them) instead of a json::type_error.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// The whole timeline as a Chrome trace JSON document, on the process with PE 0; "" on the others.
+// With PEs in other processes (MPI), every process sends its lanes there, with its clock's
+// origin: each process's times are shifted onto PE 0's process's clock (steady_clock, shared by
+// the processes of one node; across nodes the lanes are aligned only as well as the clocks).
+std::string trace_text(const detail::WorldState &w) {
+  using nlohmann::json;
+  if (int(w.local_pes.size()) == w.n_pes)
+    return dump(json{{"traceEvents", local_events(w, 0)}, {"displayTimeUnit", "ns"}});
+  const int64_t t0_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(w.trace_t0.time_since_epoch()).count();
+  const std::vector<std::string> parts =
+      w.transport->gather_to_first(dump(json{{"t0_ns", t0_ns}, {"events", local_events(w, 0)}}));
+  if (parts.empty())
+    return "";
+  json events = json::array();
+  int64_t first_t0 = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    json part = json::parse(parts[i]);
+    const int64_t t0 = part["t0_ns"].get<int64_t>();
+    if (i == 0)
+      first_t0 = t0;
+    const double shift_us = double(t0 - first_t0) / 1000.0;
+    for (auto &e : part["events"]) {
+      if (e.contains("ts"))
+        e["ts"] = e["ts"].get<double>() + shift_us;
+      events.push_back(std::move(e));
+    }
+  }
+  return dump(json{{"traceEvents", events}, {"displayTimeUnit", "ns"}});
 }
 } // namespace
 
@@ -74,11 +114,10 @@ void World::write_trace(const std::string &path, std::source_location loc) const
     throw DistributedError(loc, kOp,
                            "cannot write the trace while the world is running; call it after "
                            "World::run returns");
-  // Kernel names are the user's strings and need not be UTF-8: invalid bytes become U+FFFD
-  // (JSON has no other way to carry them) instead of a json::type_error.
-  const std::string text = detail::host_boundary(loc, kOp, "formatting the trace", [&] {
-    return trace_json(*state_).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  });
+  const std::string text =
+      detail::host_boundary(loc, kOp, "formatting the trace", [&] { return trace_text(*state_); });
+  if (text.empty())
+    return; // another process (the one with PE 0) writes the file
   errno = 0;
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   const int open_errno = errno;

@@ -227,6 +227,11 @@ void World::run(const std::function<void(int pe)> &fn, std::source_location loc)
 
   detail::WorldState &w = *state_;
   w.reset_for_run();
+  try {
+    w.transport->begin_run(2 * w.deadlock_timeout_ms);
+  } catch (const Error &e) { // the other processes did not start this run
+    throw DistributedError(loc, kOp, e.detail());
+  }
   std::vector<std::exception_ptr> errors;
   std::vector<char> released;
   detail::host_boundary(loc, kOp, "preparing the run", [&] {
@@ -301,7 +306,14 @@ transport::WaitResult CorePolicy::check(std::span<const int> missing, int &culpr
   const auto now = ProgressWatch::Clock::now();
   if (!watch_)
     watch_.emplace(collective_ ? w_.collective_watch() : w_.watch());
-  if (watch_->stalled(now)) {
+  // Other processes' progress is fetched once per slice (it costs a round trip per process),
+  // and once more before a stall is declared.
+  if (now >= remote_next_) {
+    remote_ = w_.transport->remote_progress();
+    remote_next_ = now + watch_->slice();
+  }
+  if (watch_->stalled(now, remote_) &&
+      watch_->stalled(now, remote_ = w_.transport->remote_progress())) {
     missing_.assign(missing.begin(), missing.end());
     return transport::WaitResult::Stalled;
   }

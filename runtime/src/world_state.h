@@ -53,7 +53,24 @@ struct pto_ctx {
   int32_t status = PTO_OK;     ///< PTO_ERR once an error is recorded
   std::exception_ptr error;    ///< the first error recorded in the current call
   bool error_released = false; ///< `error` is a secondary "released because PE k failed"
-  std::vector<void *> scratch; ///< pto_rt_alloc blocks, freed by end_call
+  /// One pto_rt_alloc block: its address and its size in bytes (a multiple of 64).
+  struct ScratchBlock {
+    void *p = nullptr;
+    size_t bytes = 0;
+  };
+  /// The running call's pto_rt_alloc blocks. At the end of a call they become `scratch_kept`, and
+  /// the next call reuses them (a per-PE arena: no allocation, no first-touch page faults per
+  /// call); kept blocks that call does not reuse are freed then (release_scratch).
+  std::vector<ScratchBlock> scratch;
+  std::vector<ScratchBlock> scratch_kept;
+  pto_ctx() = default;
+  pto_ctx(const pto_ctx &) = delete;
+  pto_ctx &operator=(const pto_ctx &) = delete;
+  ~pto_ctx() {
+    for (auto *blocks : {&scratch, &scratch_kept})
+      for (const auto &b : *blocks)
+        ::operator delete(b.p, std::align_val_t(64));
+  }
   const std::vector<std::string> *sites = nullptr; ///< the running kernel's call-site table
   /// The running kernel's name and the user's line that called it (begin_call): where errors
   /// with no call site of their own (scratch memory, kernel entry and exit) point.
@@ -63,6 +80,9 @@ struct pto_ctx {
   /// in each. Set by kernel entry.
   std::vector<pto::runtime::detail::GroupState *> groups;
   std::vector<int> group_pe;
+  /// pto_rt_heap_zeroing's limits for the next kernel entry, by the kernel's group index (empty:
+  /// zero every heap whole). Consumed by kernel entry.
+  std::vector<int64_t> zero_bytes;
   std::atomic<bool> finished{false};                   ///< its run() function returned
   std::vector<pto::runtime::detail::TraceEvent> trace; ///< this PE's timeline (when tracing)
   int64_t trace_lost = 0; ///< timeline events dropped because memory ran out (record_trace)
@@ -167,6 +187,8 @@ private:
   const GroupState *group_;
   std::optional<ProgressWatch> watch_;
   ProgressWatch::Clock::time_point next_{};
+  ProgressWatch::Clock::time_point remote_next_{}; ///< when to sample remote_progress() again
+  uint64_t remote_ = 0;                            ///< its last sample
   std::vector<int> missing_;
   int culprit_ = -1;
 };
@@ -192,7 +214,9 @@ int32_t fail(pto_ctx *ctx, int32_t site, const char *default_op, const std::stri
   return record_error(ctx, std::make_exception_ptr(E(where, op, detail)), /*released=*/false);
 }
 
-/// Frees ctx's pto_rt_alloc blocks (end of a kernel call, or of a PE's run).
+/// Ends the lifetime of ctx's pto_rt_alloc blocks (end of a kernel call, or of a PE's run):
+/// when the call allocated any, they are kept for the next call and the kept blocks it did not
+/// reuse are freed. Every block is freed with the context.
 void free_scratch(pto_ctx *ctx);
 
 /// Records the secondary DistributedError of a PE released from a wait because another PE

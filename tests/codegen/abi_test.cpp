@@ -107,7 +107,10 @@ TEST_CASE("abi_decls: every runtime entry point resolves in the JIT to its C fun
   CHECK(jit_symbol_address("pto_rt_fail") == reinterpret_cast<void *>(&pto_rt_fail));
   CHECK(jit_symbol_address("pto_rt_xop") == reinterpret_cast<void *>(&pto_rt_xop));
   CHECK(jit_symbol_address("pto_rt_alloc") == reinterpret_cast<void *>(&pto_rt_alloc));
-  CHECK(rt_symbols().size() == 22);
+  CHECK(jit_symbol_address("pto_rt_heap_table") == reinterpret_cast<void *>(&pto_rt_heap_table));
+  CHECK(jit_symbol_address("pto_rt_heap_zeroing") ==
+        reinterpret_cast<void *>(&pto_rt_heap_zeroing));
+  CHECK(rt_symbols().size() == 24);
   for (const auto &[name, addr] : rt_symbols()) {
     CAPTURE(name);
     CHECK(addr != nullptr);

@@ -201,6 +201,64 @@ CHECK:     {{^}}st.head:
 )"});
 }
 
+// ---- the shared-memory fast path: direct puts, borrowed gets ----------------------------------
+
+TEST_CASE("llvm ir: a SET put copies straight into the peer's heap; the runtime is the fallback") {
+  auto c = plan(
+      "direct_put", {{F32, {16, 128}}},
+      [](const Args &a) {
+        pto::set_vec_tile_shapes(8, 128);
+        auto buf = dist::create_shmem_tensor("world", 2, F32, {16, 128});
+        dist::shmem_put(a[0], {0, 0}, buf, 1);
+      },
+      2);
+  // The bases come once per kernel entry; per tile the direct block copies with memcpy, the
+  // other block (no base: MPI, tracing, PTO_SHMEM_DIRECT=0) calls pto_rt_put.
+  check_ir("direct_put", c, {R"(
+CHECK:         call i32 @pto_rt_kernel_enter(
+CHECK:         call i32 @pto_rt_heap_table(
+CHECK:         {{^}}put.direct:
+CHECK:         {{^}}put.runtime:
+CHECK-COUNT-1: call i32 @pto_rt_put(
+CHECK-NOT:     call i32 @pto_rt_put(
+CHECK:         {{^}}direct.block:
+CHECK-NOT:     {{^}}direct.rows:
+CHECK:         call void @llvm.memcpy
+CHECK:         {{^}}direct.row.body:
+CHECK:         call void @llvm.memcpy
+)"});
+}
+
+TEST_CASE("llvm ir: an allreduce's reduction reads its staged blocks in the heap, no get call") {
+  auto c = plan(
+      "direct_allreduce", {{F32, {32, 128}}, {F32, {32, 128}}},
+      [](const Args &a) {
+        pto::set_vec_tile_shapes(8, 128);
+        pto::assemble(dist::allreduce(a[0], dist::Reduction::SUM,
+                                      {.algorithm = dist::AllreduceAlgorithm::RS_AG}),
+                      {0, 0}, a[1]);
+      },
+      2);
+  // Both terms of the ordered sum are borrowed (the heap window is the operand: the copy in
+  // get.copy runs only without bases), so the fused add loop loads the heap: no call inside.
+  check_ir("direct_allreduce", c, {R"(
+CHECK:     call i32 @pto_rt_heap_table(
+CHECK:     {{^}}get.copy:
+CHECK:     {{^}}get.borrowed:
+CHECK:     call i32 @pto_rt_get(
+CHECK:     {{^}}get.copy{{[0-9]+}}:
+CHECK:     {{^}}get.borrowed{{[0-9]+}}:
+CHECK:     call i32 @pto_rt_get(
+CHECK:     {{^}}vec.body{{[0-9]*}}:
+CHECK-NOT: call
+CHECK:     load <{{[0-9]+}} x float>
+CHECK-NOT: call
+CHECK:     load <{{[0-9]+}} x float>
+CHECK-NOT: call
+CHECK:     fadd <{{[0-9]+}} x float>
+)"});
+}
+
 // ---- matmul: the packed micro-kernel ----------------------------------------------------------
 
 TEST_CASE("llvm ir: a matmul runs the packed micro-kernel; its epilogue fuses") {

@@ -1,12 +1,16 @@
 // litmus_test.cpp - Litmus tests of the memory model of docs/distributed.md ("Memory model"), in
-// both run modes: message passing (data then signal: put_signal, and put + signal with the put's
-// token), put-fence-put to one PE, quiet before a signal to another PE, and store buffering with
-// quiet. Each runs PTO_LITMUS_ITERS iterations inside one kernel (default 200 to keep CI short;
-// the issue's acceptance run is PTO_LITMUS_ITERS=100000) and counts the forbidden outcomes, which
-// must be 0. The values written in iteration i are i + 1, so a stale read is recognisable.
+// both run modes and on both transports (threads here; test_mpi compiles this file too and runs
+// it on the MPI backend, one PE per rank: support/pe_world.h): message passing (data then
+// signal: put_signal, and put + signal with the put's token), put-fence-put to one PE, quiet
+// before a signal to another PE, and store buffering with quiet. PE p's partner is
+// p + n/2 (mod n), so the pairwise tests run on any even PE count. Each runs PTO_LITMUS_ITERS
+// iterations inside one kernel (default 200 to keep CI short; the issue's acceptance run is
+// PTO_LITMUS_ITERS=100000) and counts the forbidden outcomes, which must be 0. The values
+// written in iteration i are i + 1, so a stale read is recognisable.
 #include "pto/pto.h"
 #include "pto/runtime/world.h"
 
+#include "support/pe_world.h"
 #include "support/support.h"
 
 #include <doctest/doctest.h>
@@ -39,6 +43,13 @@ std::vector<pto::HostTensor> outputs(int n, int64_t iters) {
   return v;
 }
 
+/// The PE count of the pairwise tests: 2 on threads, the (even) number of ranks on MPI.
+int pair_pes() {
+  const int n = support::world_pes(2);
+  REQUIRE_MESSAGE(n % 2 == 0, "the pairwise litmus tests need an even number of PEs, got ", n);
+  return n;
+}
+
 /// Row i of iteration i's view of `x` ([1, 8]).
 pto::Tensor row_of(const pto::Tensor &x, const pto::SymbolicScalar &i) {
   return pto::view(x, {1, 8}, {i, 0});
@@ -57,12 +68,12 @@ TEST_CASE("litmus MP: data then signal, the signal is never seen before the data
       // or as a put and a signal ordered by the put's token; the receiver waits, reads, acks.
       auto k = pto::jit(
           "litmus_mp",
-          [one_op](pto::Tensor x, pto::Tensor y) {
+          [one_op](pto::Tensor x, pto::Tensor y, int pes) {
             pto::set_vec_tile_shapes(1, 8);
-            auto buf = dist::create_shmem_tensor("world", 2, pto::DT_INT32, {1, 8});
-            auto ack = dist::create_shmem_signal("world", 2);
+            auto buf = dist::create_shmem_tensor("world", pes, pto::DT_INT32, {1, 8});
+            auto ack = dist::create_shmem_signal("world", pes);
             auto me = dist::my_symbolic_pe("world");
-            auto peer = 1 - me;
+            auto peer = (me + pes / 2) % pes;
             for (auto i : pto::loop(x.shape()[0])) {
               auto sent = one_op
                               ? dist::shmem_put_signal(row_of(x, i), {0, 0}, buf, peer, 1)
@@ -78,11 +89,13 @@ TEST_CASE("litmus MP: data then signal, the signal is never seen before the data
           },
           support::opts(mode));
       pto::HostTensor x = rows(iters);
-      auto ys = outputs(2, iters);
-      pto::runtime::World world(2, kWorldOpts);
-      world.run([&](int pe) { k(x, ys[size_t(pe)]); });
+      const int n = pair_pes();
+      auto ys = outputs(n, iters);
+      auto world = support::make_world(n, kWorldOpts);
+      world->run([&](int pe) { k(x, ys[size_t(pe)], n); });
+      support::share(ys);
       int64_t violations = 0;
-      for (int p = 0; p < 2; ++p)
+      for (int p = 0; p < n; ++p)
         for (int64_t i = 0; i < x.numel(); ++i)
           violations += ys[size_t(p)].get(i) != x.get(i) ? 1 : 0;
       CHECK(violations == 0);
@@ -99,13 +112,13 @@ TEST_CASE("litmus put-fence-put: two puts to one PE, fenced, arrive in order") {
     // B of this iteration seen with A of an older one.
     auto k = pto::jit(
         "litmus_fence",
-        [](pto::Tensor x, pto::Tensor ya, pto::Tensor yb) {
+        [](pto::Tensor x, pto::Tensor ya, pto::Tensor yb, int pes) {
           pto::set_vec_tile_shapes(1, 8);
-          auto a = dist::create_shmem_tensor("world", 2, pto::DT_INT32, {1, 8});
-          auto b = dist::create_shmem_tensor("world", 2, pto::DT_INT32, {1, 8});
-          auto bar = dist::create_shmem_signal("world", 2);
+          auto a = dist::create_shmem_tensor("world", pes, pto::DT_INT32, {1, 8});
+          auto b = dist::create_shmem_tensor("world", pes, pto::DT_INT32, {1, 8});
+          auto bar = dist::create_shmem_signal("world", pes);
           auto me = dist::my_symbolic_pe("world");
-          auto peer = 1 - me;
+          auto peer = (me + pes / 2) % pes;
           for (auto i : pto::loop(x.shape()[0])) {
             auto pa = dist::shmem_put(row_of(x, i), {0, 0}, a, peer);
             auto f = dist::shmem_fence({.pred = {pa}});
@@ -119,11 +132,14 @@ TEST_CASE("litmus put-fence-put: two puts to one PE, fenced, arrive in order") {
         },
         support::opts(mode));
     pto::HostTensor x = rows(iters);
-    auto ya = outputs(2, iters), yb = outputs(2, iters);
-    pto::runtime::World world(2, kWorldOpts);
-    world.run([&](int pe) { k(x, ya[size_t(pe)], yb[size_t(pe)]); });
+    const int n = pair_pes();
+    auto ya = outputs(n, iters), yb = outputs(n, iters);
+    auto world = support::make_world(n, kWorldOpts);
+    world->run([&](int pe) { k(x, ya[size_t(pe)], yb[size_t(pe)], n); });
+    support::share(ya);
+    support::share(yb);
     int64_t violations = 0;
-    for (int p = 0; p < 2; ++p)
+    for (int p = 0; p < n; ++p)
       for (int64_t i = 0; i < iters; ++i)
         violations += ya[size_t(p)].get(i * 8) < yb[size_t(p)].get(i * 8) ? 1 : 0;
     CHECK(violations == 0);
@@ -132,7 +148,7 @@ TEST_CASE("litmus put-fence-put: two puts to one PE, fenced, arrive in order") {
 
 TEST_CASE("litmus quiet: data to one PE, quiet, then a signal to another PE") {
   const int64_t iters = iterations();
-  const int n = 3;
+  const int n = support::world_pes(3);
   for (auto mode : support::run_modes()) {
     const std::string mode_name = support::mode_name(mode);
     CAPTURE(mode_name);
@@ -159,8 +175,9 @@ TEST_CASE("litmus quiet: data to one PE, quiet, then a signal to another PE") {
         support::opts(mode));
     pto::HostTensor x = rows(iters);
     auto ys = outputs(n, iters);
-    pto::runtime::World world(n, kWorldOpts);
-    world.run([&](int pe) { k(x, ys[size_t(pe)], n); });
+    auto world = support::make_world(n, kWorldOpts);
+    world->run([&](int pe) { k(x, ys[size_t(pe)], n); });
+    support::share(ys);
     int64_t violations = 0;
     for (int p = 0; p < n; ++p)
       for (int64_t i = 0; i < x.numel(); ++i)
@@ -178,13 +195,13 @@ TEST_CASE("litmus SB: put, quiet, read: the two PEs never both read the old valu
     // Forbidden: both PEs reading an older row in the same iteration.
     auto k = pto::jit(
         "litmus_sb",
-        [](pto::Tensor x, pto::Tensor y) {
+        [](pto::Tensor x, pto::Tensor y, int pes) {
           pto::set_vec_tile_shapes(1, 8);
-          auto xs = dist::create_shmem_tensor("world", 2, pto::DT_INT32, {1, 8});
-          auto bar = dist::create_shmem_signal("world", 2);
+          auto xs = dist::create_shmem_tensor("world", pes, pto::DT_INT32, {1, 8});
+          auto bar = dist::create_shmem_signal("world", pes);
           auto me = dist::my_symbolic_pe("world");
           for (auto i : pto::loop(x.shape()[0])) {
-            auto put = dist::shmem_put(row_of(x, i), {0, 0}, xs, 1 - me);
+            auto put = dist::shmem_put(row_of(x, i), {0, 0}, xs, (me + pes / 2) % pes);
             auto q = dist::shmem_quiet({.pred = {put}});
             auto [tok, r] = dist::shmem_get_with_token(xs, me, {.pred = {q}});
             pto::assemble(r, {i, 0}, y);
@@ -193,12 +210,18 @@ TEST_CASE("litmus SB: put, quiet, read: the two PEs never both read the old valu
         },
         support::opts(mode));
     pto::HostTensor x = rows(iters);
-    auto ys = outputs(2, iters);
-    pto::runtime::World world(2, kWorldOpts);
-    world.run([&](int pe) { k(x, ys[size_t(pe)]); });
+    const int n = pair_pes();
+    auto ys = outputs(n, iters);
+    auto world = support::make_world(n, kWorldOpts);
+    world->run([&](int pe) { k(x, ys[size_t(pe)], n); });
+    support::share(ys);
     int64_t violations = 0;
-    for (int64_t i = 0; i < iters; ++i)
-      violations += ys[0].get(i * 8) != double(i + 1) && ys[1].get(i * 8) != double(i + 1) ? 1 : 0;
+    for (int p = 0; p < n / 2; ++p) // the pair (p, p + n/2)
+      for (int64_t i = 0; i < iters; ++i)
+        violations += ys[size_t(p)].get(i * 8) != double(i + 1) &&
+                              ys[size_t(p + n / 2)].get(i * 8) != double(i + 1)
+                          ? 1
+                          : 0;
     CHECK(violations == 0);
   }
 }

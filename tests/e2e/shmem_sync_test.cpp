@@ -301,6 +301,71 @@ TEST_CASE("shmem_wait_until_any/some/all: status masks, empty sets, clear; shmem
   }
 }
 
+TEST_CASE("shmem_test_all/any/some: one look, never blocking; status masks, empty sets, clear") {
+  const int n = 4;
+  for (auto mode : support::run_modes()) {
+    const std::string mode_name = support::mode_name(mode);
+    CAPTURE(mode_name);
+    // Every PE p SETs 1 into row p of `flags` on every PE and waits for all rows. Then (out
+    // columns): 0 test_all == 1 -> 1;  1 test_all == 2 -> 0;  2 test_all == 2, every row
+    // excluded -> 1;  3 test_all over no element -> 1;  4 test_any == 2 -> -1;  5 test_any,
+    // rows 0 and 1 excluded -> 2;  6 test_any over no element -> -1;  7 test_some, row 1
+    // excluded: count -> 3, 8-11 indices -> 0, 2, 3, -1;  12 test_some == 2: count -> 0,
+    // 13 its first index -> -1;  14 test_any of an object nobody signals -> -1;  15 test_any
+    // with clear, rows 0, 1 excluded -> 2, then 16 shmem_test row 2 == 0 -> 1 (consumed) and
+    // 17 row 3 == 1 -> 1 (kept).
+    auto kern = pto::jit(
+        "test_sets",
+        [](pto::Tensor masks, pto::Tensor out, int pes) {
+          pto::set_vec_tile_shapes(1, 8);
+          auto flags = dist::create_shmem_signal("world", pes);
+          auto quiet = dist::create_shmem_signal("world", pes);
+          auto me = dist::my_symbolic_pe("world");
+          auto mask = [&](int j) { return pto::view(masks, {1, 4}, {j, 0}); };
+          auto rows = dist::signal_rows(flags);
+          auto sig = dist::shmem_signal_all(flags, me, 1);
+          auto all = dist::shmem_wait_until_all(rows, 1, {.pred = {sig}});
+          pto::assemble(dist::shmem_test_all(rows, 1, {.pred = {all}}).holds, {0, 0}, out);
+          pto::assemble(dist::shmem_test_all(rows, 2, {.pred = {all}}).holds, {0, 1}, out);
+          pto::assemble(dist::shmem_test_all(rows, 2, {.status = mask(2)}).holds, {0, 2}, out);
+          pto::assemble(dist::shmem_test_all({}, 1).holds, {0, 3}, out);
+          pto::assemble(dist::shmem_test_any(rows, 2, {.pred = {all}}).index, {0, 4}, out);
+          pto::assemble(dist::shmem_test_any(rows, 1, {.status = mask(0), .pred = {all}}).index,
+                        {0, 5}, out);
+          pto::assemble(dist::shmem_test_any({}, 1).index, {0, 6}, out);
+          auto some = dist::shmem_test_some(rows, 1, {.status = mask(1), .pred = {all}});
+          pto::assemble(some.count, {0, 7}, out);
+          pto::assemble(some.indices, {0, 8}, out);
+          auto none = dist::shmem_test_some(rows, 2, {.pred = {all}});
+          pto::assemble(none.count, {0, 12}, out);
+          pto::assemble(pto::view(none.indices, {1, 1}, {0, 0}), {0, 13}, out);
+          pto::assemble(dist::shmem_test_any(dist::signal_rows(quiet), 1).index, {0, 14}, out);
+          auto taken = dist::shmem_test_any(
+              rows, 1, {.clear_signal = true, .status = mask(0), .pred = {some.token, all}});
+          pto::assemble(taken.index, {0, 15}, out);
+          pto::assemble(dist::shmem_test(flags, 2, 0, {.pred = {taken.token}}).holds, {0, 16}, out);
+          pto::assemble(dist::shmem_test(flags, 3, 1, {.pred = {taken.token}}).holds, {0, 17}, out);
+        },
+        support::opts(mode));
+    pto::HostTensor masks(pto::DT_INT32, {3, 4});
+    const int m[3][4] = {{1, 5, 0, 0}, {0, -1, 0, 0}, {1, 1, 1, 1}};
+    for (int j = 0; j < 3; ++j)
+      for (int c = 0; c < 4; ++c)
+        masks.set(j * 4 + c, m[j][c]);
+    auto outs = tensors(n, pto::DT_INT32, {1, 18});
+    pto::runtime::World world(n, kWorldOpts);
+    const std::vector<double> want = {1, 0, 1, 1, -1, 2, -1, 3, 0, 2, 3, -1, 0, -1, -1, 2, 1, 1};
+    world.run([&](int pe) { kern(masks, outs[size_t(pe)], n); });
+    for (int p = 0; p < n; ++p) {
+      CAPTURE(p);
+      std::vector<double> got;
+      for (int64_t i = 0; i < 18; ++i)
+        got.push_back(outs[size_t(p)].get(i));
+      CHECK(got == want);
+    }
+  }
+}
+
 TEST_CASE("shmem_wait_until_some reports every element that holds; fence and quiet tokens") {
   const int n = 3;
   for (auto mode : support::run_modes()) {
@@ -431,6 +496,29 @@ TEST_CASE("wait sets, test, put_signal: typed errors name the op and the user's 
                                            "shmem_wait_until_any", "status must be DT_INT32");
     support::expect_error<pto::ShapeError>([&] { run1(mode, bad_status, x); }, kFile, line,
                                            "shmem_wait_until_any", "status must have shape [1]");
+    auto bad_test_status = [&line](pto::Tensor s) {
+      pto::set_vec_tile_shapes(1, 8);
+      auto flags = dist::create_shmem_signal("world", 1);
+      line = __LINE__ + 1;
+      dist::shmem_test_some(dist::signal_rows(flags), 1, {.status = s});
+    };
+    support::expect_error<pto::DTypeError>([&] { run1(mode, bad_test_status, f); }, kFile, line,
+                                           "shmem_test_some", "status must be DT_INT32");
+    auto test_two_tensors = [&line](pto::Tensor) {
+      auto a = dist::create_shmem_signal("world", 1), b = dist::create_shmem_signal("world", 1);
+      line = __LINE__ + 1;
+      dist::shmem_test_all({{a, 0}, {b, 0}}, 1);
+    };
+    support::expect_error<pto::DistributedError>([&] { run1(mode, test_two_tensors, x); }, kFile,
+                                                 line, "shmem_test_all", "another shmem tensor");
+    auto test_bad_row = [&line](pto::Tensor) {
+      auto a = dist::create_shmem_signal("world", 1);
+      line = __LINE__ + 1;
+      dist::shmem_test_any({{a, 0}, {a, 5}}, 1);
+    };
+    support::expect_error<pto::DistributedError>([&] { run1(mode, test_bad_row, x); }, kFile, line,
+                                                 "shmem_test_any",
+                                                 "src_pe 5 is out of range [0, 1)");
     auto two_tensors = [&line](pto::Tensor) {
       auto a = dist::create_shmem_signal("world", 1), b = dist::create_shmem_signal("world", 1);
       line = __LINE__ + 1;

@@ -162,6 +162,35 @@ TEST_CASE("AMOs from every PE on PE 0 lose no update: fetch-add int64 and fp32, 
   barrier(s, s.world());
 }
 
+// compare_swap and fetch_add on the same word are atomic with respect to each other:
+// on RMA windows CAS is a fetch and a conditional replace, so fetch_add and swap take the same
+// per-PE lock (else an add landing between the CAS's read and its replace would be lost).
+TEST_CASE("AMOs mixed on one word: CAS increments and fetch-adds lose no update") {
+  using pto::runtime::transport::Amo;
+  Session &s = session();
+  const int n = s.size();
+  auto heap = s.map_heap(s.world(), 4096);
+  constexpr int kRounds = 200;
+  const int64_t one = 1;
+  for (int r = 0; r < kRounds; ++r) {
+    heap->atomic(0, 32, Amo::FetchAdd, pto_dtype(pto::DT_INT64), &one, nullptr, nullptr);
+    for (;;) {
+      int64_t seen = 0, old = 0;
+      heap->atomic(0, 32, Amo::Fetch, pto_dtype(pto::DT_INT64), nullptr, nullptr, &seen);
+      const int64_t next = seen + 1;
+      heap->atomic(0, 32, Amo::CompareSwap, pto_dtype(pto::DT_INT64), &next, &seen, &old);
+      if (old == seen)
+        break;
+    }
+    heap->atomic(0, 32, Amo::FetchAdd, pto_dtype(pto::DT_INT64), &one, nullptr, nullptr);
+  }
+  barrier(s, s.world());
+  int64_t total = 0;
+  heap->atomic(0, 32, Amo::Fetch, pto_dtype(pto::DT_INT64), nullptr, nullptr, &total);
+  CHECK(total == int64_t(3) * n * kRounds);
+  barrier(s, s.world());
+}
+
 TEST_CASE("a failed PE's abort reaches every PE's poll") {
   Session &s = session();
   REQUIRE(s.size() >= 2);

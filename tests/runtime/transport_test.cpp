@@ -180,6 +180,24 @@ TEST_CASE("SymmetricHeap: a reused buffer is zero again after clearing only what
   CHECK(heap.last_zeroed_bytes(0) == 0);
 }
 
+TEST_CASE("SymmetricHeap: a zero limit clears only below it and keeps the rest for later") {
+  pto::runtime::SymmetricHeap heap(1);
+  constexpr int64_t kChunk = pto::runtime::SymmetricHeap::kChunkBytes, kBytes = 64 * kChunk;
+  heap.prepare(0, kBytes);
+  std::byte *base = heap.base(0);
+  std::memset(base + 2 * kChunk, 0x11, 10); // below the limit
+  heap.mark_written(0, 2 * kChunk, 10);
+  std::memset(base + 40 * kChunk, 0x22, 10); // past it
+  heap.mark_written(0, 40 * kChunk, 10);
+  heap.prepare(0, kBytes, 10 * kChunk + 512); // chunk 10 meets the limit
+  CHECK(heap.last_zeroed_bytes(0) == kChunk);
+  CHECK(base[2 * kChunk] == std::byte{0});
+  CHECK(base[40 * kChunk] == std::byte{0x22}); // kept as it was
+  heap.prepare(0, kBytes); // a kernel that needs it all zero: the kept chunk is still marked
+  CHECK(heap.last_zeroed_bytes(0) == kChunk);
+  CHECK(base[40 * kChunk] == std::byte{0});
+}
+
 TEST_CASE("kernel entry: data and signals a kernel left behind are zero in the next kernel") {
   constexpr int n = 3;
   constexpr int64_t kHeap = 256 << 10, kFar = 200 << 10; // data far into a large heap

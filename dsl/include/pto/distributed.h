@@ -286,6 +286,24 @@ struct TestResult {
 TestResult shmem_test(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t cmp_value,
                       WaitOptions opts = {}, SrcLoc loc = SrcLoc::current());
 
+/// The non-blocking forms of the wait sets (OpenSHMEM 1.5 §9.9.4-9.9.6, `shmem_test_all`,
+/// `shmem_test_any`, `shmem_test_some`): each reads the included elements of `slots` once and
+/// returns at once, never blocking, so no DeadlockError. Operands, rules and errors are those of
+/// shmem_wait_until_all (one shmem tensor, slot rules, DT_INT32 status of n elements: the same
+/// DistributedError, DTypeError and ShapeError, reported as the op's name).
+/// shmem_test_all: `holds` (DT_INT32 [1, 1]) is 1 when every included element holds (also for
+/// an empty set), else 0.
+TestResult shmem_test_all(const std::vector<SignalSlot> &slots, int32_t cmp_value,
+                          WaitSetOptions opts = {}, SrcLoc loc = SrcLoc::current());
+/// shmem_test_any: `index` (DT_INT32 [1, 1]) is the lowest included element that holds, or -1
+/// when none does or the set is empty (OpenSHMEM: SIZE_MAX).
+WaitAnyResult shmem_test_any(const std::vector<SignalSlot> &slots, int32_t cmp_value,
+                             WaitSetOptions opts = {}, SrcLoc loc = SrcLoc::current());
+/// shmem_test_some: `indices` (DT_INT32 [1, n]) the included elements that hold, ascending, then
+/// -1s, and `count` (DT_INT32 [1, 1]) how many: 0 when none does or the set is empty.
+WaitSomeResult shmem_test_some(const std::vector<SignalSlot> &slots, int32_t cmp_value,
+                               WaitSetOptions opts = {}, SrcLoc loc = SrcLoc::current());
+
 /// The operand of an AMO: an integer (a literal or a run-time SymbolicScalar such as
 /// my_symbolic_pe or `t.at({i})`; truncated to int32 for int32 words) or a floating literal (fp32
 /// words only).

@@ -120,8 +120,9 @@ public:
       g.resize(size_t(n_));
   }
 
-  void map_heap(int me, int64_t bytes) override {
-    heap_.prepare(me, bytes);
+  void map_heap(int me, int64_t bytes) override { map_heap_zeroing(me, bytes, bytes); }
+  void map_heap_zeroing(int me, int64_t bytes, int64_t zero_bytes) override {
+    heap_.prepare(me, bytes, zero_bytes);
     heap_bytes_.store(bytes, std::memory_order_relaxed);
   }
   int64_t heap_bytes() const override { return heap_bytes_.load(std::memory_order_relaxed); }

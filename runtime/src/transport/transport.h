@@ -77,6 +77,13 @@ public:
   /// bases and contents are guaranteed to every member once the next barrier() has passed;
   /// until then no member may touch any heap of the group. Throws std::bad_alloc.
   virtual void map_heap(int me, int64_t bytes) = 0;
+  /// map_heap, except that only bytes [0, zero_bytes) need be zero afterwards; the rest may keep
+  /// what it held (the program writes it before it reads it: ir::Group::zero_bytes). The
+  /// default zeroes everything.
+  virtual void map_heap_zeroing(int me, int64_t bytes, int64_t zero_bytes) {
+    (void)zero_bytes;
+    map_heap(me, bytes);
+  }
   /// The heap size of the last map_heap (0 before the first).
   virtual int64_t heap_bytes() const = 0;
   /// Base of PE `pe`'s heap if this process can load and store it directly (64-byte aligned),
@@ -170,8 +177,22 @@ public:
   virtual void wake_all() = 0;
   /// Runs pending communication work (MPI progress); the shared-memory transport has none.
   virtual void progress() = 0;
+  /// The sum of the progress counts the other processes of the world published (each counts the
+  /// operations its PEs complete), so that the deadlock detector sees progress anywhere, not only
+  /// in this process; 0 when every PE lives here. Called by blocked PEs about once per sample
+  /// slice (progress.h), not per poll.
+  virtual uint64_t remote_progress() { return 0; }
   /// Forgets an abort (between runs, while no local PE is in a transport call).
   virtual void reset() = 0;
+  /// Called by World::run on every process before its PEs start (after reset): a transport
+  /// spanning processes agrees there whether the previous run failed anywhere and, if so, makes
+  /// the world usable again (MPI: clears every abort word, renews the group communicators).
+  /// Collective over the processes; gives up after `timeout_ms` (DistributedError).
+  virtual void begin_run(int64_t timeout_ms) { (void)timeout_ms; }
+  /// Collective over the processes: returns, on the first process (the one with world PE 0),
+  /// every process's `mine` in process order; on the others nothing. One process: {mine}.
+  /// Throws pto::RuntimeError when the transport cannot move them.
+  virtual std::vector<std::string> gather_to_first(const std::string &mine) { return {mine}; }
 };
 
 /// The shared-memory transport (shm_transport.cpp): every PE a thread of this process, heaps

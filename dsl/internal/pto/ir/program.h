@@ -302,8 +302,14 @@ struct Op {
   bool target_all = false;     ///< signal: every PE of the group (shmem_signal_all)
   Atomic atomic = Atomic::Set; ///< put_op / sig_op
   Cmp cmp = Cmp::EQ;
-  int32_t signal = 0;                ///< signal value / wait cmp_value
-  bool clear = false;                ///< wait: clear_signal
+  int32_t signal = 0; ///< signal value / wait cmp_value
+  bool clear = false; ///< wait: clear_signal
+  bool test = false;  ///< ShmemWaitUntilAny/Some: never block (shmem_test_any/some)
+  /// get: the result may be the heap window itself instead of a copy (the direct path of
+  /// lower_shmem.cpp, where the heap is addressable; the interpreter copies). Set only where the
+  /// program provably leaves the window unchanged while the result is live: the collectives'
+  /// reads of their own staging buffers after the wait (borrowed_get, dsl/src/collectives.cpp).
+  bool borrow = false;
   std::optional<SlotGeometry> slots; ///< signal/wait (wait sets: every element's)
   // The rest of the OpenSHMEM model (distributed.h).
   Atomic sig_atomic =
@@ -361,12 +367,21 @@ struct ShmemInfo {
   std::string slot_where;   ///< "file:line" of the first signal/wait, for messages
   int64_t signal_bytes = 0; ///< n_pes * 8 * max_tile_num int32, rounded up to 512 B
   std::string where;        ///< "file:line" of its create_shmem_tensor/_signal
+  /// The data is zero when the kernel starts (PyPTO's create_shmem_tensor). False for buffers
+  /// the program provably writes before it reads them (the collectives' SET-put staging,
+  /// mark_overwritten in dsl/src/collectives.cpp): layout_shmem puts their data past the
+  /// group's zero_bytes, which kernel entry leaves as it was. Signals are always zeroed.
+  bool zero_data = true;
 };
 
 struct Group {
   std::string name;
   int n_pes = 0;
-  int64_t heap_bytes = 0;   ///< set by layout_shmem
+  int64_t heap_bytes = 0; ///< set by layout_shmem
+  /// Set by layout_shmem: kernel entry zeroes bytes [0, zero_bytes) of the heap (every signal
+  /// array and the data of shmem tensors with zero_data); the rest holds only data the program
+  /// writes before reading.
+  int64_t zero_bytes = 0;
   uint64_t layout_hash = 0; ///< set by layout_shmem: the group's shmem tensors (dtype, shape,
                             ///< offsets); every PE of the group must present the same one
   std::string where;        ///< "file:line" of the first use, for run-time messages

@@ -75,6 +75,9 @@ public:
   /// The op list ops are appended to now (identity only: deferred work checks it is flushed
   /// into the scope it was recorded in).
   const std::vector<Op> *current_scope() const { return scopes_.back(); }
+  /// The op emit() appended last to the current scope (null when it is empty), for the
+  /// front-ends that set internal attributes after emitting (collectives' borrowed gets).
+  Op *last_emitted() { return scopes_.back()->empty() ? nullptr : &scopes_.back()->back(); }
 
   /// Checks that every symbol of `s` can be evaluated here: tensor elements of this trace whose
   /// tensor is visible, indices and positions of open loops. SymbolicError naming `op` otherwise.

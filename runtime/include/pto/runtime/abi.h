@@ -67,6 +67,12 @@ int32_t pto_rt_kernel_enter(pto_ctx *ctx, const uint64_t *group_hash, int32_t n_
                             const int64_t *heap_bytes, const int32_t *group_n_pes,
                             const char *const *group_names, const char *const *group_where,
                             const char *const *group_layout);
+/// Limits the zeroing of this PE's next pto_rt_kernel_enter: group g's heap is zero only in
+/// bytes [0, zero_bytes[g]) afterwards (every signal array and the data of shmem tensors that
+/// start zero), the rest keeps what it held (data the kernel writes before it reads it, laid out
+/// past zero_bytes: ir::Group::zero_bytes). `n_groups` must be the kernel_enter's; without this
+/// call (or with another n_groups) kernel entry zeroes every heap whole. Cannot fail.
+int32_t pto_rt_heap_zeroing(pto_ctx *ctx, int32_t n_groups, const int64_t *zero_bytes);
 /// Collective exit: for each group (in name order) no member leaves until every member has
 /// finished with the group's heap. Errors as the
 /// entry barrier (another PE failed, a PE returned early, DeadlockError after the timeout).
@@ -77,6 +83,20 @@ int32_t pto_rt_kernel_exit(pto_ctx *ctx);
 /// whose heap this process cannot address directly (another process, MPI). The caller may store
 /// through it: the whole heap then counts as written and is zeroed at the next kernel entry.
 void *pto_rt_heap_base(pto_ctx *ctx, int32_t group, int32_t pe);
+
+/// The direct path of generated code (docs/distributed.md, "The shared-memory fast path"): fills
+/// `bases[0..n_pes)` with the base of every PE's symmetric heap of `group`, once per kernel entry
+/// (valid until the next one), so that puts and gets of this kernel may load and store peer heaps
+/// directly; or with nulls, when the heap of some PE is not directly addressable (MPI across
+/// nodes or with PTO_MPI_SHARED=0; the shared-memory transport and MPI shared-memory windows
+/// have every base), the world records a trace, or PTO_SHMEM_DIRECT=0 is set: the kernel then
+/// calls pto_rt_put and pto_rt_get. `ranges` holds `n_ranges` pairs (byte offset, bytes) of the
+/// heap that the kernel may store into directly; with non-null bases they count as written on every
+/// PE (zeroed at the next kernel entry where they need it). A null base for a PE outside the group
+/// is impossible: the group was declared by kernel_enter (else an InternalError). Returns PTO_OK or
+/// PTO_ERR.
+int32_t pto_rt_heap_table(pto_ctx *ctx, int32_t group, int32_t n_ranges, const int64_t *ranges,
+                          void **bases);
 
 /// Copies a block from local memory `src` (dtype `src_dt`) into PE `dst_pe`'s symmetric heap of
 /// `group` at byte offset `dst_offset_bytes` (dtype `dst_dt`), with `op` SET or atomic ADD, as

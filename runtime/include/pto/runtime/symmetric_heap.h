@@ -24,11 +24,12 @@ public:
   SymmetricHeap(const SymmetricHeap &) = delete;
   SymmetricHeap &operator=(const SymmetricHeap &) = delete;
 
-  /// Makes PE `pe`'s buffer at least `size_bytes` long with every byte of it zero: a buffer that
-  /// is large enough is kept and only its chunks written since the last zeroing are cleared,
-  /// else a new zero-filled one is mapped. Called by PE `pe` alone while no PE accesses that
-  /// buffer (kernel entry). Throws std::bad_alloc.
-  void prepare(int pe, int64_t size_bytes);
+  /// Makes PE `pe`'s buffer at least `size_bytes` long with bytes [0, zero_bytes) zero: a buffer
+  /// that is large enough is kept and only its chunks written since the last zeroing that meet
+  /// [0, zero_bytes) are cleared (the others stay marked for a later prepare), else a new
+  /// zero-filled one is mapped. Bytes past zero_bytes keep what they held. Called by PE `pe`
+  /// alone while no PE accesses that buffer (kernel entry). Throws std::bad_alloc.
+  void prepare(int pe, int64_t size_bytes, int64_t zero_bytes = INT64_MAX);
   /// Records that bytes [offset, offset + bytes) of PE `pe`'s buffer were written (any thread;
   /// cheap when the chunks are already marked). Bytes past the buffer are ignored.
   void mark_written(int pe, int64_t offset, int64_t bytes);

@@ -95,6 +95,9 @@ public:
   /// that are not valid UTF-8 are written with U+FFFD in place of the invalid bytes. Throws
   /// pto::ArgumentError for an empty path, pto::RuntimeError naming the path (and the system's
   /// reason) when the file cannot be written, pto::DistributedError while the world is running.
+  /// On a world spanning processes (the MPI backend) it is collective: every process calls it
+  /// with the same path, and the process of PE 0 writes one file with every PE's lane (times on
+  /// its clock); the others write nothing.
   void write_trace(const std::string &path,
                    std::source_location loc = std::source_location::current()) const;
   /// Number of events recorded so far (all PEs).

@@ -9,6 +9,7 @@
 #include "mpi_session.h"
 #include "transport/memory_amo.h"
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstring>
@@ -108,7 +109,14 @@ uint16_t add_half(pto_dtype dt, uint16_t old, float v) {
 MpiHeap::MpiHeap(Session &s, MPI_Comm comm, int64_t bytes) : s_(s), comm_(comm) {
   MPI_Comm_rank(comm, &me_);
   MPI_Comm_size(comm, &n_);
+  pending_.assign(size_t(n_), 0);
   bytes_ = std::max<int64_t>(bytes, 8);
+  // The dirty map follows the heap, 64-byte aligned: one bit per kDirtyChunk bytes.
+  if (bytes_ > INT64_MAX / 2)
+    throw std::bad_alloc();
+  dirty_disp_ = (bytes_ + 63) & ~int64_t{63};
+  dirty_words_ = ((bytes_ + kDirtyChunk - 1) / kDirtyChunk + 63) / 64;
+  const int64_t window = dirty_disp_ + dirty_words_ * 8;
   MPI_Info info = MPI_INFO_NULL;
   MPI_Info_create(&info);
   MPI_Info_set(info, "same_size", "true");
@@ -116,12 +124,12 @@ MpiHeap::MpiHeap(Session &s, MPI_Comm comm, int64_t bytes) : s_(s), comm_(comm) 
   int rc = MPI_ERR_OTHER;
   if (s.shared()) {
     MPI_Info_set(info, "alloc_shared_noncontig", "true");
-    rc = MPI_Win_allocate_shared(MPI_Aint(bytes_), 1, info, comm, &local_, &win_);
+    rc = MPI_Win_allocate_shared(MPI_Aint(window), 1, info, comm, &local_, &win_);
     // An osc component without shared windows (--mca osc pt2pt): fall back to plain RMA.
     shared_ = rc == MPI_SUCCESS;
   }
   if (!shared_)
-    rc = MPI_Win_allocate(MPI_Aint(bytes_), 1, info, comm, &local_, &win_);
+    rc = MPI_Win_allocate(MPI_Aint(window), 1, info, comm, &local_, &win_);
   MPI_Info_free(&info);
   check(rc, fmt::format("MPI_Win_allocate of a {}-byte symmetric heap", bytes_).c_str());
   if (shared_) {
@@ -133,7 +141,7 @@ MpiHeap::MpiHeap(Session &s, MPI_Comm comm, int64_t bytes) : s_(s), comm_(comm) 
             "MPI_Win_shared_query");
     }
   }
-  std::memset(local_, 0, size_t(bytes_));
+  std::memset(local_, 0, size_t(window));
   // On a shared heap the lock words are a shared window too (osc/sm): Open MPI 4.1.4's osc/rdma
   // names its segment by communicator id, so windows of disjoint groups would collide.
   rc = shared_ ? MPI_Win_allocate_shared(2 * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, comm,
@@ -182,7 +190,17 @@ void MpiHeap::put(int pe, int64_t disp, const Layout &l, MPI_Datatype type, cons
   check(MPI_Put(src, as_count(l.elements(), "block size"), type, pe, MPI_Aint(disp), t.count,
                 t.type, win_),
         "MPI_Put");
+  // Local completion only (src reusable); the next signal, get, AMO, fence or quiet to `pe`
+  // completes it remotely (complete()): puts to one PE cost one round trip per signal.
+  check(MPI_Win_flush_local(pe, win_), "MPI_Win_flush_local");
+  pending_[size_t(pe)] = 1;
+}
+
+void MpiHeap::complete(int pe) {
+  if (!pending_[size_t(pe)])
+    return;
   check(MPI_Win_flush(pe, win_), "MPI_Win_flush");
+  pending_[size_t(pe)] = 0;
 }
 
 void MpiHeap::get(int pe, int64_t disp, const Layout &l, MPI_Datatype type, void *dst) {
@@ -195,6 +213,7 @@ void MpiHeap::get(int pe, int64_t disp, const Layout &l, MPI_Datatype type, void
         l, [&](int64_t off, int64_t k) { std::memcpy(d + k * es, src + off * es, size_t(es)); });
     return;
   }
+  complete(pe); // an earlier put or ADD to the same bytes lands first
   const TargetType t(l, type);
   check(MPI_Get(dst, as_count(l.elements(), "block size"), type, pe, MPI_Aint(disp), t.count,
                 t.type, win_),
@@ -210,7 +229,7 @@ void MpiHeap::lock_pe(int pe) {
   check(MPI_Fetch_and_op(&one, &ticket, MPI_INT64_T, pe, 0, MPI_SUM, lock_win_),
         "MPI_Fetch_and_op (lock)");
   check(MPI_Win_flush(pe, lock_win_), "MPI_Win_flush");
-  for (int spins = 0;; ++spins) {
+  for (int64_t spins = 0;; ++spins) {
     check(MPI_Fetch_and_op(nullptr, &serving, MPI_INT64_T, pe, 1, MPI_NO_OP, lock_win_),
           "MPI_Fetch_and_op (lock)");
     check(MPI_Win_flush(pe, lock_win_), "MPI_Win_flush");
@@ -246,6 +265,7 @@ void MpiHeap::add(int pe, int64_t disp, const Layout &l, MPI_Datatype type, pto_
       for (int i = 0; i < count; ++i)
         cur[size_t(i)] = add_half(dt, cur[size_t(i)], v[i]);
       put(pe, disp, l, MPI_UINT16_T, cur.data());
+      complete(pe); // before the next holder of the lock reads it
     } catch (...) {
       unlock_pe(pe);
       throw;
@@ -256,7 +276,8 @@ void MpiHeap::add(int pe, int64_t disp, const Layout &l, MPI_Datatype type, pto_
   const TargetType t(l, type);
   check(MPI_Accumulate(src, count, type, pe, MPI_Aint(disp), t.count, t.type, MPI_SUM, win_),
         "MPI_Accumulate(MPI_SUM)");
-  check(MPI_Win_flush(pe, win_), "MPI_Win_flush");
+  check(MPI_Win_flush_local(pe, win_), "MPI_Win_flush_local"); // remotely: complete()
+  pending_[size_t(pe)] = 1;
 }
 
 void MpiHeap::signal(int pe, int64_t disp, int32_t op, int32_t value) {
@@ -268,8 +289,7 @@ void MpiHeap::signal(int pe, int64_t disp, int32_t op, int32_t value) {
       a.fetch_add(value, std::memory_order_seq_cst);
     return;
   }
-  // Earlier puts and ADDs to `pe` completed before they returned (MPI_Win_flush), so the signal
-  // is ordered after them.
+  complete(pe); // earlier puts and ADDs to `pe` land before the signal
   check(MPI_Accumulate(&value, 1, MPI_INT32_T, pe, MPI_Aint(disp), 1, MPI_INT32_T,
                        op == PTO_ATOMIC_SET ? MPI_REPLACE : MPI_SUM, win_),
         "MPI_Accumulate (signal)");
@@ -306,42 +326,105 @@ void MpiHeap::atomic(int pe, int64_t disp, transport::Amo op, pto_dtype dt, cons
     return;
   }
   const MPI_Datatype t = d == DT_INT32 ? MPI_INT32_T : d == DT_INT64 ? MPI_INT64_T : MPI_FLOAT;
+  complete(pe); // after the puts and ADDs issued before it
   alignas(8) std::byte got[8] = {};
   auto fetch_op = [&](const void *in, MPI_Op mop) {
     check(MPI_Fetch_and_op(in, got, t, pe, MPI_Aint(disp), mop, win_), "MPI_Fetch_and_op");
     check(MPI_Win_flush(pe, win_), "MPI_Win_flush");
   };
-  switch (op) {
-  case transport::Amo::FetchAdd:
-    fetch_op(operand, MPI_SUM);
-    break;
-  case transport::Amo::Swap:
-    fetch_op(operand, MPI_REPLACE);
-    break;
-  case transport::Amo::Fetch:
+  if (op == transport::Amo::Fetch) { // a read: atomic with every accumulate (MPI_NO_OP)
     fetch_op(nullptr, MPI_NO_OP);
-    break;
-  case transport::Amo::CompareSwap: {
-    const size_t es = d == DT_INT64 ? 8 : 4;
+  } else {
+    // CompareSwap is a fetch and a conditional replace (no MPI_Compare_and_swap: it crashes in
+    // Open MPI 4.1's osc/rdma over vader), so every read-modify-write AMO takes `pe`'s lock:
+    // they are atomic with respect to each other whatever mix of them hits one word.
     lock_pe(pe);
     try {
-      fetch_op(nullptr, MPI_NO_OP);
-      if (std::memcmp(got, compare, es) == 0) {
-        alignas(8) std::byte seen[8];
-        std::memcpy(seen, got, es);
+      switch (op) {
+      case transport::Amo::FetchAdd:
+        fetch_op(operand, MPI_SUM);
+        break;
+      case transport::Amo::Swap:
         fetch_op(operand, MPI_REPLACE);
-        std::memcpy(got, seen, es);
+        break;
+      case transport::Amo::CompareSwap: {
+        const size_t es = d == DT_INT64 ? 8 : 4;
+        fetch_op(nullptr, MPI_NO_OP);
+        if (std::memcmp(got, compare, es) == 0) {
+          alignas(8) std::byte seen[8];
+          std::memcpy(seen, got, es);
+          fetch_op(operand, MPI_REPLACE);
+          std::memcpy(got, seen, es);
+        }
+        break;
+      }
+      case transport::Amo::Fetch:
+        break;
       }
     } catch (...) {
       unlock_pe(pe);
       throw;
     }
     unlock_pe(pe);
-    break;
-  }
   }
   if (old)
     std::memcpy(old, got, d == DT_INT64 ? 8 : 4);
+}
+
+void MpiHeap::mark_written(int pe, int64_t lo, int64_t hi) {
+  if (hi <= lo)
+    return;
+  const int64_t c0 = lo / kDirtyChunk, c1 = (hi - 1) / kDirtyChunk;
+  const int64_t w0 = c0 / 64, w1 = c1 / 64;
+  uint64_t bits[64];
+  if (w1 - w0 >= 64) { // a huge range: mark it in pieces
+    const int64_t mid = (w0 + 32) * 64 * kDirtyChunk;
+    mark_written(pe, lo, mid);
+    mark_written(pe, mid, hi);
+    return;
+  }
+  for (int64_t w = w0; w <= w1; ++w) {
+    const int64_t first = w == w0 ? c0 % 64 : 0, last = w == w1 ? c1 % 64 : 63;
+    const uint64_t upto = last == 63 ? ~uint64_t{0} : (uint64_t{1} << (last + 1)) - 1;
+    bits[w - w0] = upto & ~((uint64_t{1} << first) - 1);
+  }
+  const int count = int(w1 - w0 + 1);
+  if (shared_ || pe == me_) {
+    auto *words = reinterpret_cast<uint64_t *>(base(pe) + dirty_disp_);
+    for (int i = 0; i < count; ++i)
+      if ((std::atomic_ref<uint64_t>(words[w0 + i]).load(std::memory_order_relaxed) & bits[i]) !=
+          bits[i])
+        std::atomic_ref<uint64_t>(words[w0 + i]).fetch_or(bits[i], std::memory_order_relaxed);
+    if (!shared_)
+      MPI_Win_sync(win_);
+    return;
+  }
+  check(MPI_Accumulate(bits, count, MPI_UINT64_T, pe, MPI_Aint(dirty_disp_ + w0 * 8), count,
+                       MPI_UINT64_T, MPI_BOR, win_),
+        "MPI_Accumulate (dirty map)");
+}
+
+int64_t MpiHeap::zero_written() {
+  MPI_Win_sync(win_); // marks that arrived by RMA are visible to the loads below
+  auto *words = reinterpret_cast<uint64_t *>(local_ + dirty_disp_);
+  int64_t zeroed = 0;
+  for (int64_t w = 0; w < dirty_words_; ++w) {
+    uint64_t bits = std::atomic_ref<uint64_t>(words[w]).exchange(0, std::memory_order_relaxed);
+    while (bits) { // each run of consecutive dirty chunks is one memset
+      const int lo = __builtin_ctzll(bits);
+      const uint64_t rest = ~(bits >> lo);
+      const int n = rest == 0 ? 64 - lo : __builtin_ctzll(rest);
+      const int64_t at = (w * 64 + lo) * kDirtyChunk;
+      const int64_t len = std::min<int64_t>(int64_t(n) * kDirtyChunk, bytes_ - at);
+      if (len > 0) {
+        std::memset(local_ + at, 0, size_t(len));
+        zeroed += len;
+      }
+      bits &= n + lo >= 64 ? (uint64_t{1} << lo) - 1 : ~(((uint64_t{1} << n) - 1) << lo);
+    }
+  }
+  MPI_Win_sync(win_);
+  return zeroed;
 }
 
 void MpiHeap::clear_local(int64_t disp, int64_t len) {
@@ -355,6 +438,7 @@ void MpiHeap::quiet() {
     return;
   }
   check(MPI_Win_flush_all(win_), "MPI_Win_flush_all");
+  std::fill(pending_.begin(), pending_.end(), 0);
   MPI_Win_sync(win_);
 }
 

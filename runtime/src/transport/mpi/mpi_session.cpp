@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -45,9 +46,9 @@ void at_exit() {
     g_session->shutdown();
 }
 
-// Backs off a polling loop: spin a little, then yield the core (many ranks share few cores).
-void relax(int &spins) {
-  if (++spins > 64)
+// Backs off a polling loop: spin (Session::spin_polls), then yield the core.
+void relax(int64_t &spins, int limit) {
+  if (++spins > limit)
     sched_yield();
 }
 } // namespace
@@ -81,6 +82,8 @@ Session::Session() {
   int node_size = 0;
   MPI_Comm_size(node_, &node_size);
   shared_ = node_size == size_ && !env_is_zero("PTO_MPI_SHARED");
+  const unsigned cpus = std::thread::hardware_concurrency();
+  spin_polls_ = cpus > 0 && unsigned(node_size) <= cpus ? 1 << 15 : 64;
 
   const int rc = MPI_Win_allocate(MPI_Aint(kAbortHdr + kAbortMsg * size_), 1, MPI_INFO_NULL, world_,
                                   &abort_mem_, &abort_win_);
@@ -92,6 +95,7 @@ Session::Session() {
   MPI_Win_set_errhandler(abort_win_, MPI_ERRORS_RETURN);
   std::memset(abort_mem_, 0, size_t(kAbortHdr + kAbortMsg * size_));
   abort_word_ = reinterpret_cast<int32_t *>(abort_mem_);
+  progress_word_ = reinterpret_cast<uint64_t *>(abort_mem_ + 8);
   MPI_Win_lock_all(MPI_MODE_NOCHECK, abort_win_);
   MPI_Barrier(world_);
   // Passive-target RMA over a network completes only while the target calls MPI (Open MPI has no
@@ -114,8 +118,8 @@ std::string Session::describe() const {
                                progress_.joinable() ? ", progress thread" : "");
 }
 
-MPI_Comm Session::group_comm(const std::vector<int> &members) {
-  {
+MPI_Comm Session::group_comm(const std::vector<int> &members, bool fresh) {
+  if (!fresh) {
     std::lock_guard lock(mu_);
     for (auto &[m, c] : comms_)
       if (m == members)
@@ -131,6 +135,11 @@ MPI_Comm Session::group_comm(const std::vector<int> &members) {
   check(rc, "MPI_Comm_create_group");
   MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
   std::lock_guard lock(mu_);
+  for (auto &[m, cached] : comms_)
+    if (m == members) {
+      cached = c;
+      return c;
+    }
   comms_.emplace_back(members, c);
   return c;
 }
@@ -184,6 +193,18 @@ void Session::clear_abort() {
   MPI_Win_flush(rank_, abort_win_);
 }
 
+uint64_t Session::others_progress() {
+  uint64_t sum = 0;
+  std::vector<uint64_t> v(size_t(size_), 0);
+  for (int r = 0; r < size_; ++r)
+    if (r != rank_)
+      MPI_Fetch_and_op(nullptr, &v[size_t(r)], MPI_UINT64_T, r, 8, MPI_NO_OP, abort_win_);
+  MPI_Win_flush_all(abort_win_);
+  for (uint64_t x : v)
+    sum += x;
+  return sum;
+}
+
 bool Session::poll() {
   int flag = 0;
   MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, world_, &flag, MPI_STATUS_IGNORE);
@@ -193,7 +214,7 @@ bool Session::poll() {
 namespace {
 WaitOutcome wait_request(Session &s, MPI_Request &req, int64_t timeout_ms, bool stop_on_abort) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  int spins = 0;
+  int64_t spins = 0;
   for (;;) {
     int flag = 0;
     MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
@@ -203,7 +224,7 @@ WaitOutcome wait_request(Session &s, MPI_Request &req, int64_t timeout_ms, bool 
       return WaitOutcome::Aborted; // the request stays pending: the job is over
     if ((spins & 255) == 255 && std::chrono::steady_clock::now() >= deadline)
       return WaitOutcome::TimedOut;
-    relax(spins);
+    relax(spins, s.spin_polls());
   }
 }
 } // namespace
@@ -215,11 +236,39 @@ WaitOutcome Session::barrier(MPI_Comm comm, int64_t timeout_ms, bool stop_on_abo
 }
 
 WaitOutcome Session::allreduce_minmax(MPI_Comm comm, int64_t *v, int count, bool max,
-                                      int64_t timeout_ms) {
+                                      int64_t timeout_ms, bool stop_on_abort) {
   MPI_Request req = MPI_REQUEST_NULL;
   check(MPI_Iallreduce(MPI_IN_PLACE, v, count, MPI_INT64_T, max ? MPI_MAX : MPI_MIN, comm, &req),
         "MPI_Iallreduce");
-  return wait_request(*this, req, timeout_ms, true);
+  return wait_request(*this, req, timeout_ms, stop_on_abort);
+}
+
+std::vector<std::string> Session::gather_to_root(const std::string &mine) {
+  if (mine.size() > size_t(INT_MAX))
+    throw RuntimeError("<runtime>", kOp,
+                       fmt::format("{} bytes to gather exceed an MPI count", mine.size()));
+  const int len = int(mine.size());
+  std::vector<int> lens(size_t(rank_ == 0 ? size_ : 0)), displs(lens.size());
+  check(MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, world_), "MPI_Gather");
+  std::string all;
+  if (rank_ == 0) {
+    int64_t total = 0;
+    for (int r = 0; r < size_; ++r) {
+      displs[size_t(r)] = int(total);
+      total += lens[size_t(r)];
+      if (total > INT_MAX)
+        throw RuntimeError("<runtime>", kOp,
+                           fmt::format("{} bytes to gather exceed an MPI count", total));
+    }
+    all.resize(size_t(total));
+  }
+  check(MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0,
+                    world_),
+        "MPI_Gatherv");
+  std::vector<std::string> out;
+  for (int r = 0; r < int(lens.size()); ++r)
+    out.push_back(all.substr(size_t(displs[size_t(r)]), size_t(lens[size_t(r)])));
+  return out;
 }
 
 void Session::shutdown() {

@@ -61,10 +61,17 @@ public:
   MPI_Comm world() const { return world_; }
   /// A thread drives MPI's progress engine while this PE computes (non-shared windows only).
   bool progress_thread() const { return progress_.joinable(); }
+  /// How many polls a waiting PE makes before it starts yielding its core (sched_yield): about
+  /// a millisecond when this node's ranks fit its CPUs (a yield under load gives the core away
+  /// for a whole time slice: measured here, 8 KiB allreduces went from ~3.5 to ~33 us each), 64
+  /// when they outnumber them (the rank waited for may need this core).
+  int spin_polls() const { return spin_polls_; }
 
   /// The communicator of the world ranks `members` (in that order: group-local PE i is world
-  /// rank members[i]); collective over those ranks; cached by member list.
-  MPI_Comm group_comm(const std::vector<int> &members);
+  /// rank members[i]); collective over those ranks; cached by member list. `fresh` makes a new
+  /// one (replacing the cached one, which is left as it is: after a failed run it may hold
+  /// collectives that never complete).
+  MPI_Comm group_comm(const std::vector<int> &members, bool fresh = false);
 
   /// Maps a symmetric heap of `bytes` on every rank of `comm` (collective). Throws RuntimeError.
   std::shared_ptr<MpiHeap> map_heap(MPI_Comm comm, int64_t bytes);
@@ -81,14 +88,27 @@ public:
   /// Clears this rank's abort word (before a new run; collective: the caller barriers after).
   void clear_abort();
 
+  /// Counts one operation completed by this rank's PE (a put, get, signal, AMO, wait or barrier)
+  /// in its progress word, which the other ranks' deadlock detectors read: a relaxed atomic add
+  /// on this rank's own memory.
+  void count_progress() {
+    std::atomic_ref<uint64_t>(*progress_word_).fetch_add(1, std::memory_order_relaxed);
+  }
+  /// The sum of every other rank's progress word (one MPI_Fetch_and_op per rank).
+  uint64_t others_progress();
+
   /// Drives Open MPI's progress engine once (MPI_Iprobe) and checks the abort word.
   bool poll();
   /// A barrier over `comm` that keeps polling the abort word (MPI_Ibarrier + MPI_Test), so a
   /// failed rank releases the others (unless `stop_on_abort` is false); gives up after
   /// `timeout_ms` without completing.
   WaitOutcome barrier(MPI_Comm comm, int64_t timeout_ms, bool stop_on_abort = true);
+  /// Every rank's `mine` on rank 0, in rank order (MPI_Gather of the lengths, MPI_Gatherv of
+  /// the bytes); empty elsewhere. Collective over the world. Throws RuntimeError.
+  std::vector<std::string> gather_to_root(const std::string &mine);
   /// MPI_Allreduce(MPI_MAX / MPI_MIN) of `v` over `comm` as a polled non-blocking collective.
-  WaitOutcome allreduce_minmax(MPI_Comm comm, int64_t *v, int count, bool max, int64_t timeout_ms);
+  WaitOutcome allreduce_minmax(MPI_Comm comm, int64_t *v, int count, bool max, int64_t timeout_ms,
+                               bool stop_on_abort = true);
 
   /// Called at exit (atexit): frees the windows, stops the progress thread, finalizes MPI; if the
   /// job failed and the ranks cannot meet to finalize within a few seconds, MPI_Abort.
@@ -106,15 +126,18 @@ private:
   MPI_Comm world_ = MPI_COMM_NULL, node_ = MPI_COMM_NULL;
   MPI_Win abort_win_ = MPI_WIN_NULL;
   /// This rank's abort window: an int32 word (0, or failed world rank + 1; -1: unknown) at byte
-  /// 0, then kAbortMsg bytes of message per sending rank at kAbortHdr + sender * kAbortMsg.
+  /// 0, the progress count (uint64) at byte 8, then kAbortMsg bytes of message per sending rank at
+  /// kAbortHdr + sender * kAbortMsg.
   std::byte *abort_mem_ = nullptr;
   int32_t *abort_word_ = nullptr;
-  std::mutex mu_; ///< guards comms_ and heaps_
+  uint64_t *progress_word_ = nullptr; ///< at byte 8 of the abort window (count_progress)
+  std::mutex mu_;                     ///< guards comms_ and heaps_
   std::vector<std::pair<std::vector<int>, MPI_Comm>> comms_;
   std::vector<std::weak_ptr<MpiHeap>> heaps_;
   std::atomic<bool> stop_{false};
   std::thread progress_;
   bool finalized_ = false;
+  int spin_polls_ = 64;
 };
 
 /// The process's session; initializes MPI on first use. Throws pto::DistributedError when the
@@ -126,8 +149,9 @@ Session &session();
 std::unique_ptr<transport::Transport> make_transport(Session &s, transport::Host &host);
 
 /// One symmetric heap as an MPI window over a communicator (group-local PEs = comm ranks).
-/// Operations complete remotely before they return (MPI_Win_flush), so a later signal to the same
-/// PE is ordered after them; the origin buffer can be reused at once.
+/// Puts and ADDs complete locally before they return (the origin buffer can be reused at once)
+/// and remotely at the next signal, get, AMO to the same PE, or quiet (one MPI_Win_flush for a
+/// run of them), so a later signal to the same PE is ordered after them.
 class MpiHeap {
 public:
   MpiHeap(Session &s, MPI_Comm comm, int64_t bytes);
@@ -163,13 +187,24 @@ public:
   void add_signal(int64_t disp, int32_t delta);
   /// Zeroes this PE's bytes [disp, disp + len).
   void clear_local(int64_t disp, int64_t len);
+  /// Records that bytes [lo, hi) of PE `pe`'s heap were (or are about to be) written, in its
+  /// dirty map (one bit per kDirtyChunk bytes, in the window after the heap): an atomic OR on a
+  /// shared window, else MPI_Accumulate(MPI_BOR), completed by the next flush to `pe`.
+  void mark_written(int pe, int64_t lo, int64_t hi);
+  /// Zeroes the chunks of this PE's heap marked written since the last call (or since the heap
+  /// was mapped) and clears their marks. Between barriers only: nobody may write this heap
+  /// meanwhile. Returns the bytes zeroed.
+  int64_t zero_written();
+  static constexpr int64_t kDirtyChunk = 4096;
   /// Completes every operation this PE issued on the heap (MPI_Win_flush_all + MPI_Win_sync).
   void quiet();
   /// Atomic `op` on the int32 / int64 / fp32 word at `disp` of `pe`'s heap (transport.h's
-  /// Group::atomic): atomics on a shared window; else MPI_Fetch_and_op, and CompareSwap as a
-  /// fetch and a conditional replace under `pe`'s ticket lock (no MPI_Compare_and_swap: it
-  /// crashes in Open MPI 4.1's osc/rdma over vader), which is atomic with respect to other
-  /// CompareSwaps but not to a FetchAdd, Swap or signal that lands on the same word meanwhile.
+  /// Group::atomic): atomics on a shared window; else MPI_Fetch_and_op under `pe`'s ticket lock,
+  /// CompareSwap as a fetch and a conditional replace (no MPI_Compare_and_swap: it crashes in
+  /// Open MPI 4.1's osc/rdma over vader). FetchAdd, Swap and CompareSwap are then atomic with
+  /// respect to each other on any mix; a Fetch (MPI_NO_OP) with respect to all; FetchAdd also
+  /// with ADD signals (both MPI_SUM); Swap and CompareSwap not with a signal that lands on the
+  /// same word meanwhile (signals take no lock).
   void atomic(int pe, int64_t disp, transport::Amo op, pto_dtype dt, const void *operand,
               const void *compare, void *old);
   MPI_Comm comm() const { return comm_; }
@@ -177,6 +212,8 @@ public:
 private:
   void lock_pe(int pe);
   void unlock_pe(int pe);
+  /// Completes the puts and ADDs to `pe` still in flight (MPI_Win_flush), if any.
+  void complete(int pe);
 
   Session &s_;
   MPI_Comm comm_;
@@ -186,7 +223,10 @@ private:
   MPI_Win lock_win_ = MPI_WIN_NULL; ///< per PE: a ticket lock (next, serving) for fp16/bf16 ADD
   std::byte *local_ = nullptr;
   int64_t *lock_word_ = nullptr;
+  int64_t dirty_disp_ = 0;         ///< byte offset of the dirty map in every PE's window segment
+  int64_t dirty_words_ = 0;        ///< uint64 words of the dirty map
   std::vector<std::byte *> bases_; ///< shared windows: every PE's segment
+  std::vector<char> pending_;      ///< by PE: puts or ADDs not yet completed remotely
   bool shared_ = false;
   friend class Session;
   void free_windows();

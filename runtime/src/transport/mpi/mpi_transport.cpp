@@ -84,9 +84,9 @@ Layout layout_of(const pto_block &b, const int64_t *stride) {
   return l;
 }
 
-// Backs off a polling loop: spin a little, then yield the core (ranks may share few cores).
-void relax(int spins) {
-  if (spins > 64)
+// Backs off a polling loop: spin (Session::spin_polls), then yield the core.
+void relax(int64_t spins, int limit) {
+  if (spins > limit)
     sched_yield();
 }
 
@@ -100,14 +100,18 @@ public:
   void map_heap(int me, int64_t bytes) override;
   int64_t heap_bytes() const override { return bytes_; }
   std::byte *direct_base(int pe) override { return heap_ ? heap_->base(pe) : nullptr; }
-  void note_written(int, int64_t, int64_t) override {} // map_heap zeroes the whole own heap
+  void note_written(int pe, int64_t offset, int64_t bytes) override {
+    heap_->mark_written(pe, offset, offset + bytes);
+  }
 
   void put(int, int pe, int32_t op, const void *src, pto_dtype src_dt, int64_t dst_offset,
            pto_dtype dst_dt, const pto_block &b) override {
     const auto *s = static_cast<const std::byte *>(src);
+    mark_block(pe, dst_offset, b, b.dst_stride, detail::element_size(dst_dt));
     if (op == PTO_ATOMIC_SET && heap_->is_shared()) {
       detail::copy_block(b, s, src_dt, heap_->base(pe) + dst_offset, dst_dt);
       std::atomic_thread_fence(std::memory_order_release);
+      counted();
       return;
     }
     // Packed in the destination dtype; a half-precision ADD adds fp32 values (rounded once).
@@ -122,6 +126,7 @@ public:
       heap_->add(pe, dst_offset, l, mpi_type(dst_dt), dst_dt, packed.data());
     else
       heap_->put(pe, dst_offset, l, mpi_type(dst_dt), packed.data());
+    counted();
   }
 
   void get(int, int pe, int64_t src_offset, pto_dtype src_dt, void *dst, pto_dtype dst_dt,
@@ -130,6 +135,7 @@ public:
     if (heap_->is_shared()) {
       std::atomic_thread_fence(std::memory_order_acquire);
       detail::copy_block(b, heap_->base(pe) + src_offset, src_dt, d, dst_dt);
+      counted();
       return;
     }
     std::vector<std::byte> packed(size_t(elements(b) * detail::element_size(src_dt)));
@@ -137,25 +143,33 @@ public:
     pto_block pb = b;
     packed_strides(b, pb.src_stride);
     detail::copy_block(pb, packed.data(), src_dt, d, dst_dt);
+    counted();
   }
 
   void clear(int me, int64_t offset, int64_t esize, const pto_block &b) override {
     detail::zero_block(b, heap_->base(me) + offset, esize);
     heap_->clear_local(0, 0); // MPI_Win_sync: the stores are visible to later RMA
+    counted();
   }
 
   void signal(int, int pe, int64_t slot_offset, int32_t op, int32_t value) override {
+    heap_->mark_written(pe, slot_offset, slot_offset + 4);
     heap_->signal(pe, slot_offset, op, value);
+    counted();
   }
   int32_t load_slot(int, int64_t slot_offset) override { return heap_->load_signal(slot_offset); }
   WaitResult wait(int me, transport::WaitCondition &cond, WaitPolicy &policy) override;
   void atomic(int, int pe, int64_t offset, transport::Amo op, pto_dtype dt, const void *operand,
               const void *compare, void *old) override {
+    if (op != transport::Amo::Fetch)
+      heap_->mark_written(pe, offset, offset + detail::element_size(dt));
     heap_->atomic(pe, offset, op, dt, operand, compare, old);
+    counted();
   }
 
-  // Every put, ADD, signal and AMO completes remotely before it returns (MPI_Win_flush): the
-  // fence and quiet only make this PE's direct stores visible (MPI_Win_flush_all + sync).
+  // Signals and AMOs complete remotely before they return, puts and ADDs at the next signal,
+  // get or AMO to their PE: fence and quiet complete them all and make this PE's direct stores
+  // visible (MPI_Win_flush_all + MPI_Win_sync).
   void fence(int) override { heap_->quiet(); }
   void quiet(int) override { heap_->quiet(); }
 
@@ -165,6 +179,15 @@ public:
   void reset() override {}
 
 private:
+  /// Counts a completed operation for the other ranks' deadlock detectors.
+  void counted();
+  // Marks the bytes a put of `b` at `offset` of `pe`'s heap writes (map_heap zeroes them).
+  void mark_block(int pe, int64_t offset, const pto_block &b, const int64_t *stride,
+                  int64_t esize) {
+    __int128 lo = 0, hi = 0;
+    detail::block_span(b, stride, esize, lo, hi);
+    heap_->mark_written(pe, offset + int64_t(lo), offset + int64_t(hi) + 1);
+  }
   MPI_Comm comm();
   WaitResult complete(MPI_Request &req, WaitPolicy &policy);
 
@@ -172,6 +195,7 @@ private:
   std::string name_;
   std::vector<int> world_pe_;
   MPI_Comm comm_ = MPI_COMM_NULL; ///< made at the group's first collective call
+  int comm_generation_ = 0;       ///< MpiTransport::generation() when comm_ was made
   std::shared_ptr<MpiHeap> heap_;
   int64_t bytes_ = 0;
 };
@@ -191,11 +215,14 @@ public:
   }
   void wake_all() override {} // nobody sleeps: every wait polls its policy
   void progress() override { poll(); }
-  void reset() override {
-    // Only an abort this rank has taken part in: one that arrived since belongs to the next run.
-    if (seen_abort_.exchange(false))
-      s_.clear_abort();
+  uint64_t remote_progress() override { return s_.others_progress(); }
+  std::vector<std::string> gather_to_first(const std::string &mine) override {
+    return s_.gather_to_root(mine);
   }
+  void reset() override {} // begin_run: the ranks agree on the previous run's fate first
+  void begin_run(int64_t timeout_ms) override;
+  /// Bumped when a failed run is forgotten: groups then make new communicators.
+  int generation() const { return generation_; }
 
   Session &session() { return s_; }
 
@@ -212,16 +239,18 @@ public:
 
   /// Polls `ready`, MPI and `policy` until `ready` holds or the policy gives up.
   template <class Ready> WaitResult poll_until(Ready &&ready, WaitPolicy &policy) {
-    for (int spins = 0;; ++spins) {
-      if (ready())
+    for (int64_t spins = 0;; ++spins) {
+      if (ready()) {
+        s_.count_progress();
         return WaitResult::Done;
+      }
       if ((spins & 15) == 0) {
         poll();
         int culprit = -1;
         if (const WaitResult r = policy.check({}, culprit); r != WaitResult::Done)
           return ready() ? WaitResult::Done : r;
       }
-      relax(spins);
+      relax(spins, s_.spin_polls());
     }
   }
 
@@ -229,11 +258,43 @@ private:
   Session &s_;
   transport::Host &host_;
   std::atomic<bool> seen_abort_{false};
+  int generation_ = 0;
 };
 
+// Every rank is between runs here, so every abort of the previous run has landed (abort_all
+// completes its RMA before the failing PE's run returns) and none of the next run can have been
+// sent. The ranks agree whether any saw one; if so each clears its abort word, they meet again
+// (so that nobody starts the run before every word is clear), and the groups get new
+// communicators: the old ones may hold a barrier or allgather that a released PE left pending.
+void MpiTransport::begin_run(int64_t timeout_ms) {
+  int64_t failed = seen_abort_.load() || s_.aborted_by() != -1 ? 1 : 0;
+  auto fail = [&](const char *when) {
+    throw DistributedError("<runtime>", "World::run",
+                           fmt::format("the MPI ranks did not all start this run within {} ms "
+                                       "({}); every rank must call World::run",
+                                       timeout_ms, when));
+  };
+  if (s_.allreduce_minmax(s_.world(), &failed, 1, /*max=*/true, timeout_ms,
+                          /*stop_on_abort=*/false) != WaitOutcome::Done)
+    fail("agreeing on the previous run");
+  if (!failed)
+    return;
+  s_.clear_abort();
+  seen_abort_.store(false);
+  ++generation_;
+  if (s_.barrier(s_.world(), timeout_ms, /*stop_on_abort=*/false) != WaitOutcome::Done)
+    fail("recovering from the failed previous run");
+}
+
+void MpiGroup::counted() { t_.session().count_progress(); }
+
 MPI_Comm MpiGroup::comm() {
-  if (comm_ == MPI_COMM_NULL)
-    comm_ = t_.session().group_comm(world_pe_);
+  if (comm_ == MPI_COMM_NULL || comm_generation_ != t_.generation()) {
+    // Never another World's (or an earlier generation's) communicator: a failed run may have
+    // left a collective pending on it.
+    comm_ = t_.session().group_comm(world_pe_, /*fresh=*/true);
+    comm_generation_ = t_.generation();
+  }
   return comm_;
 }
 
@@ -242,7 +303,7 @@ void MpiGroup::map_heap(int, int64_t bytes) {
     heap_.reset();                                // collective free, same order on every member
     heap_ = t_.session().map_heap(comm(), bytes); // zeroed; ends in MPI_Barrier
   } else {
-    heap_->clear_local(0, bytes);
+    heap_->zero_written(); // only what was written since: the rest is still zero
   }
   bytes_ = bytes;
 }

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# pto_dump_test.sh PTO_DUMP SAMPLE - pto-dump's test (CTest "pto_dump", label quick): runs it on
+# a sample (allreduce_softmax, one kernel) and checks what it prints and its exit status against
+# what the dump files must be (README.md, "Environment"). Prints the failed check and exits 1.
+set -euo pipefail
+dump=$1 sample=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() {
+  echo "pto_dump_test: $*"
+  exit 1
+}
+
+# The default stages, in pipeline order, each under its header, after the program's own output.
+"$dump" -- "$sample" --pes 2 --check >"$tmp/out"
+grep -q 'check: PASS' "$tmp/out" || fail "the program's output is missing"
+headers=$(grep '^==== ' "$tmp/out" | awk '{print $2, $4}' | tr '\n' ';')
+[ "$headers" = "allreduce_softmax ir;allreduce_softmax tiles;allreduce_softmax plan;" ] ||
+  fail "default stages: headers '$headers'"
+[ "$(wc -l <"$tmp/out")" -gt 20 ] || fail "the dumps' text is missing"
+
+# --stages picks stages (any order in, pipeline order out); llvm is the LLVM module.
+"$dump" --stages llvm,ir -- "$sample" --pes 2 >"$tmp/out"
+headers=$(grep '^==== ' "$tmp/out" | awk '{print $4}' | tr '\n' ';')
+[ "$headers" = "ir;llvm;" ] || fail "--stages llvm,ir: headers '$headers'"
+grep -q '^define ' "$tmp/out" || fail "--stages llvm: no LLVM function"
+
+# The interpreter writes no llvm or asm stage; --list prints the headers alone.
+"$dump" --stages all --list -- "$sample" --pes 2 --interpret >"$tmp/out"
+headers=$(grep '^==== ' "$tmp/out" | awk '{print $4}' | tr '\n' ';')
+[ "$headers" = "ir;tiles;plan;" ] || fail "--interpret --stages all: headers '$headers'"
+
+# --kernel filters; no match is exit 1. --keep leaves the files.
+rc=0
+"$dump" --kernel other -- "$sample" --pes 2 >/dev/null 2>&1 || rc=$?
+[ $rc -eq 1 ] || fail "--kernel other: exit $rc, want 1"
+"$dump" --kernel allreduce_softmax --stages plan --keep "$tmp/keep" -- "$sample" --pes 2 >/dev/null
+ls "$tmp/keep"/allreduce_softmax.*.plan >/dev/null || fail "--keep: no plan file kept"
+
+# A bad flag is exit 2; the program's failure is its exit status; a missing program is 127.
+rc=0
+"$dump" --stages bogus -- "$sample" >/dev/null 2>&1 || rc=$?
+[ $rc -eq 2 ] || fail "--stages bogus: exit $rc, want 2"
+rc=0
+"$dump" -- "$sample" --pes 0 >/dev/null 2>&1 || rc=$?
+[ $rc -eq 2 ] || fail "a failing program (exit 2): pto-dump exited $rc"
+rc=0
+"$dump" -- "$tmp/no_such_program" >/dev/null 2>&1 || rc=$?
+[ $rc -eq 127 ] || fail "a missing program: exit $rc, want 127"
+"$dump" --help | grep -q -- '--stages' || fail "--help does not list --stages"
+echo "pto_dump_test: PASS"
