@@ -168,8 +168,8 @@ void run(benchmark::State &state, const std::shared_ptr<Case> &c) {
   call(*c); // untimed first call: ours traces and compiles here
   if (!c->check(state))
     return;
-  if (ours)
-    c->moved = traffic(c->kernel->last_ir());
+  if (const auto &made = c->kernel; ours && made)
+    c->moved = traffic(made->last_ir());
   for (auto _ : state) {
     call(*c);
     benchmark::ClobberMemory();

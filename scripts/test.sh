@@ -4,9 +4,14 @@
 # errors, build and run a user's project against it both ways (tests/consumer), run every CTest test (label quick, then slow), the codegen tests and a few more with
 # the JIT capped at AVX2 (PTO_ISA=avx2), the runtime tests under ThreadSanitizer, the suites
 # built with ASan + UBSan, the error and bounds tests with guard pages and under valgrind
-# memcheck, then every sample's --check, then the MPI backend under mpirun (2 and 4 ranks). Prints each stage's wall time as it ends and, at exit
-# (also when a stage fails), a table of every stage and the total: the whole run must stay under
-# 60 minutes on 2 cores.
+# memcheck, then every sample's --check, then the MPI backend under mpirun (2 and 4 ranks), then
+# clang-tidy (scripts/tidy.sh) over the whole tree. Prints each stage's wall time as it ends and,
+# at exit (also when a stage fails), a table of every stage and the total: the whole run must stay
+# under 60 minutes on 2 cores.
+#
+#   PTO_TIDY=all      # default: clang-tidy over the whole tree (~12 minutes on 2 cores)
+#   PTO_TIDY=changed  # only the sources changed since main's merge base (scripts/tidy.sh --changed)
+#   PTO_TIDY=off      # no clang-tidy stage
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -188,3 +193,15 @@ stage collectives scripts/check_collectives.sh
 stage samples-pes scripts/check_samples_pes.sh
 stage samples samples
 stage mpi mpi_checks
+# Last: the tests' verdict comes first. A change to .clang-tidy or tidy.sh re-checks everything.
+case "${PTO_TIDY:-all}" in
+all) stage tidy scripts/tidy.sh ;;
+changed)
+  if git diff --quiet "$(git merge-base main HEAD)" -- .clang-tidy scripts/tidy.sh; then
+    stage tidy scripts/tidy.sh --changed main
+  else
+    stage tidy scripts/tidy.sh
+  fi ;;
+off) echo "==== stage tidy: skipped (PTO_TIDY=off)" ;;
+*) echo "test.sh: PTO_TIDY must be all, changed or off, not '$PTO_TIDY'" >&2; exit 2 ;;
+esac

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #ifndef PTO_PEER_NS
@@ -19,7 +20,7 @@ float bf16_to_float(uint16_t h) { return std::bit_cast<float>(static_cast<uint32
 
 uint16_t float_to_bf16(float f) {
   uint32_t u = std::bit_cast<uint32_t>(f);
-  if (std::isnan(f))
+  if ((u & 0x7fffffffu) > 0x7f800000u) // NaN, by its bits: -ffast-math folds std::isnan to false
     return static_cast<uint16_t>((u >> 16) | 0x40); // stay a (quiet) NaN
   u += 0x7fffu + ((u >> 16) & 1u);                  // round to nearest, ties to even
   return static_cast<uint16_t>(u >> 16);
@@ -31,7 +32,7 @@ void softmax_fp32(const float *x, float *y, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
     const float *xr = x + r * cols;
     float *yr = y + r * cols;
-    float m = -INFINITY;
+    float m = std::numeric_limits<float>::lowest(); // no infinity under -ffast-math
     for (int64_t c = 0; c < cols; ++c)
       m = std::max(m, xr[c]);
     float s = 0;
@@ -51,7 +52,7 @@ void softmax_bf16(const uint16_t *x, uint16_t *y, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
     const uint16_t *xr = x + r * cols;
     uint16_t *yr = y + r * cols;
-    float m = -INFINITY;
+    float m = std::numeric_limits<float>::lowest(); // no infinity under -ffast-math
     for (int64_t c = 0; c < cols; ++c)
       m = std::max(m, bf16_to_float(xr[c]));
     float s = 0;

@@ -196,7 +196,7 @@ int32_t Run::check_slots(const ir::ShmemInfo &s, const ir::SlotGeometry &g,
 // runtime call (pto_rt_put_signal), as generated code does.
 int32_t Run::shmem_put_signal(const Op &op) {
   const ir::ShmemInfo &s = p_.shmems.at(static_cast<size_t>(op.shmem));
-  const ir::SlotGeometry &g = *op.slots;
+  const ir::SlotGeometry &g = ir::slots_of(op);
   Ref src;
   if (int32_t st = ref(op.inputs[0], src))
     return st;
@@ -247,7 +247,7 @@ int32_t Run::shmem_wait_set(const Op &op) {
   int64_t base = 0;
   if (n > 0) {
     const ir::ShmemInfo &s = p_.shmems.at(static_cast<size_t>(op.shmem));
-    const ir::SlotGeometry &g = *op.slots;
+    const ir::SlotGeometry &g = ir::slots_of(op);
     const auto tiles = tile_expand(g.view_shape, g.tile);
     group = s.group_index;
     base = s.signal_offset_bytes;

@@ -28,7 +28,7 @@ LV *checked_divisor(KernelBuilder &kb, LV *b, LV *mask) {
 
 /// A loop at B's insertion point that runs `step` while any lane of `live(state)` is true;
 /// `state` starts as `init` (one vector per entry). Leaves B at the exit; returns the final state.
-std::vector<LV *> while_any(llvm::IRBuilder<> &B, std::vector<LV *> init,
+std::vector<LV *> while_any(llvm::IRBuilder<> &B, const std::vector<LV *> &init,
                             const std::function<LV *(const std::vector<LV *> &)> &live,
                             const std::function<std::vector<LV *>(const std::vector<LV *> &)> &step,
                             const char *name) {

@@ -529,7 +529,7 @@ void ShmemLowering::clear(const Op &op) {
 TileBody ShmemLowering::prepare_put_signal(const Op &op) {
   const ir::Value &src = p_.value(op.inputs[0]);
   const auto &s = shmem_of(op);
-  const ir::SlotGeometry &g = *op.slots;
+  const ir::SlotGeometry &g = ir::slots_of(op);
   Transfer t = begin_transfer(op, src.id, src.valid);
   LV *row = kb_.sym(op.target_pe);
   Index O = syms(g.view_offsets);
@@ -572,7 +572,7 @@ void ShmemLowering::wait_set(const Op &op) {
   int64_t per_elem = 1;
   if (n > 0) {
     const auto &s = shmem_of(op);
-    const ir::SlotGeometry &g = *op.slots;
+    const ir::SlotGeometry &g = ir::slots_of(op);
     const auto tiles = tile_expand(g.view_shape, g.tile);
     per_elem = static_cast<int64_t>(tiles.size());
     group = B.getInt32(s.group_index);

@@ -227,20 +227,21 @@ AmoResult trace_signal_amo(OpKind kind, const SignalSlot &slot, const AmoValue *
 
 } // namespace
 
-AmoResult shmem_atomic_fetch_add(const SignalSlot &slot, AmoValue value, const SymbolicScalar &pe,
-                                 AmoOptions opts, SrcLoc loc) {
+AmoResult shmem_atomic_fetch_add(const SignalSlot &slot, const AmoValue &value,
+                                 const SymbolicScalar &pe, AmoOptions opts, SrcLoc loc) {
   return trace_signal_amo(OpKind::ShmemAtomicFetchAdd, slot, nullptr, value, pe, opts,
                           "shmem_atomic_fetch_add", loc);
 }
 
-AmoResult shmem_atomic_swap(const SignalSlot &slot, AmoValue value, const SymbolicScalar &pe,
+AmoResult shmem_atomic_swap(const SignalSlot &slot, const AmoValue &value, const SymbolicScalar &pe,
                             AmoOptions opts, SrcLoc loc) {
   return trace_signal_amo(OpKind::ShmemAtomicSwap, slot, nullptr, value, pe, opts,
                           "shmem_atomic_swap", loc);
 }
 
-AmoResult shmem_atomic_compare_swap(const SignalSlot &slot, AmoValue cond, AmoValue value,
-                                    const SymbolicScalar &pe, AmoOptions opts, SrcLoc loc) {
+AmoResult shmem_atomic_compare_swap(const SignalSlot &slot, const AmoValue &cond,
+                                    const AmoValue &value, const SymbolicScalar &pe,
+                                    AmoOptions opts, SrcLoc loc) {
   return trace_signal_amo(OpKind::ShmemAtomicCompareSwap, slot, &cond, value, pe, opts,
                           "shmem_atomic_compare_swap", loc);
 }
@@ -385,22 +386,23 @@ WaitSomeResult shmem_test_some(const std::vector<SignalSlot> &slots, int32_t cmp
 }
 
 AmoResult shmem_atomic_fetch_add(const ShmemTensor &dst, const std::vector<SymbolicScalar> &index,
-                                 AmoValue value, const SymbolicScalar &pe, AmoOptions opts,
+                                 const AmoValue &value, const SymbolicScalar &pe, AmoOptions opts,
                                  SrcLoc loc) {
   return trace_amo(OpKind::ShmemAtomicFetchAdd, dst, index, nullptr, value, pe, opts,
                    "shmem_atomic_fetch_add", loc);
 }
 
 AmoResult shmem_atomic_swap(const ShmemTensor &dst, const std::vector<SymbolicScalar> &index,
-                            AmoValue value, const SymbolicScalar &pe, AmoOptions opts, SrcLoc loc) {
+                            const AmoValue &value, const SymbolicScalar &pe, AmoOptions opts,
+                            SrcLoc loc) {
   return trace_amo(OpKind::ShmemAtomicSwap, dst, index, nullptr, value, pe, opts,
                    "shmem_atomic_swap", loc);
 }
 
 AmoResult shmem_atomic_compare_swap(const ShmemTensor &dst,
-                                    const std::vector<SymbolicScalar> &index, AmoValue cond,
-                                    AmoValue value, const SymbolicScalar &pe, AmoOptions opts,
-                                    SrcLoc loc) {
+                                    const std::vector<SymbolicScalar> &index, const AmoValue &cond,
+                                    const AmoValue &value, const SymbolicScalar &pe,
+                                    AmoOptions opts, SrcLoc loc) {
   return trace_amo(OpKind::ShmemAtomicCompareSwap, dst, index, &cond, value, pe, opts,
                    "shmem_atomic_compare_swap", loc);
 }

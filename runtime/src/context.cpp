@@ -93,16 +93,15 @@ pto_ctx *default_ctx(const std::source_location &loc) {
 void record_kernel_event(pto_ctx *ctx) noexcept {
   if (!ctx->world->tracing.load(std::memory_order_relaxed) || ctx->call_name.empty())
     return;
-  try {
+  detail::record_trace(ctx, [ctx] {
     detail::TraceEvent e;
     e.name = "kernel";
     e.cat = "kernel";
     e.label = std::move(ctx->call_name);
     e.ts_ns = ctx->call_start_ns;
     e.dur_ns = ctx->world->trace_now_ns() - ctx->call_start_ns;
-    ctx->trace.push_back(std::move(e));
-  } catch (const std::bad_alloc &) { // out of memory: the timeline loses this event
-  }
+    return e;
+  });
   ctx->call_name.clear();
 }
 } // namespace

@@ -52,8 +52,9 @@ const char *amo_name(int32_t amo) {
     return "shmem_atomic_swap";
   case PTO_AMO_COMPARE_SWAP:
     return "shmem_atomic_compare_swap";
+  default:
+    return "shmem_atomic";
   }
-  return "shmem_atomic";
 }
 
 const char *set_name(int32_t mode, int32_t blocking) {

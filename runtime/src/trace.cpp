@@ -25,6 +25,13 @@ size_t World::trace_events() const {
 }
 
 namespace {
+// A PE's lane: "PE 3", and the events it lost to a lack of memory (record_trace), if any.
+std::string lane_name(const pto_ctx &ctx, int pe) {
+  if (ctx.trace_lost == 0)
+    return fmt::format("PE {}", pe);
+  return fmt::format("PE {} ({} events lost: out of memory)", pe, ctx.trace_lost);
+}
+
 // The events of this process's PEs (a lane each) as Chrome trace events, `shift_us` added to
 // every time stamp.
 nlohmann::json local_events(const detail::WorldState &w, double shift_us) {
@@ -35,7 +42,7 @@ nlohmann::json local_events(const detail::WorldState &w, double shift_us) {
                       {"name", "thread_name"},
                       {"pid", 0},
                       {"tid", pe},
-                      {"args", {{"name", "PE " + std::to_string(pe)}}}});
+                      {"args", {{"name", lane_name(w.ctxs[size_t(pe)], pe)}}}});
     for (const auto &e : w.ctxs[size_t(pe)].trace) {
       json args = json::object();
       if (e.bytes >= 0)
@@ -137,7 +144,7 @@ int64_t pto_rt_trace_now(pto_ctx *ctx) {
 void pto_rt_trace_op(pto_ctx *ctx, int32_t site, int32_t n_ops, int64_t start_ns) {
   if (start_ns < 0 || !ctx->world->tracing.load(std::memory_order_relaxed))
     return;
-  try {
+  pto::runtime::detail::record_trace(ctx, [&] {
     std::string where, op;
     pto::runtime::detail::site_location(ctx, site, "op", where, op);
     pto::runtime::detail::TraceEvent e;
@@ -146,9 +153,8 @@ void pto_rt_trace_op(pto_ctx *ctx, int32_t site, int32_t n_ops, int64_t start_ns
     e.label = n_ops > 1 ? op + " (fused, " + std::to_string(n_ops) + " ops)" : op;
     e.ts_ns = start_ns;
     e.dur_ns = ctx->world->trace_now_ns() - start_ns;
-    ctx->trace.push_back(std::move(e));
-  } catch (const std::bad_alloc &) { // out of memory: the timeline loses this event
-  }
+    return e;
+  });
 }
 
 } // extern "C"

@@ -85,6 +85,7 @@ struct pto_ctx {
   std::vector<int64_t> zero_bytes;
   std::atomic<bool> finished{false};                   ///< its run() function returned
   std::vector<pto::runtime::detail::TraceEvent> trace; ///< this PE's timeline (when tracing)
+  int64_t trace_lost = 0; ///< timeline events dropped because memory ran out (record_trace)
   int64_t call_start_ns = 0;
   std::string call_name;
 };
@@ -222,6 +223,18 @@ void free_scratch(pto_ctx *ctx);
 /// failed, and returns PTO_ERR.
 int32_t fail_released(pto_ctx *ctx, int32_t site, const char *default_op);
 
+/// Appends the event that `make()` returns to ctx's timeline. The timeline is best effort: if
+/// memory runs out, the event is dropped and counted in `ctx->trace_lost` (write_trace names the
+/// loss in the PE's lane) and the traced kernel goes on. noexcept: generated code and destructors
+/// call it.
+template <class Make> void record_trace(pto_ctx *ctx, Make &&make) noexcept {
+  try {
+    ctx->trace.push_back(make());
+  } catch (const std::bad_alloc &) {
+    ++ctx->trace_lost;
+  }
+}
+
 /// Records one timeline event for the lifetime of the scope, when the world is tracing.
 class TraceScope {
 public:
@@ -236,10 +249,7 @@ public:
   ~TraceScope() {
     if (ctx_) {
       ev_.dur_ns = ctx_->world->trace_now_ns() - ev_.ts_ns;
-      try {
-        ctx_->trace.push_back(std::move(ev_));
-      } catch (const std::bad_alloc &) { // out of memory: the timeline loses this event
-      }
+      record_trace(ctx_, [this] { return std::move(ev_); });
     }
   }
   TraceEvent *event() { return ctx_ ? &ev_ : nullptr; }

@@ -39,7 +39,7 @@ const double kSpecials[] = {NAN, INFINITY, -INFINITY, 0.0,  -0.0, 1e-40,
 /// y[i] = fs[i](x[i]) for every slice i, in one kernel.
 pto::HostTensor run_stacked(pto::RunMode m, const pto::HostTensor &x, pto::DataType out_dt,
                             const std::vector<UnaryFn> &fs) {
-  const auto shape = x.shape();
+  const auto &shape = x.shape();
   pto::HostTensor y(out_dt, shape);
   auto k = pto::jit(
       "stacked_unary",
@@ -58,7 +58,8 @@ pto::HostTensor run_stacked(pto::RunMode m, const pto::HostTensor &x, pto::DataT
 /// y[i] = fs[i](a[i], b[i]) for every slice i (b's slices broadcast), in one kernel.
 pto::HostTensor run_stacked2(pto::RunMode m, const pto::HostTensor &a, const pto::HostTensor &b,
                              pto::DataType out_dt, const std::vector<BinaryFn> &fs) {
-  const auto sa = a.shape(), sb = b.shape();
+  const auto &sa = a.shape();
+  const auto &sb = b.shape();
   pto::HostTensor y(out_dt, sa);
   auto k = pto::jit(
       "stacked_binary",

@@ -185,9 +185,13 @@ TEST_CASE("host ISA: a bad or changed PTO_ISA is an ArgumentError at the kernel 
       auto call = [&] { k(x, y); };
       support::expect_error<pto::ArgumentError>(
           call, "host_isa_test.cpp", line, "PTO_ISA",
-          "'" + other + "' differs from '" + fixed +
-              "', which this process's JIT was set up with (tracing kernel 'isa_env_changed'); "
-              "PTO_ISA is read once per process");
+          std::string("'")
+              .append(other)
+              .append("' differs from '")
+              .append(fixed)
+              .append(
+                  "', which this process's JIT was set up with (tracing kernel 'isa_env_changed'); "
+                  "PTO_ISA is read once per process"));
     }
     // The value it was fixed with (or none, when that is native) runs.
     support::EnvVar isa("PTO_ISA", fixed == "native" ? nullptr : fixed.c_str());

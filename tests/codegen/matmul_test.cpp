@@ -259,7 +259,7 @@ namespace {
 
 /// Traces a kernel that runs `body` on fp32 a [32, 64], b [64, 48].
 void trace(const std::function<void(pto::Tensor, pto::Tensor)> &body,
-           pto::DataType dt = pto::DT_FP32, std::vector<int64_t> b_shape = {64, 48}) {
+           pto::DataType dt = pto::DT_FP32, const std::vector<int64_t> &b_shape = {64, 48}) {
   pto::HostTensor a(dt, {32, 64}), b(dt, b_shape);
   auto k = pto::jit(
       "mm_err", [&](pto::Tensor ta, pto::Tensor tb) { body(ta, tb); },

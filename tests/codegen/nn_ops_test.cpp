@@ -202,7 +202,7 @@ Array rank4(const Array &a) { return reshaped(block(a, 0, 0, 6, 36), {2, 3, 4, 9
 /// A case whose ops capture `tile` (of their rank); the harness's own ops get kTile back.
 Case ranked(std::string name, std::vector<int64_t> tile, Fn f, Array want, Tolerance tol) {
   return {std::move(name),
-          [tile, f](T a, T b) {
+          [tile = std::move(tile), f = std::move(f)](T a, T b) {
             pto::set_vec_tile_shapes(tile);
             T r = f(a, b);
             pto::set_vec_tile_shapes(kTile);
@@ -210,9 +210,15 @@ Case ranked(std::string name, std::vector<int64_t> tile, Fn f, Array want, Toler
           },
           std::move(want), tol};
 }
-Case r1(std::string n, Fn f, Array w, Tolerance t) { return ranked(n, {16}, f, w, t); }
-Case r3(std::string n, Fn f, Array w, Tolerance t) { return ranked(n, {2, 2, 8}, f, w, t); }
-Case r4(std::string n, Fn f, Array w, Tolerance t) { return ranked(n, {1, 2, 2, 4}, f, w, t); }
+Case r1(std::string n, Fn f, Array w, Tolerance t) {
+  return ranked(std::move(n), {16}, std::move(f), std::move(w), t);
+}
+Case r3(std::string n, Fn f, Array w, Tolerance t) {
+  return ranked(std::move(n), {2, 2, 8}, std::move(f), std::move(w), t);
+}
+Case r4(std::string n, Fn f, Array w, Tolerance t) {
+  return ranked(std::move(n), {1, 2, 2, 4}, std::move(f), std::move(w), t);
+}
 
 /// Like support::run_cases, but cheaper to compile: result k, seen as [rows, last] (its leading
 /// dims merged), is cast to DT_DOUBLE and assembled at row offset r_k of one [R, W] output, so
@@ -888,7 +894,7 @@ TEST_CASE("cast with CastMode rounds float -> int by the mode, then saturates") 
     return map(A, [=](double x) { return naive::saturate_int(std::isnan(x) ? x : f(x), to); });
   };
   auto cast_case = [](std::string n, M mode, pto::DataType to, Array want) {
-    return Case{n, [=](T x, T) { return pto::cast(x, to, mode); }, std::move(want), {}};
+    return Case{std::move(n), [=](T x, T) { return pto::cast(x, to, mode); }, std::move(want), {}};
   };
   std::vector<Case> cases = {
       cast_case("NONE int32", M::CAST_NONE, pto::DT_INT32, via(std::trunc, pto::DT_INT32)),
@@ -1064,8 +1070,7 @@ TEST_CASE("movement composites: gathermask, interleave, deinterleave, strided_sl
       if (dt == pto::DT_FP32)
         jit_only.insert(jit_only.end(),
                         {"gathermask 6", "gathermask 7", "gathermask rank 4", "interleave second",
-                         "deinterleave(interleave) is the "
-                         "identity",
+                         "deinterleave(interleave) is the identity",
                          "gathermask of a partly valid row"});
       check_all(a, b, cases, jit_only);
     }
@@ -1213,7 +1218,7 @@ TEST_CASE("transposed_batchmatmul: [M, B, K] x [B, K, N] -> [M, B, N]") {
 }
 
 TEST_CASE("nn_ops: bad input is a typed error naming the composite and the call site") {
-  auto run = [](auto fn, pto::DataType dt, std::vector<int64_t> shape = {4, 8}) {
+  auto run = [](auto fn, pto::DataType dt, const std::vector<int64_t> &shape = {4, 8}) {
     pto::HostTensor x(dt, shape), y(dt, shape);
     auto k = pto::jit(
         "bad",

@@ -134,7 +134,7 @@ TEST_CASE("unary float ops: special values (NaN, infinities, signed zero)") {
   const auto tol = support::tolerance(pto::DT_FP32, OpClass::Transcendental);
   for (auto m : support::run_modes()) {
     SUBCASE(support::mode_name(m)) {
-      auto shape = x.shape();
+      const auto &shape = x.shape();
       auto exp_y = run_unary(m, x, pto::DT_FP32, shape, [](auto &t) { return pto::exp(t); });
       CHECK(support::mismatch(exp_y, naive::map(ax, [](double v) { return std::exp(v); }), tol) ==
             "");
@@ -485,8 +485,8 @@ TEST_CASE("full fills the valid region with the converted value") {
           support::opts(m));
       k(y);
       Array want{kShape, std::vector<double>(5 * 37, -7)};
-      for (int r = 0; r < 3; ++r)
-        for (int c = 0; c < 20; ++c)
+      for (int64_t r = 0; r < 3; ++r)
+        for (int64_t c = 0; c < 20; ++c)
           want.v[static_cast<size_t>(r * 37 + c)] = 1.5;
       CHECK(support::mismatch(y, want, {}) == "");
     }
@@ -509,8 +509,8 @@ TEST_CASE("view and assemble move windows; elements outside the valid region are
           support::opts(m));
       kv(x, y);
       Array want{{3, 20}, {}};
-      for (int r = 0; r < 3; ++r)
-        for (int c = 0; c < 20; ++c)
+      for (int64_t r = 0; r < 3; ++r)
+        for (int64_t c = 0; c < 20; ++c)
           want.v.push_back(2.0 * ax.v[static_cast<size_t>((r + 1) * 45 + c + 5)]);
       CHECK(support::mismatch(y, want, support::tolerance(pto::DT_FP32)) == "");
 
@@ -527,8 +527,8 @@ TEST_CASE("view and assemble move windows; elements outside the valid region are
           support::opts(m));
       kvv(x, z);
       Array wantz{{3, 20}, std::vector<double>(60, -7)};
-      for (int r = 0; r < 2; ++r)
-        for (int c = 0; c < 7; ++c)
+      for (int64_t r = 0; r < 2; ++r)
+        for (int64_t c = 0; c < 7; ++c)
           wantz.v[static_cast<size_t>(r * 20 + c)] =
               std::exp(ax.v[static_cast<size_t>((r + 1) * 45 + c + 5)]);
       CHECK(support::mismatch(z, wantz,
@@ -547,8 +547,8 @@ TEST_CASE("view and assemble move windows; elements outside the valid region are
           support::opts(m));
       ka(s, out);
       Array wanto{{8, 45}, std::vector<double>(8 * 45, -7)};
-      for (int r = 0; r < 5; ++r)
-        for (int c = 0; c < 37; ++c)
+      for (int64_t r = 0; r < 5; ++r)
+        for (int64_t c = 0; c < 37; ++c)
           wanto.v[static_cast<size_t>((r + 2) * 45 + c + 3)] = s.get(r * 37 + c);
       CHECK(support::mismatch(out, wanto, {}) == "");
     }

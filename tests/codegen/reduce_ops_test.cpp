@@ -174,7 +174,7 @@ Array wrapped(Array a, pto::DataType dt) {
 }
 
 void check_all(const pto::HostTensor &a, const pto::HostTensor &b, const std::vector<Case> &cases,
-               std::vector<pto::TensorSpec> specs = {}) {
+               const std::vector<pto::TensorSpec> &specs = {}) {
   for (auto m : support::run_modes()) {
     SUBCASE(support::mode_name(m)) {
       CHECK_MESSAGE(support::run_cases(m, a, b, cases, kTile, specs) == "", "mode ",

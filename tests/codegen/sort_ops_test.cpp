@@ -542,7 +542,7 @@ std::string run_sort_cases(pto::DataType dt, pto::RunMode m, const std::vector<C
                                      : all_zero_bits(got, g);
           want_s = s >= 0 ? std::to_string(src.get(s)) : s == -1 && b.direct ? "the fill" : "0";
         } else {
-          const int64_t v = e.ints[f] ? *e.ints[f] : b.direct ? int64_t(kFill[p]) : 0;
+          const int64_t v = e.ints[f].value_or(b.direct ? int64_t(kFill[p]) : 0);
           ok = int_at(got, g) == v;
           want_s = std::to_string(v);
         }
@@ -870,7 +870,7 @@ TEST_CASE("bessel on a valid region of a rank-3 tensor leaves the rest of the ou
 
 TEST_CASE("sort_ops: bad axes, k, dtypes, ranks and missing tiles are typed errors naming the "
           "call site") {
-  auto run = [](auto fn, pto::DataType dt, Shape shape = {4, 8}, bool tile = true) {
+  auto run = [](auto fn, pto::DataType dt, const Shape &shape = {4, 8}, bool tile = true) {
     pto::HostTensor x(dt, shape);
     auto k = pto::jit(
         "bad",

@@ -280,7 +280,7 @@ RangeFn fixed(double lo, double hi) {
   return [=](const Scale &) { return Range{lo, hi}; };
 }
 PointsFn points(std::vector<double> v) {
-  return [v](const Scale &) { return v; };
+  return [v = std::move(v)](const Scale &) { return v; };
 }
 
 /// pi in the reference precision (a double constant would put 2^-54 of error into fp64

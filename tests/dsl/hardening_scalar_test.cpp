@@ -37,7 +37,7 @@ TEST_CASE("huge, infinite and NaN scalars build operands, Elements and full tens
   for (double v : {1e30, -1e300, double(INFINITY), double(-INFINITY), double(NAN)}) {
     CAPTURE(v);
     pto::Operand o(v);
-    CHECK(o.scalar->i == pto::ir::trunc_saturate_int64(v));
+    CHECK((o.scalar && o.scalar->i == pto::ir::trunc_saturate_int64(v)));
     pto::Element e(pto::DT_FP32, v);
     CHECK(e.scalar.i == pto::ir::trunc_saturate_int64(v));
     pto::ArangeValue a(v);

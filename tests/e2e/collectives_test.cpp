@@ -40,7 +40,7 @@ double combine(Reduction op, double a, double b) {
   return a;
 }
 
-std::vector<pto::HostTensor> make(int n, pto::DataType dt, std::vector<int64_t> shape,
+std::vector<pto::HostTensor> make(int n, pto::DataType dt, const std::vector<int64_t> &shape,
                                   Reduction op) {
   std::vector<pto::HostTensor> v;
   for (int p = 0; p < n; ++p) {
@@ -212,7 +212,7 @@ TEST_CASE("collectives in sub-groups and in a traced loop") {
     // are reused across iterations.
     auto k = pto::jit(
         "group_loop",
-        [](pto::Tensor x, pto::Tensor y, std::string group) {
+        [](pto::Tensor x, pto::Tensor y, const std::string &group) {
           pto::set_vec_tile_shapes(2, 8);
           for (auto i : pto::loop(0, 3)) {
             auto s = dist::allreduce(x, Reduction::SUM, {.group = group});
@@ -514,7 +514,7 @@ TEST_CASE("allreduce fusion 1: size buckets, and every point that ends a bucket"
 }
 
 TEST_CASE("allreduce fusion: bad options are typed errors at the caller's line") {
-  auto trace = [](std::function<void(pto::Tensor)> body) {
+  auto trace = [](const std::function<void(pto::Tensor)> &body) {
     auto k = pto::jit("fusion_bad", [body](pto::Tensor x) {
       pto::set_vec_tile_shapes(2, 8);
       body(x);
@@ -672,7 +672,7 @@ TEST_CASE("allreduce RS_AG and TWO_SHOT: partial valid shapes in chunks, in a lo
           CAPTURE(group);
           auto k = pto::jit(
               "valid_chunks",
-              [algo](pto::Tensor x, pto::Tensor rows, pto::Tensor y, std::string g) {
+              [algo](pto::Tensor x, pto::Tensor rows, pto::Tensor y, const std::string &g) {
                 pto::set_vec_tile_shapes(4, 8);
                 auto v = pto::view(x, {11, 6}, {0, 0}, {.valid_shape = {{rows.shape(0), 5}}});
                 for (auto i : pto::loop(0, 3)) {

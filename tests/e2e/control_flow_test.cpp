@@ -26,8 +26,10 @@ int count(const std::string &s, const std::string &what) {
 
 /// x[r, c] = r * 100 + c + 0.5 (exact in fp32).
 void fill_rows(pto::HostTensor &x, int64_t cols) {
-  for (int64_t i = 0; i < x.numel(); ++i)
-    x.set(i, static_cast<double>(i / cols * 100 + i % cols) + 0.5);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int64_t r = i / cols, c = i % cols;
+    x.set(i, static_cast<double>(r * 100 + c) + 0.5);
+  }
 }
 
 } // namespace
@@ -291,7 +293,7 @@ TEST_CASE("loop_unroll visits every item once with its factor, at sizes that are
       k3(x, y3);
       // The documented schedule, as plain loops: for each factor k (descending), indices from
       // the current start s below stop - (stop - s) % (step * k), step * k (k = 1: below stop).
-      auto factor_of = [rows](int64_t start, int64_t step, std::vector<int64_t> ks) {
+      auto factor_of = [rows](int64_t start, int64_t step, const std::vector<int64_t> &ks) {
         std::vector<double> f(static_cast<size_t>(rows), -1);
         int64_t s = start;
         for (int64_t kf : ks) {

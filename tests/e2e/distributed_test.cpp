@@ -15,7 +15,7 @@ using doctest::Contains;
 
 namespace {
 
-std::vector<pto::HostTensor> tensors(int n, pto::DataType dt, std::vector<int64_t> shape) {
+std::vector<pto::HostTensor> tensors(int n, pto::DataType dt, const std::vector<int64_t> &shape) {
   std::vector<pto::HostTensor> v;
   for (int i = 0; i < n; ++i)
     v.emplace_back(dt, shape);

@@ -419,10 +419,13 @@ std::optional<Failure> compare_args(const Case &c, const Outcome &o) {
       std::string where = (c.n_pes ? "PE " + std::to_string(pe) + ", " : "") + "parameter " +
                           std::to_string(q) + ": ";
       if (clobbered > 0)
-        return Failure{"write-outside", where + std::to_string(clobbered) +
-                                            " elements the program must not touch changed "
-                                            "(first at flat index " +
-                                            std::to_string(first) + "); " + m};
+        return Failure{"write-outside",
+                       where.append(std::to_string(clobbered))
+                           .append(" elements the program must not touch changed (first at flat "
+                                   "index ")
+                           .append(std::to_string(first))
+                           .append("); ")
+                           .append(m)};
       return Failure{"wrong-values", where + m};
     }
   return std::nullopt;

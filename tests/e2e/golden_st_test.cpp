@@ -136,7 +136,7 @@ TEST_CASE("ST MultiCommGroups AllGather_test_1: int32 [8,16], two groups of 2 ->
   pto::runtime::World world(4);
   world.create_group("even", {0, 2});
   world.create_group("odd", {1, 3});
-  auto k = pto::jit("st_groups", [](pto::Tensor x, pto::Tensor y, std::string group) {
+  auto k = pto::jit("st_groups", [](pto::Tensor x, pto::Tensor y, const std::string &group) {
     pto::set_vec_tile_shapes(8, 16);
     pto::assemble(dist::allgather(x, {.group = group}), {0, 0}, y);
   });
@@ -149,7 +149,7 @@ TEST_CASE("ST MultiCommGroups AllGather_test_1: int32 [8,16], two groups of 2 ->
       [&](int pe) { k(xs[size_t(pe)], ys[size_t(pe)], std::string(pe % 2 ? "odd" : "even")); });
   for (int p = 0; p < 4; ++p) {
     std::vector<double> want(16 * 16);
-    for (int q = 0; q < 2; ++q) // group-local member q is world PE 2q + parity
+    for (int64_t q = 0; q < 2; ++q) // group-local member q is world PE 2q + parity
       for (int64_t i = 0; i < 128; ++i)
         want[size_t(q * 128 + i)] = xs[size_t(2 * q + p % 2)].get(i);
     CHECK(st_compare(ys[size_t(p)], want));

@@ -181,13 +181,13 @@ TEST_CASE("a 100000-term symbolic sum prints, compares, hashes, evaluates and fr
 }
 
 TEST_CASE("a loop bound that is a 30000-term sum of a DYNAMIC dim runs in both run modes") {
-  const int n = 30000;
+  constexpr int n = 30000;
   for (auto mode : support::run_modes()) {
     CAPTURE(support::mode_name(mode));
     on_stack(kSmallStack, [&] {
       auto k = pto::jit(
           "deep_bound",
-          [n](pto::Tensor x, pto::Tensor y) {
+          [](pto::Tensor x, pto::Tensor y) {
             pto::set_vec_tile_shapes(1, 8);
             pto::SymbolicScalar rows = x.shape(0);
             // n * rows - (n - 1) * rows - 2 = rows - 2, as one deep expression.

@@ -517,7 +517,7 @@ TEST_CASE("hardening kernel: an unknown PTO_DUMP stage is an ArgumentError listi
 
 TEST_CASE("hardening kernel: dump files stay in PTO_DUMP_DIR, one set per specialization") {
   TempDir tmp;
-  const fs::path root = tmp.path();
+  const fs::path &root = tmp.path();
   const fs::path dir = root / "dumps";
   EnvVar dump("PTO_DUMP", "ir,llvm");
   EnvVar dump_dir("PTO_DUMP_DIR", dir.c_str());
@@ -603,7 +603,7 @@ TEST_CASE("hardening kernel: PTO_DUMP=all writes every stage; both executors dum
 
 TEST_CASE("hardening kernel: an unwritable PTO_DUMP_DIR warns once and the kernels run") {
   TempDir tmp;
-  const fs::path root = tmp.path();
+  const fs::path &root = tmp.path();
   std::ofstream(root / "a_file") << "not a directory";
   EnvVar dump("PTO_DUMP", "ir");
   EnvVar dump_dir("PTO_DUMP_DIR", (root / "a_file" / "sub").c_str());

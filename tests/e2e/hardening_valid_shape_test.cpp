@@ -59,7 +59,7 @@ template <class F> pto::ShapeError shape_error(F &&call) {
 }
 
 /// Specs making the listed tensor parameters' dims all DYNAMIC (rank 2).
-pto::JitOptions dyn_opts(pto::RunMode m, std::vector<int> dynamic_params) {
+pto::JitOptions dyn_opts(pto::RunMode m, const std::vector<int> &dynamic_params) {
   std::vector<pto::TensorSpec> specs(3);
   for (int p : dynamic_params)
     specs[size_t(p)].dims = {pto::DYNAMIC, pto::DYNAMIC};
@@ -311,7 +311,8 @@ TEST_CASE("valid_shape: shmem_view entries outside [0, shape] are a ShapeError, 
 
 TEST_CASE("valid_shape: a ShmemTensor view edited by hand is checked by shmem_get too") {
   // ShmemTensor's view fields are public; shmem_get re-applies the rule to what it is given.
-  auto edited = [](std::vector<pto::SymbolicScalar> valid, std::vector<int64_t> shape) {
+  auto edited = [](const std::vector<pto::SymbolicScalar> &valid,
+                   const std::vector<int64_t> &shape) {
     return [valid, shape](pto::Tensor y) {
       pto::set_vec_tile_shapes(4, 8);
       auto s = dist::create_shmem_tensor("world", 1, pto::DT_FP32, {4, 8});

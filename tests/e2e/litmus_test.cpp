@@ -29,8 +29,10 @@ int64_t iterations() { return int64_t(support::env_u64("PTO_LITMUS_ITERS", 200))
 /// [iters, 8] int32 with row i holding i + 1 (what iteration i writes).
 pto::HostTensor rows(int64_t iters) {
   pto::HostTensor t(pto::DT_INT32, {iters, 8});
-  for (int64_t i = 0; i < t.numel(); ++i)
-    t.set(i, double(i / 8 + 1));
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const int64_t row = i / 8;
+    t.set(i, double(row + 1));
+  }
   return t;
 }
 

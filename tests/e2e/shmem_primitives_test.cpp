@@ -19,7 +19,7 @@ using doctest::Contains;
 
 namespace {
 
-std::vector<pto::HostTensor> tensors(int n, pto::DataType dt, std::vector<int64_t> shape) {
+std::vector<pto::HostTensor> tensors(int n, pto::DataType dt, const std::vector<int64_t> &shape) {
   std::vector<pto::HostTensor> v;
   for (int i = 0; i < n; ++i)
     v.emplace_back(dt, shape);
@@ -452,7 +452,7 @@ TEST_CASE("n_pes of \"world\" and of a sub-group sizes a shmem tensor and bounds
     // n_pes(group) times; every value gets n_pes("world") added.
     auto k = pto::jit(
         "n_pes",
-        [](pto::Tensor x, pto::Tensor y, std::string group) {
+        [](pto::Tensor x, pto::Tensor y, const std::string &group) {
           const int n = dist::n_pes(group);
           const int all = dist::n_pes(); // "world"
           pto::set_vec_tile_shapes(1, 8);

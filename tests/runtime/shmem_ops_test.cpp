@@ -54,8 +54,8 @@ TEST_CASE("shmem_put: a strided 2-D block lands at the right offsets on the next
   for (int pe = 0; pe < n; ++pe) {
     const int from = (pe + n - 1) % n;
     std::vector<int32_t> want(64, 0);
-    for (int r = 0; r < rows; ++r)
-      for (int c = 0; c < cols; ++c)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
         want[size_t(2 * 8 + r * dst_row_stride + c)] = from * 1000 + r * src_cols + c;
     CAPTURE(pe);
     CHECK(got[size_t(pe)] == want);

@@ -47,7 +47,8 @@ TEST_CASE("shmem_signal after shmem_put: a waiter that sees the signal sees the 
           if (seen[size_t(i)] != from * 1000000 + r * 1000 + i)
             wrong.fetch_add(1);
         // The sender may overwrite the data only after everyone has read this round's.
-        if ((st = rt_barrier(ctx, kBarrierSlot)))
+        st = rt_barrier(ctx, kBarrierSlot);
+        if (st)
           return st;
       }
       return PTO_OK;

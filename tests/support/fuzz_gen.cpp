@@ -1296,7 +1296,6 @@ void Gen::kernel_call() {
   c_.want = c_.args;
   line("x = " + pto::short_name(dt) + " " + shape_str(xs) + "; y alike (sentinel)");
   line("set_vec_tile_shapes(8, 8); assemble(x + 1, {0, 0}, y)");
-  std::string feat = "ok";
   if (mode == 1) { // more specs than tensors
     c_.specs = {{}, {}, {{pto::DYNAMIC, pto::DYNAMIC}}};
     line("specs: 3 entries for 2 tensors");

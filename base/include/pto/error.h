@@ -53,7 +53,8 @@ private:
 class Error : public std::runtime_error {
 public:
   Error(std::string where, std::string op, std::string detail)
-      : Error(std::move(where), UserOpScope::active() ? std::string(UserOpScope::active()) : op,
+      : Error(std::move(where),
+              UserOpScope::active() ? std::string(UserOpScope::active()) : std::move(op),
               std::move(detail), 0) {}
   Error(const std::source_location &loc, std::string op, std::string detail)
       : Error(format_location(loc), std::move(op), std::move(detail)) {}

@@ -333,33 +333,34 @@ struct AmoResult {
 /// word (OpenSHMEM §9.8). Sequentially consistent. `old.at({0, 0})` is a run-time scalar (integer
 /// words) for control flow. Signal-only objects have no data (DistributedError).
 AmoResult shmem_atomic_fetch_add(const ShmemTensor &dst, const std::vector<SymbolicScalar> &index,
-                                 AmoValue value, const SymbolicScalar &pe, AmoOptions opts = {},
-                                 SrcLoc loc = SrcLoc::current());
+                                 const AmoValue &value, const SymbolicScalar &pe,
+                                 AmoOptions opts = {}, SrcLoc loc = SrcLoc::current());
 /// Atomically stores `value` into the word and returns the old value, as OpenSHMEM
 /// `shmem_atomic_swap`. Dtypes int32, int64, fp32; rules and errors as shmem_atomic_fetch_add.
 AmoResult shmem_atomic_swap(const ShmemTensor &dst, const std::vector<SymbolicScalar> &index,
-                            AmoValue value, const SymbolicScalar &pe, AmoOptions opts = {},
+                            const AmoValue &value, const SymbolicScalar &pe, AmoOptions opts = {},
                             SrcLoc loc = SrcLoc::current());
 /// Atomically stores `value` into the word if it equals `cond` and returns the old value (the
 /// swap happened iff old == cond), as OpenSHMEM `shmem_atomic_compare_swap`. Dtypes int32 and
 /// int64 only (DTypeError for fp32 and the rest: float equality is not bitwise); rules and errors
 /// as shmem_atomic_fetch_add.
 AmoResult shmem_atomic_compare_swap(const ShmemTensor &dst,
-                                    const std::vector<SymbolicScalar> &index, AmoValue cond,
-                                    AmoValue value, const SymbolicScalar &pe, AmoOptions opts = {},
-                                    SrcLoc loc = SrcLoc::current());
+                                    const std::vector<SymbolicScalar> &index, const AmoValue &cond,
+                                    const AmoValue &value, const SymbolicScalar &pe,
+                                    AmoOptions opts = {}, SrcLoc loc = SrcLoc::current());
 /// The AMOs on a signal word (int32): the slot of `slot.window` in row `slot.src_pe` of PE
 /// `pe`'s signal memory, as OpenSHMEM's AMOs on a signal (`shmem_signal_fetch` is a fetch_add of
 /// 0). The window must have one vec tile, so one slot per row (DistributedError otherwise), and
 /// follows the slot rules of shmem_signal; waiters of the slot are woken. A ticket counter or a
 /// lock: compare_swap(slot, 0, me + 1, owner). Values and errors as the data forms (the word is
 /// int32).
-AmoResult shmem_atomic_fetch_add(const SignalSlot &slot, AmoValue value, const SymbolicScalar &pe,
-                                 AmoOptions opts = {}, SrcLoc loc = SrcLoc::current());
-AmoResult shmem_atomic_swap(const SignalSlot &slot, AmoValue value, const SymbolicScalar &pe,
+AmoResult shmem_atomic_fetch_add(const SignalSlot &slot, const AmoValue &value,
+                                 const SymbolicScalar &pe, AmoOptions opts = {},
+                                 SrcLoc loc = SrcLoc::current());
+AmoResult shmem_atomic_swap(const SignalSlot &slot, const AmoValue &value, const SymbolicScalar &pe,
                             AmoOptions opts = {}, SrcLoc loc = SrcLoc::current());
-AmoResult shmem_atomic_compare_swap(const SignalSlot &slot, AmoValue cond, AmoValue value,
-                                    const SymbolicScalar &pe, AmoOptions opts = {},
-                                    SrcLoc loc = SrcLoc::current());
+AmoResult shmem_atomic_compare_swap(const SignalSlot &slot, const AmoValue &cond,
+                                    const AmoValue &value, const SymbolicScalar &pe,
+                                    AmoOptions opts = {}, SrcLoc loc = SrcLoc::current());
 
 } // namespace pto::distributed

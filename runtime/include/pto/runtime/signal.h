@@ -31,8 +31,9 @@ inline bool signal_compare(int32_t value, int32_t cmp, int32_t target) {
     return value > target;
   case PTO_CMP_GE:
     return value >= target;
+  default: // not a pto_cmp: the callers reject it before they wait
+    return false;
   }
-  return false;
 }
 
 /// The comparison's spelling for messages ("==", "!=", "<", "<=", ">", ">="; "?" if invalid).
@@ -50,8 +51,9 @@ inline const char *signal_compare_name(int32_t cmp) {
     return ">";
   case PTO_CMP_GE:
     return ">=";
+  default:
+    return "?";
   }
-  return "?";
 }
 
 } // namespace pto::runtime

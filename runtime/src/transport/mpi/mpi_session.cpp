@@ -158,7 +158,7 @@ void Session::abort_all(int failed, const std::string &what) {
            .compare_exchange_strong(expected, v, std::memory_order_acq_rel))
     return; // already aborted: the others were told then
   char msg[kAbortMsg] = {0};
-  std::memcpy(msg, what.data(), std::min(what.size(), size_t(kAbortMsg - 1)));
+  what.copy(msg, size_t(kAbortMsg - 1)); // at most that many: msg stays NUL-terminated
   const MPI_Aint at = MPI_Aint(kAbortHdr + kAbortMsg * rank_);
   std::memcpy(abort_mem_ + at, msg, size_t(kAbortMsg)); // this rank's own abort_message()
   for (int r = 0; r < size_; ++r)
