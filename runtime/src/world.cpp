@@ -312,8 +312,12 @@ transport::WaitResult CorePolicy::check(std::span<const int> missing, int &culpr
     remote_ = w_.transport->remote_progress();
     remote_next_ = now + watch_->slice();
   }
-  if (watch_->stalled(now, remote_) &&
-      watch_->stalled(now, remote_ = w_.transport->remote_progress())) {
+  bool stalled = watch_->stalled(now, remote_);
+  if (stalled) { // re-check with a fresh sample before declaring it
+    remote_ = w_.transport->remote_progress();
+    stalled = watch_->stalled(now, remote_);
+  }
+  if (stalled) {
     missing_.assign(missing.begin(), missing.end());
     return transport::WaitResult::Stalled;
   }

@@ -118,7 +118,8 @@ TEST_CASE("hardening chunks: shmem puts and signals in a long region on 2 PEs") 
     for (int p = 0; p < 2; ++p)
       for (int64_t i = 0; i < 32; ++i) {
         // sum over r of (x_other[i] + r)
-        const double want = kRounds * (100.0 * (1 - p) + double(i)) + kRounds * (kRounds - 1) / 2;
+        const double want =
+            kRounds * (100.0 * (1 - p) + double(i)) + double(kRounds) * (kRounds - 1) / 2.0;
         REQUIRE(ys[size_t(p)].get(i) == want);
       }
   }

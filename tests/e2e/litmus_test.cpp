@@ -219,7 +219,7 @@ TEST_CASE("litmus SB: put, quiet, read: the two PEs never both read the old valu
     for (int p = 0; p < n / 2; ++p) // the pair (p, p + n/2)
       for (int64_t i = 0; i < iters; ++i)
         violations += ys[size_t(p)].get(i * 8) != double(i + 1) &&
-                              ys[size_t(p + n / 2)].get(i * 8) != double(i + 1)
+                              ys[size_t(p) + size_t(n / 2)].get(i * 8) != double(i + 1)
                           ? 1
                           : 0;
     CHECK(violations == 0);
