@@ -298,11 +298,15 @@ Tensor shmem_wait_until_all(const std::vector<SignalSlot> &slots, int32_t cmp_va
   return tok;
 }
 
-WaitAnyResult shmem_wait_until_any(const std::vector<SignalSlot> &slots, int32_t cmp_value,
-                                   WaitSetOptions opts, SrcLoc loc) {
-  const char *op = "shmem_wait_until_any";
+namespace {
+
+// The any / some wait sets and their non-blocking test forms trace the same op; `test` marks
+// the forms that never block (OpenSHMEM 1.5 9.9.5 / 9.9.6).
+WaitAnyResult trace_any(const std::vector<SignalSlot> &slots, int32_t cmp_value,
+                        const WaitSetOptions &opts, bool test, const char *op, SrcLoc loc) {
   ir::Op o = trace_wait_set(OpKind::ShmemWaitUntilAny, slots, cmp_value, to_cmp(opts.cmp, op, loc),
                             opts.clear_signal, opts.status, opts.pred, op, loc);
+  o.test = test;
   auto &r = Recorder::current(op, loc);
   WaitAnyResult res{r.tensor(o.outputs[0]),
                     make_local(r, DT_INT32, {SymbolicScalar(1), SymbolicScalar(1)})};
@@ -311,11 +315,11 @@ WaitAnyResult shmem_wait_until_any(const std::vector<SignalSlot> &slots, int32_t
   return res;
 }
 
-WaitSomeResult shmem_wait_until_some(const std::vector<SignalSlot> &slots, int32_t cmp_value,
-                                     WaitSetOptions opts, SrcLoc loc) {
-  const char *op = "shmem_wait_until_some";
+WaitSomeResult trace_some(const std::vector<SignalSlot> &slots, int32_t cmp_value,
+                          const WaitSetOptions &opts, bool test, const char *op, SrcLoc loc) {
   ir::Op o = trace_wait_set(OpKind::ShmemWaitUntilSome, slots, cmp_value, to_cmp(opts.cmp, op, loc),
                             opts.clear_signal, opts.status, opts.pred, op, loc);
+  o.test = test;
   auto &r = Recorder::current(op, loc);
   const auto n = static_cast<int64_t>(std::max<size_t>(slots.size(), 1));
   WaitSomeResult res{r.tensor(o.outputs[0]),
@@ -325,64 +329,55 @@ WaitSomeResult shmem_wait_until_some(const std::vector<SignalSlot> &slots, int32
   o.outputs.push_back(res.count.id());
   r.emit(std::move(o));
   return res;
+}
+
+// shmem_test / shmem_test_all: the token and a [1, 1] int32 "holds" flag.
+TestResult emit_test(ir::Op o, const char *op, SrcLoc loc) {
+  auto &r = Recorder::current(op, loc);
+  TestResult res{r.tensor(o.outputs[0]),
+                 make_local(r, DT_INT32, {SymbolicScalar(1), SymbolicScalar(1)})};
+  o.outputs.push_back(res.holds.id());
+  r.emit(std::move(o));
+  return res;
+}
+
+} // namespace
+
+WaitAnyResult shmem_wait_until_any(const std::vector<SignalSlot> &slots, int32_t cmp_value,
+                                   WaitSetOptions opts, SrcLoc loc) {
+  return trace_any(slots, cmp_value, opts, false, "shmem_wait_until_any", loc);
+}
+
+WaitSomeResult shmem_wait_until_some(const std::vector<SignalSlot> &slots, int32_t cmp_value,
+                                     WaitSetOptions opts, SrcLoc loc) {
+  return trace_some(slots, cmp_value, opts, false, "shmem_wait_until_some", loc);
 }
 
 TestResult shmem_test(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t cmp_value,
                       WaitOptions opts, SrcLoc loc) {
   const char *op = "shmem_test";
-  ir::Op o =
-      trace_wait_set(OpKind::ShmemTest, {{src, src_pe}}, cmp_value, to_cmp(opts.cmp, op, loc),
-                     opts.clear_signal, std::nullopt, opts.pred, op, loc);
-  auto &r = Recorder::current(op, loc);
-  TestResult res{r.tensor(o.outputs[0]),
-                 make_local(r, DT_INT32, {SymbolicScalar(1), SymbolicScalar(1)})};
-  o.outputs.push_back(res.holds.id());
-  r.emit(std::move(o));
-  return res;
+  return emit_test(trace_wait_set(OpKind::ShmemTest, {{src, src_pe}}, cmp_value,
+                                  to_cmp(opts.cmp, op, loc), opts.clear_signal, std::nullopt,
+                                  opts.pred, op, loc),
+                   op, loc);
 }
 
 TestResult shmem_test_all(const std::vector<SignalSlot> &slots, int32_t cmp_value,
                           WaitSetOptions opts, SrcLoc loc) {
   const char *op = "shmem_test_all";
-  ir::Op o = trace_wait_set(OpKind::ShmemTest, slots, cmp_value, to_cmp(opts.cmp, op, loc),
-                            opts.clear_signal, opts.status, opts.pred, op, loc);
-  auto &r = Recorder::current(op, loc);
-  TestResult res{r.tensor(o.outputs[0]),
-                 make_local(r, DT_INT32, {SymbolicScalar(1), SymbolicScalar(1)})};
-  o.outputs.push_back(res.holds.id());
-  r.emit(std::move(o));
-  return res;
+  return emit_test(trace_wait_set(OpKind::ShmemTest, slots, cmp_value, to_cmp(opts.cmp, op, loc),
+                                  opts.clear_signal, opts.status, opts.pred, op, loc),
+                   op, loc);
 }
 
 WaitAnyResult shmem_test_any(const std::vector<SignalSlot> &slots, int32_t cmp_value,
                              WaitSetOptions opts, SrcLoc loc) {
-  const char *op = "shmem_test_any";
-  ir::Op o = trace_wait_set(OpKind::ShmemWaitUntilAny, slots, cmp_value, to_cmp(opts.cmp, op, loc),
-                            opts.clear_signal, opts.status, opts.pred, op, loc);
-  o.test = true;
-  auto &r = Recorder::current(op, loc);
-  WaitAnyResult res{r.tensor(o.outputs[0]),
-                    make_local(r, DT_INT32, {SymbolicScalar(1), SymbolicScalar(1)})};
-  o.outputs.push_back(res.index.id());
-  r.emit(std::move(o));
-  return res;
+  return trace_any(slots, cmp_value, opts, true, "shmem_test_any", loc);
 }
 
 WaitSomeResult shmem_test_some(const std::vector<SignalSlot> &slots, int32_t cmp_value,
                                WaitSetOptions opts, SrcLoc loc) {
-  const char *op = "shmem_test_some";
-  ir::Op o = trace_wait_set(OpKind::ShmemWaitUntilSome, slots, cmp_value, to_cmp(opts.cmp, op, loc),
-                            opts.clear_signal, opts.status, opts.pred, op, loc);
-  o.test = true;
-  auto &r = Recorder::current(op, loc);
-  const auto n = static_cast<int64_t>(std::max<size_t>(slots.size(), 1));
-  WaitSomeResult res{r.tensor(o.outputs[0]),
-                     make_local(r, DT_INT32, {SymbolicScalar(1), SymbolicScalar(n)}),
-                     make_local(r, DT_INT32, {SymbolicScalar(1), SymbolicScalar(1)})};
-  o.outputs.push_back(res.indices.id());
-  o.outputs.push_back(res.count.id());
-  r.emit(std::move(o));
-  return res;
+  return trace_some(slots, cmp_value, opts, true, "shmem_test_some", loc);
 }
 
 AmoResult shmem_atomic_fetch_add(const ShmemTensor &dst, const std::vector<SymbolicScalar> &index,

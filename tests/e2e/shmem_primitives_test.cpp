@@ -5,6 +5,7 @@
 #include "pto/pto.h"
 #include "pto/runtime/world.h"
 
+#include "support/pe_world.h"
 #include "support/support.h"
 
 #include <doctest/doctest.h>
@@ -19,12 +20,7 @@ using doctest::Contains;
 
 namespace {
 
-std::vector<pto::HostTensor> tensors(int n, pto::DataType dt, const std::vector<int64_t> &shape) {
-  std::vector<pto::HostTensor> v;
-  for (int i = 0; i < n; ++i)
-    v.emplace_back(dt, shape);
-  return v;
-}
+using support::tensors;
 
 /// Fills every element i of `t` with f(i).
 void fill(pto::HostTensor &t, const std::function<double(int64_t)> &f) {

@@ -31,12 +31,7 @@ namespace {
 constexpr int64_t kCols = 256; // elements per ADD-put
 constexpr pto::runtime::WorldOptions kWorldOpts{.deadlock_timeout_ms = 20000};
 
-std::vector<pto::HostTensor> tensors(int n, pto::DataType dt, const std::vector<int64_t> &shape) {
-  std::vector<pto::HostTensor> v;
-  for (int i = 0; i < n; ++i)
-    v.emplace_back(dt, shape);
-  return v;
-}
+using support::tensors;
 
 } // namespace
 

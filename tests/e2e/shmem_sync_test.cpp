@@ -7,6 +7,7 @@
 #include "pto/runtime/world.h"
 
 #include "support/expect_error.h"
+#include "support/pe_world.h"
 #include "support/support.h"
 
 #include <doctest/doctest.h>
@@ -23,12 +24,7 @@ namespace {
 
 constexpr pto::runtime::WorldOptions kWorldOpts{.deadlock_timeout_ms = 10000};
 
-std::vector<pto::HostTensor> tensors(int n, pto::DataType dt, const std::vector<int64_t> &shape) {
-  std::vector<pto::HostTensor> v;
-  for (int i = 0; i < n; ++i)
-    v.emplace_back(dt, shape);
-  return v;
-}
+using support::tensors;
 
 } // namespace
 

@@ -25,6 +25,16 @@ constexpr bool kOnMpi =
     false;
 #endif
 
+/// One [shape] HostTensor of dtype `dt` per PE (n of them, zero-filled), for a World::run's
+/// per-PE inputs and outputs.
+inline std::vector<pto::HostTensor> tensors(int n, pto::DataType dt,
+                                            const std::vector<int64_t> &shape) {
+  std::vector<pto::HostTensor> v;
+  for (int i = 0; i < n; ++i)
+    v.emplace_back(dt, shape);
+  return v;
+}
+
 /// The number of PEs a test runs: `threads_pes` on threads, the number of ranks on MPI.
 inline int world_pes(int threads_pes) {
 #ifdef PTO_TEST_MPI
