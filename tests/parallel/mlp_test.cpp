@@ -42,7 +42,7 @@ TEST_CASE("parallel: the MLP of issue 12 on dp x mp PEs equals one PE") {
     CAPTURE(support::mode_name(mode));
     auto k = pto::jit("mlp", body, support::opts(mode));
     pto::runtime::World one(1);
-    auto oracle = sharded::run<3>(one, 1, k, in, {batch, out})[0];
+    auto oracle = sharded::run<3>(one, 1, k, in, {batch, out}, true)[0];
     auto world = support::make_world(n);
     auto outs = sharded::run<3>(*world, n, k, in, {batch, out});
     // PE p holds the rows of its dp coordinate (p / mp) and writes exactly those; the rest of

@@ -43,11 +43,12 @@ inline constexpr int kInputs =
                                                                                     : 0;
 
 /// Runs kernel `k` of N inputs (parameters: the inputs, then the output) on `world` with every
-/// PE given `inputs` and a zeroed output of `out_shape`; returns the outputs, shared across ranks.
+/// PE given `inputs` and a zeroed output of `out_shape`; returns the outputs, shared across ranks
+/// (support::share) unless `local` (a threads World inside an MPI process: the oracle).
 template <int N, class K>
 std::vector<pto::HostTensor>
 run(pto::runtime::World &world, int n, K &k, std::vector<pto::HostTensor> &inputs,
-    const std::vector<int64_t> &out_shape, pto::DataType dt = pto::DT_FP32) {
+    const std::vector<int64_t> &out_shape, bool local = false, pto::DataType dt = pto::DT_FP32) {
   static_assert(N >= 1 && N <= 3, "kernels take 1-3 inputs");
   REQUIRE(inputs.size() == size_t(N));
   auto outs = support::tensors(n, dt, out_shape);
@@ -60,7 +61,8 @@ run(pto::runtime::World &world, int n, K &k, std::vector<pto::HostTensor> &input
     else
       k(inputs[0], inputs[1], inputs[2], y);
   });
-  support::share(outs);
+  if (!local)
+    support::share(outs);
   return outs;
 }
 
@@ -109,7 +111,7 @@ void against_oracle(const char *name, int n, Body body, std::vector<pto::HostTen
     CAPTURE(support::mode_name(mode));
     auto k = pto::jit(name, body, support::opts(mode));
     pto::runtime::World one(1);
-    auto oracle = run<kInputs<Body>>(one, 1, k, inputs, out_shape);
+    auto oracle = run<kInputs<Body>>(one, 1, k, inputs, out_shape, true);
     auto world = support::make_world(n);
     auto outs = run<kInputs<Body>>(*world, n, k, inputs, out_shape);
     check_all(outs, oracle[0], tol);

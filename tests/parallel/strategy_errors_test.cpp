@@ -28,7 +28,7 @@ void trace(const std::function<void(Tensor, Tensor)> &body, int n = 1) {
   });
   std::vector<pto::HostTensor> in{sharded::data({16, 32}, 1), sharded::data({32, 16}, 2)};
   pto::runtime::World world(n);
-  sharded::run<2>(world, n, k, in, {16, 16});
+  sharded::run<2>(world, n, k, in, {16, 16}, true);
 }
 
 } // namespace
