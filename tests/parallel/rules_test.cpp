@@ -37,7 +37,9 @@ TEST_CASE("parallel: matmul with m, n and k split, on 1-D and 2-D meshes") {
         sharded::tiles();
         auto h = par::matmul(par::shard(a, kMesh4, {{}, "x"}), b, {{1, 4}, {4, 1}});
         CHECK(h.layout().to_string() == "[8, 16] {P(sum)@x}");
-        pto::assemble(par::full_tensor(h), {0, 0}, y);
+        auto rows = par::redistribute(h, {"x", {}}); // P(sum) -> S(0): a reduce_scatter
+        CHECK(rows.layout().to_string() == "[8@x, 16]");
+        pto::assemble(par::full_tensor(rows), {0, 0}, y);
       },
       {x, w}, {8, 16}, sharded::kSumTolerance);
   // m on a, k on b: the partial is over a sub-axis (the allgather-and-fold path).
@@ -192,4 +194,23 @@ TEST_CASE("parallel: transpose, reshape of kept dims, redistribution between spl
         pto::assemble(par::full_tensor(z), {20, 0}, y);
       },
       {x}, {28, 12}, kExact);
+}
+
+TEST_CASE("parallel: repeated computation: a strategy that uses fewer parts than PEs") {
+  // 8 PEs, rows split 4 ways on axis "a"; axis "r" is unused, so each slice is computed by two
+  // PEs (MindSpore's repeated calculation), and the k split 2 ways on "r" in the second matmul.
+  auto x = sharded::data({8, 32}, 12), w = sharded::data({32, 16}, 13);
+  sharded::against_oracle(
+      "repeated", 8,
+      [](Tensor a, Tensor b, Tensor y) {
+        sharded::tiles();
+        const par::Mesh m({4, 2}, {"a", "r"});
+        auto h = par::matmul(par::shard(a, m, {{}, {}}), b, {{4, 1}, {1, 1}});
+        CHECK(h.layout().to_string() == "[8@a, 16]");
+        auto o =
+            par::matmul(par::relu(h), par::full_tensor(h), {{4, 2}, {1, 2}}, {.b_trans = true});
+        CHECK(o.layout().to_string() == "[8@a, 8] {P(sum)@r}");
+        pto::assemble(par::full_tensor(par::softmax(o, 1)), {0, 0}, y);
+      },
+      {x, w}, {8, 8}, sharded::kSumTolerance);
 }

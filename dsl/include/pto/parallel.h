@@ -143,7 +143,7 @@ private:
 /// layout().local_shape(my coordinates) (the whole tensor on a 1-PE world), and its layout.
 class DTensor {
 public:
-  DTensor(Tensor local, Layout layout) : local_(std::move(local)), layout_(std::move(layout)) {}
+  DTensor(const Tensor &local, Layout layout) : local_(local), layout_(std::move(layout)) {}
   const Tensor &local() const { return local_; }
   const Layout &layout() const { return layout_; }
   const Mesh &mesh() const { return layout_.mesh(); }
@@ -173,10 +173,11 @@ using Strategy = std::vector<Spec>;
 /// every PE: replicated; the op slices it as its strategy requires, with no communication).
 struct Input {
   Input(const Tensor &t) : tensor(t) {}
-  Input(const DTensor &d) : dtensor(d), is_dtensor(true) {}
+  Input(const DTensor &d) : dtensor(d) {}
+  /// The DTensor, or nullptr for a whole pto::Tensor.
+  const DTensor *get() const { return dtensor ? &*dtensor : nullptr; }
   Tensor tensor;
   std::optional<DTensor> dtensor;
-  bool is_dtensor = false;
 };
 
 /// `x` (whole, on every PE) split over `mesh` as `spec` (one DimSpec per dim of x: counts or axis
@@ -185,8 +186,9 @@ struct Input {
 /// does not map onto the mesh, an unknown or repeated axis, an uneven split, or a mesh whose
 /// PE count is not the world's.
 DTensor shard(const Tensor &x, const Mesh &mesh, const Spec &spec, SrcLoc loc = SrcLoc::current());
-/// `x` moved to the layout `spec` describes (partials resolved by allreduce over their axis,
-/// split dims regathered and resliced), as DTensor's `redistribute`. Errors as shard.
+/// `x` moved to the layout `spec` describes, as DTensor's `redistribute`: partials resolved by
+/// allreduce over their axis (by reduce_scatter when the spec splits dim 0 over a mesh axis that
+/// spans the world), split dims regathered and resliced. Errors as shard.
 DTensor redistribute(const DTensor &x, const Spec &spec, SrcLoc loc = SrcLoc::current());
 /// The whole global tensor on every PE (partials resolved, splits allgathered), as DTensor's
 /// `full_tensor`.

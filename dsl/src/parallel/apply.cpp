@@ -155,9 +155,9 @@ Resolved follow_inputs(const Rule &rule, const std::vector<Input> &in, const Sig
   Resolved r{std::vector<std::vector<int>>(sig.factors.size()),
              std::vector<bool>(static_cast<size_t>(mesh.n_axes()), false)};
   for (size_t i = 0; i < in.size(); ++i) {
-    if (!in[i].is_dtensor)
+    if (!in[i].get())
       continue;
-    const Layout &l = in[i].dtensor->layout();
+    const Layout &l = in[i].get()->layout();
     for (int d = 0; d < l.rank(); ++d) {
       const int f = sig.in[i][static_cast<size_t>(d)];
       auto axes = l.split_axes(d);
@@ -199,7 +199,7 @@ bool keeps_partial(const Rule &rule, const std::vector<Placement> &on_axis, Part
     if (i == 0)
       first_partial = true;
   }
-  if (!n_partial || !same_op)
+  if (!n_partial || !same_op || !seen)
     return false;
   op = *seen;
   switch (rule.partials[static_cast<size_t>(op)]) {
@@ -229,13 +229,13 @@ DTensor apply(const Rule &rule, const std::vector<Input> &inputs, const Strategy
                                     rule.mindspore));
   const Mesh *mesh = nullptr;
   for (const auto &in : inputs)
-    if (in.is_dtensor) {
+    if (in.get()) {
       if (!mesh)
-        mesh = &in.dtensor->mesh();
-      else if (!(*mesh == in.dtensor->mesh()))
+        mesh = &in.get()->mesh();
+      else if (!(*mesh == in.get()->mesh()))
         throw StrategyError(loc, op,
                             fmt::format("operands on different meshes ({} and {})",
-                                        mesh->to_string(), in.dtensor->mesh().to_string()));
+                                        mesh->to_string(), in.get()->mesh().to_string()));
     }
   if (!mesh)
     throw StrategyError(loc, op,
@@ -244,8 +244,8 @@ DTensor apply(const Rule &rule, const std::vector<Input> &inputs, const Strategy
   const bool active = mesh_active(*mesh, op, loc);
   std::vector<std::vector<int64_t>> shapes;
   for (size_t i = 0; i < inputs.size(); ++i)
-    shapes.push_back(inputs[i].is_dtensor
-                         ? inputs[i].dtensor->layout().global_shape()
+    shapes.push_back(inputs[i].get()
+                         ? inputs[i].get()->layout().global_shape()
                          : static_shape(inputs[i].tensor, op, static_cast<int>(i), loc));
   const Signature sig = rule.signature(shapes, attrs, loc);
   Resolved r = strategy.empty() ? follow_inputs(rule, inputs, sig, *mesh, loc)
@@ -273,8 +273,8 @@ DTensor apply(const Rule &rule, const std::vector<Input> &inputs, const Strategy
       continue;
     std::vector<Placement> on_axis;
     for (const auto &in : inputs)
-      on_axis.push_back(in.is_dtensor ? in.dtensor->layout().placements()[static_cast<size_t>(a)]
-                                      : Placement::replicate());
+      on_axis.push_back(in.get() ? in.get()->layout().placements()[static_cast<size_t>(a)]
+                                 : Placement::replicate());
     PartialOp pop = PartialOp::SUM;
     if (keeps_partial(rule, on_axis, pop))
       kept[static_cast<size_t>(a)] = pop;
@@ -287,16 +287,16 @@ DTensor apply(const Rule &rule, const std::vector<Input> &inputs, const Strategy
       if (int f = sig.in[i][d]; f >= 0)
         for (int a : r.axes[static_cast<size_t>(f)])
           pl[static_cast<size_t>(a)] = Placement::split(static_cast<int>(d));
-    for (int a = 0; a < mesh->n_axes(); ++a)
-      if (kept[static_cast<size_t>(a)] && inputs[i].is_dtensor &&
-          inputs[i].dtensor->layout().placements()[static_cast<size_t>(a)].kind ==
-              Placement::Kind::PARTIAL)
-        pl[static_cast<size_t>(a)] = Placement::partial(*kept[static_cast<size_t>(a)]);
+    const DTensor *dt = inputs[i].get();
+    for (int a = 0; a < mesh->n_axes(); ++a) {
+      const auto &k = kept[static_cast<size_t>(a)];
+      if (k && dt &&
+          dt->layout().placements()[static_cast<size_t>(a)].kind == Placement::Kind::PARTIAL)
+        pl[static_cast<size_t>(a)] = Placement::partial(*k);
+    }
     Layout target(*mesh, shapes[i], pl, loc);
-    locals.push_back(inputs[i].is_dtensor
-                         ? redistribute_local(inputs[i].dtensor->local(),
-                                              inputs[i].dtensor->layout(), target, active, loc)
-                         : slice_whole(inputs[i].tensor, target, active, loc));
+    locals.push_back(dt ? redistribute_local(dt->local(), dt->layout(), target, active, loc)
+                        : slice_whole(inputs[i].tensor, target, active, loc));
   }
   // The output's layout.
   std::vector<int64_t> out_shape;
@@ -313,8 +313,8 @@ DTensor apply(const Rule &rule, const std::vector<Input> &inputs, const Strategy
       for (int a : r.axes[f])
         out_pl[static_cast<size_t>(a)] = Placement::partial(sig.factors[f].reduce);
   for (int a = 0; a < mesh->n_axes(); ++a)
-    if (kept[static_cast<size_t>(a)])
-      out_pl[static_cast<size_t>(a)] = Placement::partial(*kept[static_cast<size_t>(a)]);
+    if (const auto &k = kept[static_cast<size_t>(a)])
+      out_pl[static_cast<size_t>(a)] = Placement::partial(*k);
   Layout out(*mesh, out_shape, out_pl, loc);
   std::vector<int64_t> out_local = out_shape;
   if (active)

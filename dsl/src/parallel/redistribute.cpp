@@ -243,7 +243,8 @@ Tensor redistribute_local(const Tensor &local, const Layout &from, const Layout 
   const Mesh &mesh = from.mesh();
   std::vector<Placement> cur = from.placements();
   Tensor x = local;
-  // 1. Pending partials that the target does not keep: allreduce over their axis.
+  // 1. Pending partials that the target does not keep: allreduce over their axis, or
+  //    reduce_scatter when the target splits dim 0 over the whole world.
   for (int a = 0; a < mesh.n_axes(); ++a) {
     const auto &c = cur[static_cast<size_t>(a)];
     const auto &t = target.placements()[static_cast<size_t>(a)];
@@ -251,6 +252,13 @@ Tensor redistribute_local(const Tensor &local, const Layout &from, const Layout 
       continue;
     if (t == c)
       continue;
+    if (t.kind == Placement::Kind::SPLIT && t.dim == 0 && mesh.size(a) == mesh.n_pes() &&
+        x.dim(loc) >= 2) {
+      // P -> S(0) over the whole world: one reduce_scatter (each PE reduces only its rows).
+      x = dist::reduce_scatter(x, reduction(c.op), {}, loc);
+      cur[static_cast<size_t>(a)] = t;
+      continue;
+    }
     x = allreduce_axis(x, mesh, a, c.op, loc);
     cur[static_cast<size_t>(a)] = Placement::replicate();
   }
