@@ -214,3 +214,26 @@ TEST_CASE("parallel: repeated computation: a strategy that uses fewer parts than
       },
       {x, w}, {8, 8}, sharded::kSumTolerance);
 }
+
+TEST_CASE("parallel: BatchMatMul, ReduceMin, ReduceMean and LogSoftmax with split axes") {
+  auto x = sharded::data({2, 8, 16}, 14), w = sharded::data({1, 16, 8}, 15);
+  sharded::against_oracle(
+      "batch_reductions", 4,
+      [](Tensor a, Tensor b, Tensor y) {
+        sharded::tiles();
+        pto::set_vec_tile_shapes(2, 8, 16);
+        // batch on a, k on b; b's batch dim has size 1 (broadcast), so its strategy entry is 1.
+        auto h = par::matmul(par::shard(a, kMesh2x2, {"a", {}, {}}), b, {{2, 1, 2}, {1, 2, 1}});
+        CHECK(h.layout().to_string() == "[2@a, 8, 8] {P(sum)@b}");
+        auto hs = par::redistribute(h, {"a", {}, "b"});
+        auto mn = par::amin(hs, 2, true);  // split axis: P(min), exact
+        auto me = par::mean(hs, 2, true);  // split axis: local sum / 8, P(sum)
+        auto ls = par::log_softmax(hs, 2); // split axis: the recipe
+        auto me0 = par::mean(hs, 1, true); // unsplit axis
+        pto::assemble(par::full_tensor(mn), {0, 0, 0}, y);
+        pto::assemble(par::full_tensor(me), {0, 0, 1}, y);
+        pto::assemble(par::full_tensor(ls), {0, 0, 2}, y);
+        pto::assemble(par::full_tensor(me0), {0, 8, 0}, y);
+      },
+      {x, w}, {2, 9, 10}, sharded::kSumTolerance);
+}

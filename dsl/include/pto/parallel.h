@@ -199,9 +199,11 @@ Tensor full_tensor(const DTensor &x, SrcLoc loc = SrcLoc::current());
 void assemble(const DTensor &x, const std::vector<SymbolicScalar> &offsets, const Tensor &out,
               SrcLoc loc = SrcLoc::current());
 
-/// MatMul (pto::matmul on the slices): factors `mk,kn->mn` (a_trans: `km`; b_trans: `nk`), ranks
-/// 2 only this session. m and n split freely; a k split gives a Partial(sum) output, resolved
-/// when a consumer needs it (MindSpore inserts the AllReduce at once). An input with
+/// MatMul / BatchMatMul (pto::matmul on the slices): factors `...mk,...kn->...mn` (a_trans: `km`;
+/// b_trans: `nk`), ranks 2-4, both the same; batch dims broadcast (a size-1 batch dim is no
+/// factor of its operand and must not be split). Batch, m and n split freely; a k split gives a
+/// Partial(sum) output, resolved when a consumer needs it (MindSpore inserts the AllReduce at
+/// once). An input with
 /// Partial(sum) is accepted when the other is replicated on that axis (OneFlow's P x B -> P).
 /// Dtypes as pto::matmul; out_dtype DT_BOTTOM means a's dtype. The strategy: one Spec per input
 /// in the stored order (MindSpore's MatMul, transpose flags included).
@@ -252,12 +254,23 @@ DTensor sum(const Input &x, int axis, bool keepdim = false, const Strategy &stra
             SrcLoc loc = SrcLoc::current());
 DTensor amax(const Input &x, int axis, bool keepdim = false, const Strategy &strategy = {},
              SrcLoc loc = SrcLoc::current());
+/// ReduceMin (pto::amin): as amax with Partial(min).
+DTensor amin(const Input &x, int axis, bool keepdim = false, const Strategy &strategy = {},
+             SrcLoc loc = SrcLoc::current());
+/// ReduceMean (pto::mean): with the axis split, each PE's sum times 1 / the global length is a
+/// Partial(sum) (never a Partial(avg): correct for uneven splits too, DTensor #162692); floats
+/// only, as pto::mean.
+DTensor mean(const Input &x, int axis, bool keepdim = false, const Strategy &strategy = {},
+             SrcLoc loc = SrcLoc::current());
 
 /// Softmax over `axis` (pto::softmax). Unlike MindSpore, the axis may be split: the exact recipe
 /// (Megatron's vocab-parallel cross-entropy) is the local row max, allreduce(max), exp(x - max),
 /// the local row sum, allreduce(sum), divide; the output keeps the input's split.
 DTensor softmax(const Input &x, int axis, const Strategy &strategy = {},
                 SrcLoc loc = SrcLoc::current());
+/// LogSoftmax (pto::log_softmax), the axis may be split: x - M - log(S) with M and S as softmax's.
+DTensor log_softmax(const Input &x, int axis, const Strategy &strategy = {},
+                    SrcLoc loc = SrcLoc::current());
 
 /// Transpose (pto::permute): the output's dim i is the input's dim perm[i]; splits follow their
 /// dims (seed table: "none").

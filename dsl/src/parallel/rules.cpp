@@ -5,6 +5,7 @@
 #include "pto/matmul.h"
 #include "pto/nn_ops.h"
 #include "pto/ops.h"
+#include "pto/reduce_ops.h"
 #include "pto/shape_ops.h"
 #include "pto/size_math.h"
 
@@ -57,26 +58,50 @@ Signature sig_elementwise(const Shapes &s, const Attrs &, SrcLoc loc) {
   return sig;
 }
 
-/// `mk,kn->mn` (a_trans: `km`; b_trans: `nk`); factor order m, k, n (MindSpore's device matrix).
+/// `...mk,...kn->...mn` (a_trans: `km`; b_trans: `nk`), the batch dims broadcast numpy-style
+/// (a size-1 batch dim against a larger one is no factor of its operand); factor order batch...,
+/// m, k, n (MindSpore's device matrix).
 Signature sig_matmul(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  const char *op = "parallel::matmul";
   for (size_t i = 0; i < 2; ++i)
-    if (s[i].size() != 2)
-      throw ShapeError(loc, "parallel::matmul",
-                       fmt::format("operand {} has rank {} ({}): ranks 2 only (batch dims are "
-                                   "planned)",
-                                   i, s[i].size(), dims_str(s[i])));
-  const int64_t m = a.mm.a_trans ? s[0][1] : s[0][0], ka = a.mm.a_trans ? s[0][0] : s[0][1];
-  const int64_t kb = a.mm.b_trans ? s[1][1] : s[1][0], n = a.mm.b_trans ? s[1][0] : s[1][1];
+    if (s[i].size() < 2 || s[i].size() > 4 || s[i].size() != s[0].size())
+      throw ShapeError(loc, op,
+                       fmt::format("operand {} has rank {} ({}): ranks 2-4, both the same", i,
+                                   s[i].size(), dims_str(s[i])));
+  const size_t r = s[0].size(), nb = r - 2;
+  const auto &A = s[0], &B = s[1];
+  const int64_t m = a.mm.a_trans ? A[r - 1] : A[r - 2], ka = a.mm.a_trans ? A[r - 2] : A[r - 1];
+  const int64_t kb = a.mm.b_trans ? B[r - 1] : B[r - 2], n = a.mm.b_trans ? B[r - 2] : B[r - 1];
   if (ka != kb)
     throw ShapeError(
-        loc, "parallel::matmul",
-        fmt::format("K differs: a {} has {}, b {} has {}", dims_str(s[0]), ka, dims_str(s[1]), kb));
+        loc, op,
+        fmt::format("K differs: a {} has {}, b {} has {}", dims_str(A), ka, dims_str(B), kb));
   Signature sig;
-  sig.factors = {
-      {m, FactorKind::FREE}, {ka, FactorKind::REDUCE, PartialOp::SUM}, {n, FactorKind::FREE}};
-  sig.in = {a.mm.a_trans ? std::vector<int>{1, 0} : std::vector<int>{0, 1},
-            a.mm.b_trans ? std::vector<int>{2, 1} : std::vector<int>{1, 2}};
-  sig.out = {0, 2};
+  sig.in.assign(2, std::vector<int>(r, -1));
+  for (size_t d = 0; d < nb; ++d) {
+    if (A[d] != B[d] && A[d] != 1 && B[d] != 1)
+      throw ShapeError(
+          loc, op,
+          fmt::format("batch dim {} does not broadcast: a {}, b {}", d, dims_str(A), dims_str(B)));
+    const int64_t size = std::max(A[d], B[d]);
+    const int f = static_cast<int>(sig.factors.size());
+    sig.factors.push_back({size});
+    if (A[d] == size)
+      sig.in[0][d] = f;
+    if (B[d] == size)
+      sig.in[1][d] = f;
+    sig.out.push_back(f);
+  }
+  const int fm = static_cast<int>(nb), fk = fm + 1, fn = fm + 2;
+  sig.factors.push_back({m});
+  sig.factors.push_back({ka, FactorKind::REDUCE, PartialOp::SUM});
+  sig.factors.push_back({n});
+  sig.in[0][nb] = a.mm.a_trans ? fk : fm;
+  sig.in[0][nb + 1] = a.mm.a_trans ? fm : fk;
+  sig.in[1][nb] = a.mm.b_trans ? fn : fk;
+  sig.in[1][nb + 1] = a.mm.b_trans ? fk : fn;
+  sig.out.push_back(fm);
+  sig.out.push_back(fn);
   return sig;
 }
 
@@ -104,9 +129,15 @@ Signature sig_sum(const Shapes &s, const Attrs &a, SrcLoc loc) {
 Signature sig_amax(const Shapes &s, const Attrs &a, SrcLoc loc) {
   return sig_reduce(s, a, PartialOp::MAX, "parallel::amax", loc);
 }
+Signature sig_amin(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  return sig_reduce(s, a, PartialOp::MIN, "parallel::amin", loc);
+}
+Signature sig_mean(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  return sig_reduce(s, a, PartialOp::SUM, "parallel::mean", loc);
+}
 
-Signature sig_softmax(const Shapes &s, const Attrs &a, SrcLoc loc) {
-  const int axis = norm_axis(a.axis, s[0].size(), "parallel::softmax", loc);
+Signature sig_softmax_axis(const Shapes &s, const Attrs &a, const char *name, SrcLoc loc) {
+  const int axis = norm_axis(a.axis, s[0].size(), name, loc);
   Signature sig;
   sig.in.emplace_back();
   for (size_t d = 0; d < s[0].size(); ++d) {
@@ -116,6 +147,13 @@ Signature sig_softmax(const Shapes &s, const Attrs &a, SrcLoc loc) {
     sig.out.push_back(static_cast<int>(d));
   }
   return sig;
+}
+
+Signature sig_softmax(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  return sig_softmax_axis(s, a, "parallel::softmax", loc);
+}
+Signature sig_log_softmax(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  return sig_softmax_axis(s, a, "parallel::log_softmax", loc);
 }
 
 Signature sig_permute(const Shapes &s, const Attrs &a, SrcLoc loc) {
@@ -217,24 +255,39 @@ Tensor local_sum(const Call &c) {
 Tensor local_amax(const Call &c) {
   return pto::amax(c.locals[0], c.attrs.axis, {.keepdim = c.attrs.keepdim}, c.loc);
 }
+Tensor local_amin(const Call &c) {
+  return pto::amin(c.locals[0], c.attrs.axis, {.keepdim = c.attrs.keepdim}, c.loc);
+}
+/// ReduceMean: with the axis split, the local sum times 1 / the GLOBAL length, a Partial(sum)
+/// (never DTensor's Partial(avg), which is wrong for uneven splits: #162692).
+Tensor local_mean(const Call &c) {
+  const int axis = c.attrs.axis < 0 ? c.attrs.axis + c.locals[0].dim(c.loc) : c.attrs.axis;
+  if (c.factor_axes[static_cast<size_t>(axis)].empty())
+    return pto::mean(c.locals[0], axis, {.keepdim = c.attrs.keepdim}, c.loc);
+  const double n = static_cast<double>(c.sig.factors[static_cast<size_t>(axis)].size);
+  return pto::mul(pto::sum(c.locals[0], axis, {.keepdim = c.attrs.keepdim}, c.loc), 1.0 / n, c.loc);
+}
 
-/// Exact softmax with a split axis: the global row max and row sum by allreduce over the axis's
-/// mesh axes (max is exact; the sum adds the PEs' partial sums in coordinate order).
-Tensor local_softmax(const Call &c) {
+/// Exact (log-)softmax with a split axis: the global row max and row sum by allreduce over the
+/// axis's mesh axes (max is exact; the sum adds the PEs' partial sums in coordinate order).
+Tensor softmax_recipe(const Call &c, bool log) {
   const int axis = c.attrs.axis < 0 ? c.attrs.axis + c.locals[0].dim(c.loc) : c.attrs.axis;
   const auto &axes = c.factor_axes[static_cast<size_t>(axis)];
-  if (!c.active || axes.empty())
-    return pto::softmax(c.locals[0], axis, c.loc);
   const Tensor &x = c.locals[0];
+  if (!c.active || axes.empty())
+    return log ? pto::log_softmax(x, axis, c.loc) : pto::softmax(x, axis, c.loc);
   Tensor m = pto::amax(x, axis, {.keepdim = true}, c.loc);
   for (int a : axes)
     m = allreduce_axis(m, c.mesh, a, PartialOp::MAX, c.loc);
-  Tensor e = pto::exp(pto::sub(x, m, c.loc), c.loc);
+  Tensor shifted = pto::sub(x, m, c.loc);
+  Tensor e = pto::exp(shifted, c.loc);
   Tensor s = pto::sum(e, axis, {.keepdim = true}, c.loc);
   for (int a : axes)
     s = allreduce_axis(s, c.mesh, a, PartialOp::SUM, c.loc);
-  return pto::div(e, s, c.loc);
+  return log ? pto::sub(shifted, pto::log(s, c.loc), c.loc) : pto::div(e, s, c.loc);
 }
+Tensor local_softmax(const Call &c) { return softmax_recipe(c, false); }
+Tensor local_log_softmax(const Call &c) { return softmax_recipe(c, true); }
 
 Tensor local_permute(const Call &c) { return pto::permute(c.locals[0], c.attrs.perm, c.loc); }
 
@@ -286,7 +339,13 @@ const Rule kRules[] = {
      "reduced axis: Partial(sum), allreduce when needed"},
     {"parallel::amax", "ReduceMax", 1, true, kResolve, sig_amax, local_amax,
      "reduced axis: Partial(max), allreduce(max) when needed (bitwise exact)"},
+    {"parallel::amin", "ReduceMin", 1, true, kResolve, sig_amin, local_amin,
+     "reduced axis: Partial(min), allreduce(min) when needed (bitwise exact)"},
+    {"parallel::mean", "ReduceMean", 1, true, kResolve, sig_mean, local_mean,
+     "reduced axis: Partial(sum) of local sums / the global length, allreduce when needed"},
     {"parallel::softmax", "Softmax", 1, true, kResolve, sig_softmax, local_softmax,
+     "softmax axis: allreduce(max) and allreduce(sum) of one value per row"},
+    {"parallel::log_softmax", "LogSoftmax", 1, true, kResolve, sig_log_softmax, local_log_softmax,
      "softmax axis: allreduce(max) and allreduce(sum) of one value per row"},
     {"parallel::permute", "Transpose", 1, true, kResolve, sig_permute, local_permute, "none"},
     {"parallel::reshape", "Reshape", 1, false, kResolve, sig_reshape, local_reshape,
@@ -312,7 +371,10 @@ enum RuleIndex : size_t {
   kSqrt,
   kSum,
   kAmax,
+  kAmin,
+  kMean,
   kSoftmax,
+  kLogSoftmax,
   kPermute,
   kReshape,
   kRuleCount
@@ -392,6 +454,23 @@ DTensor softmax(const Input &x, int axis, const Strategy &s, SrcLoc loc) {
   Attrs at;
   at.axis = axis;
   return apply(kRules[kSoftmax], {x}, s, at, loc);
+}
+DTensor log_softmax(const Input &x, int axis, const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.axis = axis;
+  return apply(kRules[kLogSoftmax], {x}, s, at, loc);
+}
+DTensor amin(const Input &x, int axis, bool keepdim, const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.axis = axis;
+  at.keepdim = keepdim;
+  return apply(kRules[kAmin], {x}, s, at, loc);
+}
+DTensor mean(const Input &x, int axis, bool keepdim, const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.axis = axis;
+  at.keepdim = keepdim;
+  return apply(kRules[kMean], {x}, s, at, loc);
 }
 DTensor permute(const Input &x, const std::vector<int> &perm, const Strategy &s, SrcLoc loc) {
   Attrs at;
