@@ -237,3 +237,73 @@ TEST_CASE("parallel: BatchMatMul, ReduceMin, ReduceMean and LogSoftmax with spli
       },
       {x, w}, {2, 9, 10}, sharded::kSumTolerance);
 }
+
+TEST_CASE("parallel: uneven splits (balanced) through every rule, on 3 PEs and a 2 x 3 mesh") {
+  // 10 rows and 7 columns into 3 parts: 4/3/3 and 3/2/2 (OneFlow's balanced split).
+  auto x = sharded::data({10, 7}, 16), w = sharded::data({7, 5}, 17);
+  const par::Mesh m3({3}, {"x"});
+  sharded::against_oracle(
+      "uneven_1d", 3,
+      [m3](Tensor a, Tensor b, Tensor y) {
+        sharded::tiles();
+        auto rows = par::shard(a, m3, {"x", {}});
+        auto cols = par::shard(a, m3, {{}, "x"});
+        auto h = par::matmul(par::gelu(rows), b);         // m uneven
+        auto hk = par::matmul(cols, b, {{1, 3}, {3, 1}}); // k uneven: Partial(sum)
+        CHECK(hk.layout().to_string() == "[10, 5] {P(sum)@x}");
+        auto s = par::softmax(cols, 1);     // softmax axis uneven
+        auto me = par::mean(cols, 1, true); // local sums / 7
+        auto mx = par::amax(rows, 0, true); // reduced axis uneven
+        auto t = par::permute(par::add(rows, rows), {1, 0});
+        pto::assemble(par::full_tensor(h), {0, 0}, y);
+        pto::assemble(par::full_tensor(hk), {0, 5}, y);
+        pto::assemble(par::full_tensor(s), {10, 0}, y);
+        pto::assemble(par::full_tensor(me), {10, 7}, y);
+        pto::assemble(par::full_tensor(mx), {20, 0}, y);
+        pto::assemble(par::full_tensor(t), {21, 0}, y);
+      },
+      {x, w}, {28, 10}, sharded::kSumTolerance);
+  // 2 x 3 mesh: columns 7 into 2 on a (4/3), rows 10 into 3 on b (4/3/3); the partial and
+  // the gathers run over sub-axes whose groups hold slices of different sizes.
+  const par::Mesh m23({2, 3}, {"a", "b"});
+  sharded::against_oracle(
+      "uneven_2d", 6,
+      [m23](Tensor a, Tensor b, Tensor y) {
+        sharded::tiles();
+        auto xs = par::shard(a, m23, {"b", "a"});
+        auto h = par::matmul(xs, b, {{3, 2}, {2, 1}}); // m on b, k on a: P(sum)@a
+        CHECK(h.layout().to_string() == "[10@b, 5] {P(sum)@a}");
+        auto s = par::softmax(par::add(xs, xs), 1);
+        pto::assemble(par::full_tensor(h), {0, 0}, y);
+        pto::assemble(par::full_tensor(s), {10, 0}, y);
+        pto::assemble(par::full_tensor(par::sum(xs, 0, true)), {20, 0}, y);
+      },
+      {x, w}, {21, 7}, sharded::kSumTolerance);
+}
+
+TEST_CASE("parallel: assemble writes each PE's uneven slice at its balanced offset") {
+  auto x = sharded::data({10, 7}, 18);
+  const par::Mesh m3({3}, {"x"});
+  for (auto mode : support::run_modes()) {
+    CAPTURE(support::mode_name(mode));
+    auto k = pto::jit(
+        "uneven_assemble",
+        [m3](Tensor a, Tensor y) {
+          sharded::tiles();
+          par::assemble(par::exp(par::shard(a, m3, {"x", {}})), {0, 0}, y);
+        },
+        support::opts(mode));
+    std::vector<pto::HostTensor> in{x};
+    pto::runtime::World one(1), three(3);
+    auto oracle = sharded::run<1>(one, 1, k, in, {10, 7}, true)[0];
+    auto outs = sharded::run<1>(three, 3, k, in, {10, 7}, true);
+    // Rows dealt to 3 parts one at a time: 4, 3, 3, at offsets 0, 4, 7.
+    const int64_t first[] = {0, 4, 7, 10};
+    for (int p = 0; p < 3; ++p)
+      for (int64_t i = 0; i < 70; ++i) {
+        const int64_t r = i / 7;
+        const double want = r >= first[p] && r < first[p + 1] ? oracle.get(i) : 0.0;
+        CHECK(outs[size_t(p)].get(i) == want);
+      }
+  }
+}

@@ -145,27 +145,28 @@ TEST_CASE("parallel errors: forbidden splits, strategies where none is taken, un
       },
       kFile, line, "parallel::reshape",
       "Reshape takes no strategy (MindSpore: none may be configured)");
-  // 16 rows into 8 parts is even; 32 columns into 8 too; [16, 32] dim 0 into 2 x ... is even:
-  // an uneven split needs another shape: 6 columns into 4 parts.
+  // Uneven splits are executed over one mesh axis; over several (6 columns into dp x mp = 8)
+  // they are refused.
   support::expect_error<pto::StrategyError>(
       [&] {
         trace([&](Tensor x, Tensor) {
           auto v = pto::view(x, {16, 6}, {0, 0});
           line = __LINE__ + 1;
-          par::shard(v, kMesh, {{}, "mp"});
+          par::shard(v, kMesh, {{}, 8});
         });
       },
       kFile, line, "parallel::shard",
-      "dim 1 of size 6 is split 4: uneven splits are planned, not executed yet");
+      "dim 1 of size 6 is split 8 over 2 mesh axes: an uneven split must use one mesh axis");
   support::expect_error<pto::StrategyError>(
       [&] {
         trace([&](Tensor x, Tensor) {
           auto v = pto::view(x, {16, 6}, {0, 0});
           line = __LINE__ + 1;
-          par::gelu(par::shard(v, kMesh, {{}, {}}), {{1, 4}});
+          par::gelu(par::shard(v, kMesh, {{}, {}}), {{1, 8}});
         });
       },
-      kFile, line, "parallel::gelu", "operand 0 dim 1 of size 6 is split 4: uneven splits");
+      kFile, line, "parallel::gelu",
+      "operand 0 dim 1 of size 6 is split 8 over 2 mesh axes: an uneven split must use one");
 }
 
 TEST_CASE("parallel errors: meshes and operands") {

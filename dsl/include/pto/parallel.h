@@ -16,8 +16,9 @@
 //   the ops' own errors (ShapeError, DTypeError, ...) come from the pto op on the slices, at the
 //   caller's line too.
 // - A Mesh's PE count must equal the world's ("world" group) or the world has 1 PE.
-// - Even splits only, this session: a dim of size n split into k parts with n % k != 0 is a
-//   StrategyError (Layout computes the balanced uneven shapes; their execution is planned).
+// - Uneven splits are balanced (balanced_chunk): a slice has the static shape ceil(n / k) and a
+//   run-time valid shape (its chunk); an uneven split over several mesh axes of one dim is a
+//   StrategyError (planned), and so is reshaping an unevenly split kept dim.
 // - Tensors of rank 1-4 whose shapes are static; dtypes are those of the pto op on the slices
 //   and of the collectives (int8-int64, fp16, bf16, fp32, fp64).
 // - Determinism: movement, max and min are bitwise equal to one PE; sums over a split factor add
@@ -183,8 +184,8 @@ struct Input {
 /// `x` (whole, on every PE) split over `mesh` as `spec` (one DimSpec per dim of x: counts or axis
 /// names; other mesh axes replicate), as DTensor's `distribute_tensor`: the local slice is a
 /// view of x at this PE's offset. StrategyError for a spec of the wrong length, a count that
-/// does not map onto the mesh, an unknown or repeated axis, an uneven split, or a mesh whose
-/// PE count is not the world's.
+/// does not map onto the mesh, an unknown or repeated axis, an uneven split over several axes,
+/// or a mesh whose PE count is not the world's.
 DTensor shard(const Tensor &x, const Mesh &mesh, const Spec &spec, SrcLoc loc = SrcLoc::current());
 /// `x` moved to the layout `spec` describes, as DTensor's `redistribute`: partials resolved by
 /// allreduce over their axis (by reduce_scatter when the spec splits dim 0 over a mesh axis that

@@ -250,21 +250,21 @@ DTensor apply(const Rule &rule, const std::vector<Input> &inputs, const Strategy
   const Signature sig = rule.signature(shapes, attrs, loc);
   Resolved r = strategy.empty() ? follow_inputs(rule, inputs, sig, *mesh, loc)
                                 : resolve_strategy(rule, strategy, sig, *mesh, shapes, loc);
-  // Even splits only (this session).
+  // Uneven splits: balanced, over one mesh axis per dim (several axes are planned).
   for (size_t f = 0; f < sig.factors.size(); ++f) {
     int64_t p = 1;
     for (int a : r.axes[f])
       p *= mesh->size(a);
-    if (sig.factors[f].size % p == 0)
+    if (sig.factors[f].size % p == 0 || r.axes[f].size() <= 1)
       continue;
     for (size_t i = 0; i < sig.in.size(); ++i)
       for (size_t d = 0; d < sig.in[i].size(); ++d)
         if (sig.in[i][d] == static_cast<int>(f))
           throw StrategyError(loc, op,
-                              fmt::format("operand {} dim {} of size {} is split {}: uneven splits "
-                                          "are planned, not executed yet (docs/sharding.md); use "
-                                          "a count that divides it",
-                                          i, d, sig.factors[f].size, p));
+                              fmt::format("operand {} dim {} of size {} is split {} over {} mesh "
+                                          "axes: an uneven split must use one mesh axis "
+                                          "(planned: several)",
+                                          i, d, sig.factors[f].size, p, r.axes[f].size()));
   }
   // Pending partials on axes no factor uses: kept when the rule is linear in them.
   std::vector<std::optional<PartialOp>> kept(static_cast<size_t>(mesh->n_axes()));
@@ -319,7 +319,7 @@ DTensor apply(const Rule &rule, const std::vector<Input> &inputs, const Strategy
   std::vector<int64_t> out_local = out_shape;
   if (active)
     for (size_t d = 0; d < out_local.size(); ++d)
-      out_local[d] /= out.parts(static_cast<int>(d));
+      out_local[d] = out.max_local_shape()[d];
   Call call{rule, attrs, std::move(locals), sig, r.axes, *mesh, active, out_local, loc};
   return {rule.local(call), out};
 }

@@ -92,6 +92,15 @@ DTensor apply(const Rule &rule, const std::vector<Input> &inputs, const Strategy
 bool mesh_active(const Mesh &mesh, const char *op, SrcLoc loc);
 /// This PE's coordinate on `axis` (run time).
 SymbolicScalar my_coord(const Mesh &mesh, int axis, SrcLoc loc);
+/// This PE's chunk of one dim of a layout: its global offset and size (run time; balanced), and
+/// the largest chunk of the dim (the static extent of every PE's slice).
+struct SymChunk {
+  SymbolicScalar offset, size;
+  int64_t max = 0;
+};
+SymChunk my_chunk(const Layout &l, int dim, SrcLoc loc);
+/// StrategyError for an uneven split over more than one mesh axis (not executed yet).
+void check_uneven(const Layout &l, const char *op, SrcLoc loc);
 /// The slice `target` gives this PE of a whole tensor (a view; `whole` itself when inactive).
 Tensor slice_whole(const Tensor &whole, const Layout &target, bool active, SrcLoc loc);
 /// The reduction over mesh axis `axis` of every PE's x (PEs that differ only in that axis), in

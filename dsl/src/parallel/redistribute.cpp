@@ -4,6 +4,7 @@
 #include "pto/collectives.h"
 #include "pto/distributed.h"
 #include "pto/error.h"
+#include "pto/nn_ops.h"
 #include "pto/ops.h"
 #include "pto/shape_ops.h"
 #include "pto/size_math.h"
@@ -123,31 +124,69 @@ Layout layout_from_spec(const Mesh &mesh, const std::vector<int64_t> &global_sha
     }
   }
   Layout l(mesh, global_shape, pl, loc);
-  if (int d = l.first_uneven_dim(); d >= 0)
-    throw StrategyError(loc, op,
-                        fmt::format("dim {} of size {} is split {}: uneven splits are planned, not "
-                                    "executed yet (docs/sharding.md); use a count that divides it",
-                                    d, global_shape[static_cast<size_t>(d)], l.parts(d)));
+  check_uneven(l, op, loc);
   return l;
+}
+
+void check_uneven(const Layout &l, const char *op, SrcLoc loc) {
+  for (int d = 0; d < l.rank(); ++d)
+    if (l.global_shape()[static_cast<size_t>(d)] % l.parts(d) != 0 && l.split_axes(d).size() > 1)
+      throw StrategyError(loc, op,
+                          fmt::format("dim {} of size {} is split {} over {} mesh axes: an uneven "
+                                      "split must use one mesh axis (planned: several)",
+                                      d, l.global_shape()[static_cast<size_t>(d)], l.parts(d),
+                                      l.split_axes(d).size()));
+}
+
+SymChunk my_chunk(const Layout &l, int dim, SrcLoc loc) {
+  const int64_t n = l.global_shape()[static_cast<size_t>(dim)], p = l.parts(dim);
+  const int64_t base = n / p, extra = n % p;
+  SymbolicScalar idx(0);
+  for (int a : l.split_axes(dim))
+    idx = idx * SymbolicScalar(l.mesh().size(a)) + my_coord(l.mesh(), a, loc);
+  if (extra == 0)
+    return {idx * SymbolicScalar(base), SymbolicScalar(base), base};
+  // Balanced (OneFlow): part i has base + (i < extra) elements at i * base + min(i, extra).
+  return {idx * SymbolicScalar(base) + idx.min(SymbolicScalar(extra)),
+          SymbolicScalar(base) + (SymbolicScalar(extra) - idx).max(SymbolicScalar(0)).min(1),
+          base + 1};
+}
+
+/// A view of `x` (whole along the dims in `reslice`, which take this PE's chunk of `target`;
+/// the other dims keep x's extents), with a valid shape where a chunk is uneven.
+Tensor reslice(const Tensor &x, const Layout &target, const std::vector<bool> &dims, SrcLoc loc) {
+  std::vector<int64_t> shape;
+  std::vector<SymbolicScalar> offsets, valid;
+  bool uneven = false, any = false;
+  for (int d = 0; d < target.rank(); ++d) {
+    if (!dims[static_cast<size_t>(d)]) {
+      shape.push_back(x.shape(d, loc).concrete(loc));
+      offsets.emplace_back(0);
+      valid.push_back(x.valid_shape(loc)[static_cast<size_t>(d)]);
+      continue;
+    }
+    auto c = my_chunk(target, d, loc);
+    shape.push_back(c.max);
+    offsets.push_back(c.offset);
+    valid.push_back(c.size);
+    uneven = uneven || target.global_shape()[static_cast<size_t>(d)] % target.parts(d) != 0;
+    any = true;
+  }
+  if (!any)
+    return x;
+  ViewOptions o;
+  if (uneven)
+    o.valid_shape = valid;
+  return pto::view(x, shape, offsets, o, loc);
 }
 
 Tensor slice_whole(const Tensor &whole, const Layout &target, bool active, SrcLoc loc) {
   if (!active)
     return whole;
-  std::vector<int64_t> shape;
-  std::vector<SymbolicScalar> offsets;
-  bool split = false;
-  for (int d = 0; d < target.rank(); ++d) {
-    const int64_t n = target.global_shape()[static_cast<size_t>(d)], p = target.parts(d);
-    shape.push_back(n / p);
-    SymbolicScalar idx(0);
-    for (int a : target.split_axes(d)) {
-      idx = idx * SymbolicScalar(target.mesh().size(a)) + my_coord(target.mesh(), a, loc);
-      split = true;
-    }
-    offsets.push_back(idx * SymbolicScalar(n / p));
-  }
-  return split ? pto::view(whole, shape, offsets, {}, loc) : whole;
+  std::vector<bool> dims(static_cast<size_t>(target.rank()));
+  for (int d = 0; d < target.rank(); ++d)
+    dims[static_cast<size_t>(d)] = target.parts(d) > 1;
+  return reslice(whole, target, dims, loc);
 }
 
 namespace {
@@ -213,27 +252,74 @@ Tensor back_to_rank(const Tensor &rows, const Tensor &like, SrcLoc loc) {
   return pto::reshape(rows, {rows.shape(1, loc)}, {}, loc);
 }
 
-/// The concatenation along `dim` of the pieces of every PE along `axis`, in coordinate order.
-Tensor allgather_axis(const Tensor &x, const Mesh &mesh, int axis, int dim, SrcLoc loc) {
-  auto rows = as_rows(x, loc);
+/// x with its valid shape `valid` again (after a collective over padded, fully valid data).
+Tensor revalid(const Tensor &x, const std::vector<SymbolicScalar> &valid, SrcLoc loc) {
+  std::vector<int64_t> shape;
+  for (int d = 0; d < x.dim(loc); ++d)
+    shape.push_back(x.shape(d, loc).concrete(loc));
+  bool full = true;
+  for (size_t d = 0; d < valid.size(); ++d)
+    full = full && valid[d].is_concrete() && valid[d].concrete(loc) == shape[d];
+  if (full)
+    return x;
+  return pto::view(x, shape, std::vector<SymbolicScalar>(shape.size(), SymbolicScalar(0)),
+                   {.valid_shape = valid}, loc);
+}
+
+bool partly_valid(const Tensor &x, SrcLoc loc) {
+  for (int d = 0; d < x.dim(loc); ++d) {
+    const auto &v = x.valid_shape(loc)[static_cast<size_t>(d)];
+    if (!v.is_concrete() || v.concrete(loc) != x.shape(d, loc).concrete(loc))
+      return true;
+  }
+  return false;
+}
+
+/// The concatenation along `dim` of the pieces of every PE along `axis`, in coordinate order:
+/// the dim's global chunks `sizes` (balanced), whatever each piece's padded extent.
+Tensor allgather_axis(const Tensor &x, const Mesh &mesh, int axis, int dim,
+                      const std::vector<int64_t> &sizes, SrcLoc loc) {
+  const auto valid = x.valid_shape(loc);
+  Tensor padded = partly_valid(x, loc) ? pto::fillpad(x, 0, loc) : x;
+  auto rows = as_rows(padded, loc);
   const int rdim = x.dim(loc) >= 2 ? dim : dim + 1;
-  auto out = pto::concat(axis_pieces(rows, mesh, axis, loc), rdim, loc);
-  if (x.dim(loc) >= 2)
-    return out;
-  return pto::reshape(out, {out.shape(1, loc)}, {}, loc);
+  auto pieces = axis_pieces(rows, mesh, axis, loc);
+  for (size_t j = 0; j < pieces.size(); ++j) {
+    std::vector<int64_t> shape;
+    for (int d = 0; d < rows.dim(loc); ++d)
+      shape.push_back(rows.shape(d, loc).concrete(loc));
+    if (shape[static_cast<size_t>(rdim)] != sizes[j]) {
+      shape[static_cast<size_t>(rdim)] = sizes[j];
+      pieces[j] = pto::view(pieces[j], shape,
+                            std::vector<SymbolicScalar>(shape.size(), SymbolicScalar(0)), {}, loc);
+    }
+  }
+  auto out = pto::concat(pieces, rdim, loc);
+  if (x.dim(loc) < 2)
+    out = pto::reshape(out, {out.shape(1, loc)}, {}, loc);
+  auto v = valid;
+  int64_t n = 0;
+  for (int64_t sz : sizes)
+    n += sz;
+  v[static_cast<size_t>(dim)] = SymbolicScalar(n);
+  return revalid(out, v, loc);
 }
 
 } // namespace
 
 Tensor allreduce_axis(const Tensor &x, const Mesh &mesh, int axis, PartialOp op, SrcLoc loc) {
-  auto rows = as_rows(x, loc);
-  if (mesh.size(axis) == mesh.n_pes())
-    return back_to_rank(dist::allreduce(rows, reduction(op), {}, loc), x, loc);
-  auto pieces = axis_pieces(rows, mesh, axis, loc);
-  Tensor acc = pieces[0];
-  for (size_t j = 1; j < pieces.size(); ++j)
-    acc = combine(op, acc, pieces[j], loc);
-  return back_to_rank(acc, x, loc);
+  const auto valid = x.valid_shape(loc);
+  auto rows = as_rows(partly_valid(x, loc) ? pto::fillpad(x, 0, loc) : x, loc);
+  Tensor acc;
+  if (mesh.size(axis) == mesh.n_pes()) {
+    acc = dist::allreduce(rows, reduction(op), {}, loc);
+  } else {
+    auto pieces = axis_pieces(rows, mesh, axis, loc);
+    acc = pieces[0];
+    for (size_t j = 1; j < pieces.size(); ++j)
+      acc = combine(op, acc, pieces[j], loc);
+  }
+  return revalid(back_to_rank(acc, x, loc), valid, loc);
 }
 
 Tensor redistribute_local(const Tensor &local, const Layout &from, const Layout &target,
@@ -253,7 +339,7 @@ Tensor redistribute_local(const Tensor &local, const Layout &from, const Layout 
     if (t == c)
       continue;
     if (t.kind == Placement::Kind::SPLIT && t.dim == 0 && mesh.size(a) == mesh.n_pes() &&
-        x.dim(loc) >= 2) {
+        x.dim(loc) >= 2 && from.global_shape()[0] % mesh.size(a) == 0 && !partly_valid(x, loc)) {
       // P -> S(0) over the whole world: one reduce_scatter (each PE reduces only its rows).
       x = dist::reduce_scatter(x, reduction(c.op), {}, loc);
       cur[static_cast<size_t>(a)] = t;
@@ -269,32 +355,23 @@ Tensor redistribute_local(const Tensor &local, const Layout &from, const Layout 
     auto axes = now.split_axes(d);
     if (axes == target.split_axes(d))
       continue;
+    const int64_t n = from.global_shape()[static_cast<size_t>(d)];
     for (size_t i = axes.size(); i-- > 0;) {
-      x = allgather_axis(x, mesh, axes[i], d, loc);
+      const int64_t k = mesh.size(axes[i]);
+      std::vector<int64_t> sizes(static_cast<size_t>(k), x.shape(d, loc).concrete(loc));
+      if (n % now.parts(d) != 0) // uneven: one axis only (check_uneven), balanced chunks
+        for (int64_t j = 0; j < k; ++j)
+          sizes[static_cast<size_t>(j)] = balanced_chunk(n, k, j, loc).size;
+      x = allgather_axis(x, mesh, axes[i], d, sizes, loc);
       cur[static_cast<size_t>(axes[i])] = Placement::replicate();
     }
     whole[static_cast<size_t>(d)] = true;
   }
   // 3. Slice the dims that were gathered (or never split) to the target's split.
-  std::vector<int64_t> shape;
-  std::vector<SymbolicScalar> offsets;
-  bool slice = false;
-  for (int d = 0; d < from.rank(); ++d) {
-    const int64_t n = from.global_shape()[static_cast<size_t>(d)];
-    auto axes = target.split_axes(d);
-    if (!whole[static_cast<size_t>(d)] || axes.empty()) {
-      shape.push_back(n / target.parts(d));
-      offsets.emplace_back(0);
-      continue;
-    }
-    SymbolicScalar idx(0);
-    for (int a : axes)
-      idx = idx * SymbolicScalar(mesh.size(a)) + my_coord(mesh, a, loc);
-    shape.push_back(n / target.parts(d));
-    offsets.push_back(idx * SymbolicScalar(n / target.parts(d)));
-    slice = true;
-  }
-  return slice ? pto::view(x, shape, offsets, {}, loc) : x;
+  std::vector<bool> dims(static_cast<size_t>(from.rank()));
+  for (int d = 0; d < from.rank(); ++d)
+    dims[static_cast<size_t>(d)] = whole[static_cast<size_t>(d)] && target.parts(d) > 1;
+  return reslice(x, target, dims, loc);
 }
 
 } // namespace pto::parallel::detail
@@ -341,14 +418,9 @@ void assemble(const DTensor &x, const std::vector<SymbolicScalar> &offsets, cons
   Tensor local = redistribute_local(x.local(), l, target, active, loc);
   std::vector<SymbolicScalar> at = offsets;
   if (active)
-    for (int d = 0; d < l.rank(); ++d) {
-      SymbolicScalar idx(0);
-      for (int a : target.split_axes(d))
-        idx = idx * SymbolicScalar(x.mesh().size(a)) + my_coord(x.mesh(), a, loc);
-      at[static_cast<size_t>(d)] =
-          at[static_cast<size_t>(d)] +
-          idx * SymbolicScalar(l.global_shape()[static_cast<size_t>(d)] / target.parts(d));
-    }
+    for (int d = 0; d < l.rank(); ++d)
+      if (target.parts(d) > 1)
+        at[static_cast<size_t>(d)] = at[static_cast<size_t>(d)] + my_chunk(target, d, loc).offset;
   pto::assemble(local, at, out, loc);
 }
 

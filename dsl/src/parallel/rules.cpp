@@ -292,6 +292,16 @@ Tensor local_log_softmax(const Call &c) { return softmax_recipe(c, true); }
 Tensor local_permute(const Call &c) { return pto::permute(c.locals[0], c.attrs.perm, c.loc); }
 
 Tensor local_reshape(const Call &c) {
+  for (size_t f = 0; f < c.sig.factors.size(); ++f) {
+    int64_t p = 1;
+    for (int a : c.factor_axes[f])
+      p *= c.mesh.size(a);
+    if (c.sig.factors[f].size % p != 0)
+      throw StrategyError(c.loc, c.rule.op,
+                          fmt::format("a kept dim of size {} is split {} unevenly: reshape of "
+                                      "uneven splits is planned; redistribute first",
+                                      c.sig.factors[f].size, p));
+  }
   std::vector<SymbolicScalar> shape(c.out_local_shape.begin(), c.out_local_shape.end());
   return pto::reshape(c.locals[0], shape, {}, c.loc);
 }
