@@ -105,7 +105,7 @@ inline void tiles() {
 /// Runs `body` (a kernel function: the inputs, then the output) in every run mode on a 1-PE
 /// world (the oracle) and on `n` PEs, and CHECKs that every PE's output equals the oracle's.
 template <class Body>
-void against_oracle(const char *name, int n, Body body, std::vector<pto::HostTensor> inputs,
+void against_oracle(const char *name, int n, const Body &body, std::vector<pto::HostTensor> inputs,
                     const std::vector<int64_t> &out_shape, support::Tolerance tol) {
   for (auto mode : support::run_modes()) {
     CAPTURE(support::mode_name(mode));
