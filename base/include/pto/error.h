@@ -118,6 +118,13 @@ class ArgumentError : public Error {
 class CompileError : public Error {
   using Error::Error;
 };
+/// A sharding strategy or layout that pto::parallel (pto/parallel.h) refuses at trace time: wrong
+/// arity or rank, a split that does not map onto the mesh, a factor split differently in two
+/// operands, a split of a dim that must stay whole; names the operand, the dim, what was given
+/// and the nearest valid strategy.
+class StrategyError : public Error {
+  using Error::Error;
+};
 /// A ptojit bug, not a user error. The message names the stage; rerun with PTO_DUMP=ir.
 class InternalError : public Error {
   using Error::Error;

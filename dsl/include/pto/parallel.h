@@ -1,0 +1,289 @@
+// parallel.h - Sharded operators, as MindSpore's semi-auto parallel strategies (`op.shard(((2,
+// 1), (1, 4)))`) and PyTorch DTensor's placements (Shard / Replicate / Partial), on the
+// collectives of pto/collectives.h. The design, its rules and what is planned: docs/sharding.md.
+//
+// A kernel is written with GLOBAL shapes: its tensor parameters are whole tensors (every PE is
+// given the whole input, as MindSpore's end-to-end tests) and the ops below take each PE's slice
+// (a view at the PE's offset, no copy), run the op on the slices and insert the collectives that
+// make the result equal to the single-PE result. A DTensor carries the local slice and its
+// Layout; a pending reduction (Partial) is kept until a consumer needs it resolved. Run on a
+// 1-PE world, the same kernel is the oracle: every slice is the whole tensor, no collective is
+// traced, and every check below still runs, so both give the same errors.
+//
+// Common rules of every function here (called while a kernel is traced):
+// - Errors are pto::StrategyError at the caller's `file:line`, naming the op as written
+//   (`parallel::matmul`), the operand, the dim, what was given and the nearest valid strategy;
+//   the ops' own errors (ShapeError, DTypeError, ...) come from the pto op on the slices, at the
+//   caller's line too.
+// - A Mesh's PE count must equal the world's ("world" group) or the world has 1 PE.
+// - Uneven splits are balanced (balanced_chunk): a slice has the static shape ceil(n / k) and a
+//   run-time valid shape (its chunk); an uneven split over several mesh axes of one dim is a
+//   StrategyError (planned), and so is reshaping an unevenly split kept dim.
+// - Tensors of rank 1-4 whose shapes are static; dtypes are those of the pto op on the slices
+//   and of the collectives (int8-int64, fp16, bf16, fp32, fp64).
+// - Determinism: movement, max and min are bitwise equal to one PE; sums over a split factor add
+//   the PEs' partial sums in mesh-coordinate order (the same bits on every PE, a reassociation
+//   of the single-PE sum).
+#pragma once
+
+#include "pto/dtype.h"
+#include "pto/tensor.h"
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <vector>
+
+namespace pto::parallel {
+
+using SrcLoc = std::source_location;
+
+/// The reduction a Partial placement is waiting for (DTensor's Partial reduce_op; HCCL's op).
+enum class PartialOp { SUM, MAX, MIN, PROD };
+/// "sum" | "max" | "min" | "prod".
+const char *name(PartialOp op);
+
+/// A logical grid of PEs with named axes, as JAX's Mesh / DTensor's DeviceMesh / MindSpore's
+/// device matrix. PE p has coordinates in row-major order: p = c0 * (d1 * .. * dk) + .. + ck.
+class Mesh {
+public:
+  /// `shape` = the size of each axis (each >= 1, product <= 2^31), `axis_names` one unique
+  /// non-empty name per axis. StrategyError otherwise (at `loc`, op "parallel::Mesh").
+  Mesh(std::vector<int64_t> shape, std::vector<std::string> axis_names,
+       SrcLoc loc = SrcLoc::current());
+  int n_axes() const { return static_cast<int>(shape_.size()); }
+  const std::vector<int64_t> &shape() const { return shape_; }
+  int64_t size(int axis) const { return shape_[static_cast<size_t>(axis)]; }
+  const std::string &axis_name(int axis) const { return names_[static_cast<size_t>(axis)]; }
+  /// The product of the axis sizes: the PEs the mesh spans.
+  int64_t n_pes() const { return n_pes_; }
+  /// The index of axis `name`, or -1 when the mesh has none.
+  int find_axis(const std::string &name) const;
+  /// PE number to coordinates (row-major), and the stride of each axis in PE numbers.
+  std::vector<int64_t> coords(int64_t pe) const;
+  int64_t stride(int axis) const;
+  /// "dp=2, mp=4".
+  std::string to_string() const;
+  bool operator==(const Mesh &o) const { return shape_ == o.shape_ && names_ == o.names_; }
+
+private:
+  std::vector<int64_t> shape_;
+  std::vector<std::string> names_;
+  int64_t n_pes_ = 1;
+};
+
+/// How a tensor lies along one mesh axis (DTensor's Placement; MindSpore's tensor map entry).
+struct Placement {
+  enum class Kind { REPLICATE, SPLIT, PARTIAL };
+  Kind kind = Kind::REPLICATE;
+  int dim = -1;                  ///< SPLIT: the tensor dim the axis splits
+  PartialOp op = PartialOp::SUM; ///< PARTIAL: the pending reduction
+  static Placement replicate() { return {}; }
+  static Placement split(int dim) { return {Kind::SPLIT, dim, PartialOp::SUM}; }
+  static Placement partial(PartialOp op = PartialOp::SUM) { return {Kind::PARTIAL, -1, op}; }
+  bool operator==(const Placement &o) const {
+    return kind == o.kind && (kind != Kind::SPLIT || dim == o.dim) &&
+           (kind != Kind::PARTIAL || op == o.op);
+  }
+  /// "R", "S(1)", "P(sum)".
+  std::string to_string() const;
+};
+
+/// One part of a balanced split (OneFlow's BalancedSplitter): `n` elements into `parts` gives
+/// part i `n / parts + (i < n % parts)` elements at offset `i * (n / parts) + min(i, n % parts)`.
+/// No part is empty unless n < parts. StrategyError for n < 0, parts < 1 or i outside
+/// [0, parts).
+struct Chunk {
+  int64_t offset = 0, size = 0;
+};
+Chunk balanced_chunk(int64_t n, int64_t parts, int64_t index, SrcLoc loc = SrcLoc::current());
+
+/// Where a tensor of `global_shape` lives on `mesh`: one Placement per mesh axis. Several axes
+/// may split one dim (the lower-numbered axis is the major one: the part index is mixed-radix
+/// over the dim's axes in axis order), as JAX's tuple PartitionSpec.
+class Layout {
+public:
+  /// StrategyError when placements.size() != mesh.n_axes(), a SPLIT dim is outside
+  /// [0, rank), or a global dim is negative.
+  Layout(Mesh mesh, std::vector<int64_t> global_shape, std::vector<Placement> placements,
+         SrcLoc loc = SrcLoc::current());
+  const Mesh &mesh() const { return mesh_; }
+  const std::vector<int64_t> &global_shape() const { return shape_; }
+  const std::vector<Placement> &placements() const { return placements_; }
+  int rank() const { return static_cast<int>(shape_.size()); }
+  /// The mesh axes splitting dim `dim`, ascending (major first).
+  std::vector<int> split_axes(int dim) const;
+  /// The number of parts dim `dim` is split into (the product of its axes' sizes).
+  int64_t parts(int dim) const;
+  /// The index of the part of dim `dim` held at mesh coordinates `coord`.
+  int64_t part_index(int dim, const std::vector<int64_t> &coord) const;
+  /// The shape / global offset of the slice held at mesh coordinates `coord` (balanced splits;
+  /// PARTIAL and REPLICATE axes do not change them).
+  std::vector<int64_t> local_shape(const std::vector<int64_t> &coord) const;
+  std::vector<int64_t> local_offset(const std::vector<int64_t> &coord) const;
+  /// The largest local shape over the mesh: ceil(n / parts) per dim.
+  std::vector<int64_t> max_local_shape() const;
+  /// The first dim whose split is uneven (n % parts != 0), or -1.
+  int first_uneven_dim() const;
+  bool has_partial() const;
+  /// "[8@dp, 16] {P(sum)@mp}" (JAX's explicit-sharding notation, with DTensor's partials).
+  std::string to_string() const;
+  bool operator==(const Layout &o) const {
+    return mesh_ == o.mesh_ && shape_ == o.shape_ && placements_ == o.placements_;
+  }
+
+private:
+  Mesh mesh_;
+  std::vector<int64_t> shape_;
+  std::vector<Placement> placements_;
+};
+
+/// A tensor sharded over a mesh (PyTorch DTensor): this PE's `local()` slice, of shape
+/// layout().local_shape(my coordinates) (the whole tensor on a 1-PE world), and its layout.
+class DTensor {
+public:
+  DTensor(const Tensor &local, Layout layout) : local_(local), layout_(std::move(layout)) {}
+  const Tensor &local() const { return local_; }
+  const Layout &layout() const { return layout_; }
+  const Mesh &mesh() const { return layout_.mesh(); }
+
+private:
+  Tensor local_;
+  Layout layout_;
+};
+
+/// One dim of a strategy or spec: a part count (MindSpore's strategy value; 1 = not split) or
+/// a mesh axis name (JAX's PartitionSpec entry). `{}` is 1.
+struct DimSpec {
+  DimSpec() = default;
+  DimSpec(int parts_) : parts(parts_) {}
+  DimSpec(const char *axis_) : axis(axis_) {}
+  DimSpec(std::string axis_) : axis(std::move(axis_)) {}
+  int64_t parts = 1;
+  std::string axis; ///< non-empty: this mesh axis splits the dim (parts is then its size)
+};
+/// One DimSpec per dim of a tensor: `{"dp", {}}`, `{2, 1}`.
+using Spec = std::vector<DimSpec>;
+/// One Spec per input of an op, as MindSpore's `shard(((2, 1), (1, 4)))`: `{{2, 1}, {1, 4}}`.
+/// Empty: the op follows its inputs' layouts (docs/sharding.md, "Strategies").
+using Strategy = std::vector<Spec>;
+
+/// An op's input: a DTensor, or a whole pto::Tensor (a kernel parameter or a local computed on
+/// every PE: replicated; the op slices it as its strategy requires, with no communication).
+struct Input {
+  Input(const Tensor &t) : tensor(t) {}
+  Input(const DTensor &d) : dtensor(d) {}
+  /// The DTensor, or nullptr for a whole pto::Tensor.
+  const DTensor *get() const { return dtensor ? &*dtensor : nullptr; }
+  Tensor tensor;
+  std::optional<DTensor> dtensor;
+};
+
+/// `x` (whole, on every PE) split over `mesh` as `spec` (one DimSpec per dim of x: counts or axis
+/// names; other mesh axes replicate), as DTensor's `distribute_tensor`: the local slice is a
+/// view of x at this PE's offset. StrategyError for a spec of the wrong length, a count that
+/// does not map onto the mesh, an unknown or repeated axis, an uneven split over several axes,
+/// or a mesh whose PE count is not the world's.
+DTensor shard(const Tensor &x, const Mesh &mesh, const Spec &spec, SrcLoc loc = SrcLoc::current());
+/// `x` moved to the layout `spec` describes, as DTensor's `redistribute`: partials resolved by
+/// allreduce over their axis (by reduce_scatter when the spec splits dim 0 over a mesh axis that
+/// spans the world), split dims regathered and resliced. Errors as shard.
+DTensor redistribute(const DTensor &x, const Spec &spec, SrcLoc loc = SrcLoc::current());
+/// The whole global tensor on every PE (partials resolved, splits allgathered), as DTensor's
+/// `full_tensor`.
+Tensor full_tensor(const DTensor &x, SrcLoc loc = SrcLoc::current());
+/// Writes this PE's part of x (partials resolved first) into `out` at `offsets` + its slice's
+/// global offset, as pto::assemble; PEs that hold the same part (replicated axes) write the same
+/// values. `out` is whole (global shape), like the kernel's inputs.
+void assemble(const DTensor &x, const std::vector<SymbolicScalar> &offsets, const Tensor &out,
+              SrcLoc loc = SrcLoc::current());
+
+/// MatMul / BatchMatMul (pto::matmul on the slices): factors `...mk,...kn->...mn` (a_trans: `km`;
+/// b_trans: `nk`), ranks 2-4, both the same; batch dims broadcast (a size-1 batch dim is no
+/// factor of its operand and must not be split). Batch, m and n split freely; a k split gives a
+/// Partial(sum) output, resolved when a consumer needs it (MindSpore inserts the AllReduce at
+/// once). An input with
+/// Partial(sum) is accepted when the other is replicated on that axis (OneFlow's P x B -> P).
+/// Dtypes as pto::matmul; out_dtype DT_BOTTOM means a's dtype. The strategy: one Spec per input
+/// in the stored order (MindSpore's MatMul, transpose flags included).
+struct MatmulOptions {
+  DataType out_dtype = DT_BOTTOM;
+  bool a_trans = false;
+  bool b_trans = false;
+};
+DTensor matmul(const Input &a, const Input &b, const Strategy &strategy = {},
+               MatmulOptions opts = {}, SrcLoc loc = SrcLoc::current());
+
+/// Elementwise binary ops with numpy broadcasting (MindSpore Add, Sub, Mul, RealDiv, Maximum,
+/// Minimum): factors aligned from the right; a dim of size 1 broadcast against a larger one is
+/// not a factor of that operand and must not be split. Partials accepted (result Partial of the
+/// same op): add/sub P(sum) on both operands; mul P(sum) on one with the other replicated on
+/// that axis; div P(sum) numerator over a replicated denominator; maximum/minimum P(max)/P(min)
+/// on any operand with the others replicated or of the same partial. Anything else is resolved
+/// first (so P(sum) + replicated is correct: DTensor #163193).
+DTensor add(const Input &a, const Input &b, const Strategy &strategy = {},
+            SrcLoc loc = SrcLoc::current());
+DTensor sub(const Input &a, const Input &b, const Strategy &strategy = {},
+            SrcLoc loc = SrcLoc::current());
+DTensor mul(const Input &a, const Input &b, const Strategy &strategy = {},
+            SrcLoc loc = SrcLoc::current());
+DTensor div(const Input &a, const Input &b, const Strategy &strategy = {},
+            SrcLoc loc = SrcLoc::current());
+DTensor maximum(const Input &a, const Input &b, const Strategy &strategy = {},
+                SrcLoc loc = SrcLoc::current());
+DTensor minimum(const Input &a, const Input &b, const Strategy &strategy = {},
+                SrcLoc loc = SrcLoc::current());
+
+/// Elementwise unary ops (MindSpore Neg, Exp, Gelu, ReLU, Sigmoid, Tanh, Abs, Sqrt): every
+/// strategy allowed (seed table: "none"). Neg keeps P(sum), relu keeps P(max); other partials
+/// are resolved first.
+DTensor neg(const Input &x, const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+DTensor exp(const Input &x, const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+DTensor gelu(const Input &x, const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+DTensor relu(const Input &x, const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+DTensor sigmoid(const Input &x, const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+DTensor tanh(const Input &x, const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+DTensor abs(const Input &x, const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+DTensor sqrt(const Input &x, const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+
+/// ReduceSum / ReduceMax over one axis (pto::sum / pto::amax on the slices; keepdim as theirs).
+/// A split reduced axis gives a Partial(sum) / Partial(max) output (MindSpore inserts the
+/// AllReduce at once); max is bitwise equal to one PE.
+DTensor sum(const Input &x, int axis, bool keepdim = false, const Strategy &strategy = {},
+            SrcLoc loc = SrcLoc::current());
+DTensor amax(const Input &x, int axis, bool keepdim = false, const Strategy &strategy = {},
+             SrcLoc loc = SrcLoc::current());
+/// ReduceMin (pto::amin): as amax with Partial(min).
+DTensor amin(const Input &x, int axis, bool keepdim = false, const Strategy &strategy = {},
+             SrcLoc loc = SrcLoc::current());
+/// ReduceMean (pto::mean): with the axis split, each PE's sum times 1 / the global length is a
+/// Partial(sum) (never a Partial(avg): correct for uneven splits too, DTensor #162692); floats
+/// only, as pto::mean.
+DTensor mean(const Input &x, int axis, bool keepdim = false, const Strategy &strategy = {},
+             SrcLoc loc = SrcLoc::current());
+
+/// Softmax over `axis` (pto::softmax). Unlike MindSpore, the axis may be split: the exact recipe
+/// (Megatron's vocab-parallel cross-entropy) is the local row max, allreduce(max), exp(x - max),
+/// the local row sum, allreduce(sum), divide; the output keeps the input's split.
+DTensor softmax(const Input &x, int axis, const Strategy &strategy = {},
+                SrcLoc loc = SrcLoc::current());
+/// LogSoftmax (pto::log_softmax), the axis may be split: x - M - log(S) with M and S as softmax's.
+DTensor log_softmax(const Input &x, int axis, const Strategy &strategy = {},
+                    SrcLoc loc = SrcLoc::current());
+
+/// Transpose (pto::permute): the output's dim i is the input's dim perm[i]; splits follow their
+/// dims (seed table: "none").
+DTensor permute(const Input &x, const std::vector<int> &perm, const Strategy &strategy = {},
+                SrcLoc loc = SrcLoc::current());
+
+/// Reshape (pto::reshape) where every dim is kept, or split into / merged from consecutive dims
+/// (Shardy's compound factors): a kept dim keeps its split; a merged or split dim must be whole
+/// (StrategyError naming the input dim: redistribute first). Other shape changes are a
+/// StrategyError. As MindSpore's Reshape it takes no strategy: a non-empty `strategy` is a
+/// StrategyError saying so (the output layout follows the input's).
+DTensor reshape(const Input &x, const std::vector<int64_t> &shape, const Strategy &strategy = {},
+                SrcLoc loc = SrcLoc::current());
+
+} // namespace pto::parallel

@@ -1,0 +1,496 @@
+// rules.cpp - THE rule table of pto::parallel (kRules): one entry per op with its factor
+// signature, what splitting each factor costs, and which pending partials each input may carry
+// (docs/sharding.md, "One rule table"); the public ops are thin calls of apply().
+#include "pto/error.h"
+#include "pto/matmul.h"
+#include "pto/nn_ops.h"
+#include "pto/ops.h"
+#include "pto/reduce_ops.h"
+#include "pto/shape_ops.h"
+#include "pto/size_math.h"
+
+#include "parallel_internal.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace pto::parallel::detail {
+
+namespace {
+
+using Shapes = std::vector<std::vector<int64_t>>;
+constexpr auto R = PartialRule::RESOLVE;
+
+int norm_axis(int axis, size_t rank, const char *op, SrcLoc loc) {
+  const int r = static_cast<int>(rank);
+  if (axis < -r || axis >= r)
+    throw ShapeError(loc, op, fmt::format("axis {} is out of range for rank {}", axis, r));
+  return axis < 0 ? axis + r : axis;
+}
+
+/// `ij,ij->ij` per output dim, numpy broadcasting from the right: a size-1 dim against a larger
+/// one is not a factor of that operand.
+Signature sig_elementwise(const Shapes &s, const Attrs &, SrcLoc loc) {
+  size_t rank = 0;
+  for (const auto &x : s)
+    rank = std::max(rank, x.size());
+  Signature sig;
+  sig.in.resize(s.size());
+  for (size_t i = 0; i < s.size(); ++i)
+    sig.in[i].assign(s[i].size(), -1);
+  for (size_t k = 0; k < rank; ++k) { // k-th dim from the right
+    int64_t n = 1;
+    for (const auto &x : s)
+      if (k < x.size() && x[x.size() - 1 - k] != 1) {
+        if (n != 1 && x[x.size() - 1 - k] != n)
+          throw ShapeError(
+              loc, "parallel elementwise",
+              fmt::format("shapes {} and {} do not broadcast", dims_str(s[0]), dims_str(s.back())));
+        n = x[x.size() - 1 - k];
+      }
+    const int f = static_cast<int>(sig.factors.size());
+    sig.factors.push_back({n, FactorKind::FREE, PartialOp::SUM});
+    for (size_t i = 0; i < s.size(); ++i)
+      if (k < s[i].size() && (s[i][s[i].size() - 1 - k] == n))
+        sig.in[i][s[i].size() - 1 - k] = f;
+    sig.out.insert(sig.out.begin(), f);
+  }
+  return sig;
+}
+
+/// `...mk,...kn->...mn` (a_trans: `km`; b_trans: `nk`), the batch dims broadcast numpy-style
+/// (a size-1 batch dim against a larger one is no factor of its operand); factor order batch...,
+/// m, k, n (MindSpore's device matrix).
+Signature sig_matmul(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  const char *op = "parallel::matmul";
+  for (size_t i = 0; i < 2; ++i)
+    if (s[i].size() < 2 || s[i].size() > 4 || s[i].size() != s[0].size())
+      throw ShapeError(loc, op,
+                       fmt::format("operand {} has rank {} ({}): ranks 2-4, both the same", i,
+                                   s[i].size(), dims_str(s[i])));
+  const size_t r = s[0].size(), nb = r - 2;
+  const auto &A = s[0], &B = s[1];
+  const int64_t m = a.mm.a_trans ? A[r - 1] : A[r - 2], ka = a.mm.a_trans ? A[r - 2] : A[r - 1];
+  const int64_t kb = a.mm.b_trans ? B[r - 1] : B[r - 2], n = a.mm.b_trans ? B[r - 2] : B[r - 1];
+  if (ka != kb)
+    throw ShapeError(
+        loc, op,
+        fmt::format("K differs: a {} has {}, b {} has {}", dims_str(A), ka, dims_str(B), kb));
+  Signature sig;
+  sig.in.assign(2, std::vector<int>(r, -1));
+  for (size_t d = 0; d < nb; ++d) {
+    if (A[d] != B[d] && A[d] != 1 && B[d] != 1)
+      throw ShapeError(
+          loc, op,
+          fmt::format("batch dim {} does not broadcast: a {}, b {}", d, dims_str(A), dims_str(B)));
+    const int64_t size = std::max(A[d], B[d]);
+    const int f = static_cast<int>(sig.factors.size());
+    sig.factors.push_back({size});
+    if (A[d] == size)
+      sig.in[0][d] = f;
+    if (B[d] == size)
+      sig.in[1][d] = f;
+    sig.out.push_back(f);
+  }
+  const int fm = static_cast<int>(nb), fk = fm + 1, fn = fm + 2;
+  sig.factors.push_back({m});
+  sig.factors.push_back({ka, FactorKind::REDUCE, PartialOp::SUM});
+  sig.factors.push_back({n});
+  sig.in[0][nb] = a.mm.a_trans ? fk : fm;
+  sig.in[0][nb + 1] = a.mm.a_trans ? fm : fk;
+  sig.in[1][nb] = a.mm.b_trans ? fn : fk;
+  sig.in[1][nb + 1] = a.mm.b_trans ? fk : fn;
+  sig.out.push_back(fm);
+  sig.out.push_back(fn);
+  return sig;
+}
+
+/// One factor per dim; `axis` is REDUCE(op) (gone, or a kept size-1 dim, in the output).
+Signature sig_reduce(const Shapes &s, const Attrs &a, PartialOp op, const char *name, SrcLoc loc) {
+  const int axis = norm_axis(a.axis, s[0].size(), name, loc);
+  Signature sig;
+  sig.in.emplace_back();
+  for (size_t d = 0; d < s[0].size(); ++d) {
+    const bool red = static_cast<int>(d) == axis;
+    sig.factors.push_back({s[0][d], red ? FactorKind::REDUCE : FactorKind::FREE, op});
+    sig.in[0].push_back(static_cast<int>(d));
+    if (!red)
+      sig.out.push_back(static_cast<int>(d));
+    else if (a.keepdim)
+      sig.out.push_back(-1);
+  }
+  if (sig.out.empty())
+    sig.out.push_back(-1); // ptojit has no rank-0 tensors: [1]
+  return sig;
+}
+Signature sig_sum(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  return sig_reduce(s, a, PartialOp::SUM, "parallel::sum", loc);
+}
+Signature sig_amax(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  return sig_reduce(s, a, PartialOp::MAX, "parallel::amax", loc);
+}
+Signature sig_amin(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  return sig_reduce(s, a, PartialOp::MIN, "parallel::amin", loc);
+}
+Signature sig_mean(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  return sig_reduce(s, a, PartialOp::SUM, "parallel::mean", loc);
+}
+
+Signature sig_softmax_axis(const Shapes &s, const Attrs &a, const char *name, SrcLoc loc) {
+  const int axis = norm_axis(a.axis, s[0].size(), name, loc);
+  Signature sig;
+  sig.in.emplace_back();
+  for (size_t d = 0; d < s[0].size(); ++d) {
+    sig.factors.push_back(
+        {s[0][d], static_cast<int>(d) == axis ? FactorKind::SOFTMAX : FactorKind::FREE});
+    sig.in[0].push_back(static_cast<int>(d));
+    sig.out.push_back(static_cast<int>(d));
+  }
+  return sig;
+}
+
+Signature sig_softmax(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  return sig_softmax_axis(s, a, "parallel::softmax", loc);
+}
+Signature sig_log_softmax(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  return sig_softmax_axis(s, a, "parallel::log_softmax", loc);
+}
+
+Signature sig_permute(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  const size_t r = s[0].size();
+  std::vector<bool> seen(r, false);
+  if (a.perm.size() != r)
+    throw ShapeError(loc, "parallel::permute",
+                     fmt::format("perm has {} entries for rank {}", a.perm.size(), r));
+  Signature sig;
+  sig.in.emplace_back();
+  for (size_t d = 0; d < r; ++d) {
+    sig.factors.push_back({s[0][d]});
+    sig.in[0].push_back(static_cast<int>(d));
+  }
+  for (int p : a.perm) {
+    const int d = norm_axis(p, r, "parallel::permute", loc);
+    if (seen[static_cast<size_t>(d)])
+      throw ShapeError(loc, "parallel::permute", fmt::format("perm repeats dim {}", d));
+    seen[static_cast<size_t>(d)] = true;
+    sig.out.push_back(d);
+  }
+  return sig;
+}
+
+/// Groups of consecutive dims with equal products: a 1:1 group keeps its factor; the dims of
+/// any other group are WHOLE in the input and fresh (unsplit) factors in the output.
+Signature sig_reshape(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  const auto &in = s[0];
+  const auto &out = a.shape;
+  const char *op = "parallel::reshape";
+  auto numel = [&](const std::vector<int64_t> &v) {
+    int64_t n = 1;
+    for (int64_t x : v)
+      n = checked_extent_mul(n, x, "the element count", op, loc);
+    return n;
+  };
+  for (int64_t x : out)
+    if (x < 1)
+      throw ShapeError(loc, op, fmt::format("shape {} has a dim < 1", dims_str(out)));
+  if (numel(in) != numel(out))
+    throw ShapeError(loc, op,
+                     fmt::format("{} has {} elements, {} has {}", dims_str(in), numel(in),
+                                 dims_str(out), numel(out)));
+  Signature sig;
+  sig.in.emplace_back(in.size(), -1);
+  size_t i = 0, j = 0;
+  while (i < in.size() || j < out.size()) {
+    const size_t i0 = i, j0 = j;
+    int64_t p = i < in.size() ? in[i++] : 1, q = j < out.size() ? out[j++] : 1;
+    while (p != q) {
+      if (p < q && i < in.size())
+        p *= in[i++];
+      else if (j < out.size())
+        q *= out[j++];
+      else
+        p *= in[i++];
+    }
+    if (i - i0 == 1 && j - j0 == 1) {
+      sig.in[0][i0] = static_cast<int>(sig.factors.size());
+      sig.out.push_back(static_cast<int>(sig.factors.size()));
+      sig.factors.push_back({in[i0]});
+      continue;
+    }
+    for (size_t d = i0; d < i; ++d) {
+      sig.in[0][d] = static_cast<int>(sig.factors.size());
+      sig.factors.push_back({in[d], FactorKind::WHOLE});
+    }
+    for (size_t d = j0; d < j; ++d) {
+      sig.out.push_back(static_cast<int>(sig.factors.size()));
+      sig.factors.push_back({out[d]});
+    }
+  }
+  return sig;
+}
+
+// --- local functions: the pto op on this PE's slices ---
+
+Tensor local_matmul(const Call &c) {
+  DataType out =
+      c.attrs.mm.out_dtype == DT_BOTTOM ? c.locals[0].dtype(c.loc) : c.attrs.mm.out_dtype;
+  return pto::matmul(c.locals[0], c.locals[1], out,
+                     {.a_trans = c.attrs.mm.a_trans, .b_trans = c.attrs.mm.b_trans}, c.loc);
+}
+
+using BinaryFn = Tensor (*)(const Operand &, const Operand &, SrcLoc);
+constexpr BinaryFn kBinary[] = {pto::add, pto::sub, pto::mul, pto::div, pto::maximum, pto::minimum};
+Tensor local_binary(const Call &c) {
+  return kBinary[c.attrs.fn](Operand(c.locals[0], c.loc), Operand(c.locals[1], c.loc), c.loc);
+}
+
+using UnaryFn = Tensor (*)(const Tensor &, SrcLoc);
+constexpr UnaryFn kUnary[] = {pto::neg,     pto::exp,  pto::gelu, pto::relu,
+                              pto::sigmoid, pto::tanh, pto::abs,  pto::sqrt};
+Tensor local_unary(const Call &c) { return kUnary[c.attrs.fn](c.locals[0], c.loc); }
+
+Tensor local_sum(const Call &c) {
+  return pto::sum(c.locals[0], c.attrs.axis, {.keepdim = c.attrs.keepdim}, c.loc);
+}
+Tensor local_amax(const Call &c) {
+  return pto::amax(c.locals[0], c.attrs.axis, {.keepdim = c.attrs.keepdim}, c.loc);
+}
+Tensor local_amin(const Call &c) {
+  return pto::amin(c.locals[0], c.attrs.axis, {.keepdim = c.attrs.keepdim}, c.loc);
+}
+/// ReduceMean: with the axis split, the local sum times 1 / the GLOBAL length, a Partial(sum)
+/// (never DTensor's Partial(avg), which is wrong for uneven splits: #162692).
+Tensor local_mean(const Call &c) {
+  const int axis = c.attrs.axis < 0 ? c.attrs.axis + c.locals[0].dim(c.loc) : c.attrs.axis;
+  if (c.factor_axes[static_cast<size_t>(axis)].empty())
+    return pto::mean(c.locals[0], axis, {.keepdim = c.attrs.keepdim}, c.loc);
+  const double n = static_cast<double>(c.sig.factors[static_cast<size_t>(axis)].size);
+  return pto::mul(pto::sum(c.locals[0], axis, {.keepdim = c.attrs.keepdim}, c.loc), 1.0 / n, c.loc);
+}
+
+/// Exact (log-)softmax with a split axis: the global row max and row sum by allreduce over the
+/// axis's mesh axes (max is exact; the sum adds the PEs' partial sums in coordinate order).
+Tensor softmax_recipe(const Call &c, bool log) {
+  const int axis = c.attrs.axis < 0 ? c.attrs.axis + c.locals[0].dim(c.loc) : c.attrs.axis;
+  const auto &axes = c.factor_axes[static_cast<size_t>(axis)];
+  const Tensor &x = c.locals[0];
+  if (!c.active || axes.empty())
+    return log ? pto::log_softmax(x, axis, c.loc) : pto::softmax(x, axis, c.loc);
+  Tensor m = pto::amax(x, axis, {.keepdim = true}, c.loc);
+  for (int a : axes)
+    m = allreduce_axis(m, c.mesh, a, PartialOp::MAX, c.loc);
+  Tensor shifted = pto::sub(x, m, c.loc);
+  Tensor e = pto::exp(shifted, c.loc);
+  Tensor s = pto::sum(e, axis, {.keepdim = true}, c.loc);
+  for (int a : axes)
+    s = allreduce_axis(s, c.mesh, a, PartialOp::SUM, c.loc);
+  return log ? pto::sub(shifted, pto::log(s, c.loc), c.loc) : pto::div(e, s, c.loc);
+}
+Tensor local_softmax(const Call &c) { return softmax_recipe(c, false); }
+Tensor local_log_softmax(const Call &c) { return softmax_recipe(c, true); }
+
+Tensor local_permute(const Call &c) { return pto::permute(c.locals[0], c.attrs.perm, c.loc); }
+
+Tensor local_reshape(const Call &c) {
+  for (size_t f = 0; f < c.sig.factors.size(); ++f) {
+    int64_t p = 1;
+    for (int a : c.factor_axes[f])
+      p *= c.mesh.size(a);
+    if (c.sig.factors[f].size % p != 0)
+      throw StrategyError(c.loc, c.rule.op,
+                          fmt::format("a kept dim of size {} is split {} unevenly: reshape of "
+                                      "uneven splits is planned; redistribute first",
+                                      c.sig.factors[f].size, p));
+  }
+  std::vector<SymbolicScalar> shape(c.out_local_shape.begin(), c.out_local_shape.end());
+  return pto::reshape(c.locals[0], shape, {}, c.loc);
+}
+
+constexpr std::array<PartialRule, 4> kResolve = {R, R, R, R};
+constexpr std::array<PartialRule, 4> kLinearAll = {PartialRule::LINEAR_ALL, R, R, R};
+constexpr std::array<PartialRule, 4> kLinearOne = {PartialRule::LINEAR_ONE, R, R, R};
+constexpr std::array<PartialRule, 4> kMaxMonotone = {R, PartialRule::MONOTONE, R, R};
+
+} // namespace
+
+/// THE table. Index constants below (kMatMul, ...) name its rows.
+const Rule kRules[] = {
+    {"parallel::matmul", "MatMul", 2, true, kLinearOne, sig_matmul, local_matmul,
+     "m, n: none; k: Partial(sum), allreduce of the output when a consumer needs it"},
+    {"parallel::add", "Add", 2, true, kLinearAll, sig_elementwise, local_binary, "none"},
+    {"parallel::sub", "Sub", 2, true, kLinearAll, sig_elementwise, local_binary, "none"},
+    {"parallel::mul", "Mul", 2, true, kLinearOne, sig_elementwise, local_binary, "none"},
+    {"parallel::div",
+     "RealDiv",
+     2,
+     true,
+     {PartialRule::LINEAR_FIRST, R, R, R},
+     sig_elementwise,
+     local_binary,
+     "none"},
+    {"parallel::maximum", "Maximum", 2, true, kMaxMonotone, sig_elementwise, local_binary, "none"},
+    {"parallel::minimum",
+     "Minimum",
+     2,
+     true,
+     {R, R, PartialRule::MONOTONE, R},
+     sig_elementwise,
+     local_binary,
+     "none"},
+    {"parallel::neg", "Neg", 1, true, kLinearAll, sig_elementwise, local_unary, "none"},
+    {"parallel::exp", "Exp", 1, true, kResolve, sig_elementwise, local_unary, "none"},
+    {"parallel::gelu", "GeLU", 1, true, kResolve, sig_elementwise, local_unary, "none"},
+    {"parallel::relu", "ReLU", 1, true, kMaxMonotone, sig_elementwise, local_unary, "none"},
+    {"parallel::sigmoid", "Sigmoid", 1, true, kResolve, sig_elementwise, local_unary, "none"},
+    {"parallel::tanh", "Tanh", 1, true, kResolve, sig_elementwise, local_unary, "none"},
+    {"parallel::abs", "Abs", 1, true, kResolve, sig_elementwise, local_unary, "none"},
+    {"parallel::sqrt", "Sqrt", 1, true, kResolve, sig_elementwise, local_unary, "none"},
+    {"parallel::sum", "ReduceSum", 1, true, kResolve, sig_sum, local_sum,
+     "reduced axis: Partial(sum), allreduce when needed"},
+    {"parallel::amax", "ReduceMax", 1, true, kResolve, sig_amax, local_amax,
+     "reduced axis: Partial(max), allreduce(max) when needed (bitwise exact)"},
+    {"parallel::amin", "ReduceMin", 1, true, kResolve, sig_amin, local_amin,
+     "reduced axis: Partial(min), allreduce(min) when needed (bitwise exact)"},
+    {"parallel::mean", "ReduceMean", 1, true, kResolve, sig_mean, local_mean,
+     "reduced axis: Partial(sum) of local sums / the global length, allreduce when needed"},
+    {"parallel::softmax", "Softmax", 1, true, kResolve, sig_softmax, local_softmax,
+     "softmax axis: allreduce(max) and allreduce(sum) of one value per row"},
+    {"parallel::log_softmax", "LogSoftmax", 1, true, kResolve, sig_log_softmax, local_log_softmax,
+     "softmax axis: allreduce(max) and allreduce(sum) of one value per row"},
+    {"parallel::permute", "Transpose", 1, true, kResolve, sig_permute, local_permute, "none"},
+    {"parallel::reshape", "Reshape", 1, false, kResolve, sig_reshape, local_reshape,
+     "none (merged or split dims must be whole)"},
+};
+
+namespace {
+enum RuleIndex : size_t {
+  kMatMul,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kMaximum,
+  kMinimum,
+  kNeg,
+  kExp,
+  kGelu,
+  kRelu,
+  kSigmoid,
+  kTanh,
+  kAbs,
+  kSqrt,
+  kSum,
+  kAmax,
+  kAmin,
+  kMean,
+  kSoftmax,
+  kLogSoftmax,
+  kPermute,
+  kReshape,
+  kRuleCount
+};
+static_assert(std::size(kRules) == kRuleCount, "kRules and RuleIndex must list the same ops");
+static_assert(std::size(kBinary) == kMinimum - kAdd + 1);
+static_assert(std::size(kUnary) == kSqrt - kNeg + 1);
+
+DTensor binary(RuleIndex r, const Input &a, const Input &b, const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.fn = static_cast<int>(r - kAdd);
+  return apply(kRules[r], {a, b}, s, at, loc);
+}
+DTensor unary(RuleIndex r, const Input &x, const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.fn = static_cast<int>(r - kNeg);
+  return apply(kRules[r], {x}, s, at, loc);
+}
+} // namespace
+
+} // namespace pto::parallel::detail
+
+namespace pto::parallel {
+
+using namespace detail;
+
+DTensor matmul(const Input &a, const Input &b, const Strategy &strategy, MatmulOptions opts,
+               SrcLoc loc) {
+  Attrs at;
+  at.mm = opts;
+  return apply(kRules[kMatMul], {a, b}, strategy, at, loc);
+}
+
+DTensor add(const Input &a, const Input &b, const Strategy &s, SrcLoc loc) {
+  return binary(kAdd, a, b, s, loc);
+}
+DTensor sub(const Input &a, const Input &b, const Strategy &s, SrcLoc loc) {
+  return binary(kSub, a, b, s, loc);
+}
+DTensor mul(const Input &a, const Input &b, const Strategy &s, SrcLoc loc) {
+  return binary(kMul, a, b, s, loc);
+}
+DTensor div(const Input &a, const Input &b, const Strategy &s, SrcLoc loc) {
+  return binary(kDiv, a, b, s, loc);
+}
+DTensor maximum(const Input &a, const Input &b, const Strategy &s, SrcLoc loc) {
+  return binary(kMaximum, a, b, s, loc);
+}
+DTensor minimum(const Input &a, const Input &b, const Strategy &s, SrcLoc loc) {
+  return binary(kMinimum, a, b, s, loc);
+}
+
+DTensor neg(const Input &x, const Strategy &s, SrcLoc loc) { return unary(kNeg, x, s, loc); }
+DTensor exp(const Input &x, const Strategy &s, SrcLoc loc) { return unary(kExp, x, s, loc); }
+DTensor gelu(const Input &x, const Strategy &s, SrcLoc loc) { return unary(kGelu, x, s, loc); }
+DTensor relu(const Input &x, const Strategy &s, SrcLoc loc) { return unary(kRelu, x, s, loc); }
+DTensor sigmoid(const Input &x, const Strategy &s, SrcLoc loc) {
+  return unary(kSigmoid, x, s, loc);
+}
+DTensor tanh(const Input &x, const Strategy &s, SrcLoc loc) { return unary(kTanh, x, s, loc); }
+DTensor abs(const Input &x, const Strategy &s, SrcLoc loc) { return unary(kAbs, x, s, loc); }
+DTensor sqrt(const Input &x, const Strategy &s, SrcLoc loc) { return unary(kSqrt, x, s, loc); }
+
+DTensor sum(const Input &x, int axis, bool keepdim, const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.axis = axis;
+  at.keepdim = keepdim;
+  return apply(kRules[kSum], {x}, s, at, loc);
+}
+DTensor amax(const Input &x, int axis, bool keepdim, const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.axis = axis;
+  at.keepdim = keepdim;
+  return apply(kRules[kAmax], {x}, s, at, loc);
+}
+DTensor softmax(const Input &x, int axis, const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.axis = axis;
+  return apply(kRules[kSoftmax], {x}, s, at, loc);
+}
+DTensor log_softmax(const Input &x, int axis, const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.axis = axis;
+  return apply(kRules[kLogSoftmax], {x}, s, at, loc);
+}
+DTensor amin(const Input &x, int axis, bool keepdim, const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.axis = axis;
+  at.keepdim = keepdim;
+  return apply(kRules[kAmin], {x}, s, at, loc);
+}
+DTensor mean(const Input &x, int axis, bool keepdim, const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.axis = axis;
+  at.keepdim = keepdim;
+  return apply(kRules[kMean], {x}, s, at, loc);
+}
+DTensor permute(const Input &x, const std::vector<int> &perm, const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.perm = perm;
+  return apply(kRules[kPermute], {x}, s, at, loc);
+}
+DTensor reshape(const Input &x, const std::vector<int64_t> &shape, const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.shape = shape;
+  return apply(kRules[kReshape], {x}, s, at, loc);
+}
+
+} // namespace pto::parallel

@@ -1,0 +1,309 @@
+// rules_test.cpp - Each rule of pto::parallel's table (dsl/src/parallel/rules.cpp) on 2 and 4 PEs
+// (1-D and 2-D meshes, sub-axis collectives, pending partials) against the same kernel on one
+// PE (the oracle). Results are made whole with full_tensor, so every PE's output is the oracle's:
+// bitwise for movement and max, within sharded::kSumTolerance where a split factor is summed.
+#include "pto/parallel.h"
+
+#include "parallel/sharded.h"
+
+#include <doctest/doctest.h>
+
+namespace par = pto::parallel;
+using pto::Tensor;
+
+namespace {
+
+constexpr support::Tolerance kExact{0, 0};
+const par::Mesh kMesh2x2({2, 2}, {"a", "b"});
+const par::Mesh kMesh4({4}, {"x"});
+
+} // namespace
+
+TEST_CASE("parallel: matmul with m, n and k split, on 1-D and 2-D meshes") {
+  auto x = sharded::data({8, 32}, 1), w = sharded::data({32, 16}, 2);
+  // m on a, n on b: no communication until full_tensor; each element is one PE's dot product.
+  sharded::against_oracle(
+      "mm_mn", 4,
+      [](Tensor a, Tensor b, Tensor y) {
+        sharded::tiles();
+        auto h = par::matmul(par::shard(a, kMesh2x2, {"a", {}}), b, {{2, 1}, {1, 2}});
+        pto::assemble(par::full_tensor(h), {0, 0}, y);
+      },
+      {x, w}, {8, 16}, sharded::kSumTolerance);
+  // k split on the whole 1-D mesh: Partial(sum), resolved by a world allreduce.
+  sharded::against_oracle(
+      "mm_k", 4,
+      [](Tensor a, Tensor b, Tensor y) {
+        sharded::tiles();
+        auto h = par::matmul(par::shard(a, kMesh4, {{}, "x"}), b, {{1, 4}, {4, 1}});
+        CHECK(h.layout().to_string() == "[8, 16] {P(sum)@x}");
+        auto rows = par::redistribute(h, {"x", {}}); // P(sum) -> S(0): a reduce_scatter
+        CHECK(rows.layout().to_string() == "[8@x, 16]");
+        pto::assemble(par::full_tensor(rows), {0, 0}, y);
+      },
+      {x, w}, {8, 16}, sharded::kSumTolerance);
+  // m on a, k on b: the partial is over a sub-axis (the allgather-and-fold path).
+  sharded::against_oracle(
+      "mm_mk", 4,
+      [](Tensor a, Tensor b, Tensor y) {
+        sharded::tiles();
+        auto h = par::matmul(par::shard(a, kMesh2x2, {"a", "b"}), b, {{2, 2}, {2, 1}});
+        CHECK(h.layout().to_string() == "[8@a, 16] {P(sum)@b}");
+        pto::assemble(par::full_tensor(h), {0, 0}, y);
+      },
+      {x, w}, {8, 16}, sharded::kSumTolerance);
+  // b_trans: b stored [n, k]; k and n split.
+  auto wt = sharded::data({16, 32}, 3);
+  sharded::against_oracle(
+      "mm_bt", 4,
+      [](Tensor a, Tensor b, Tensor y) {
+        sharded::tiles();
+        auto h =
+            par::matmul(par::shard(a, kMesh2x2, {{}, "a"}), b, {{1, 2}, {2, 2}}, {.b_trans = true});
+        pto::assemble(par::full_tensor(h), {0, 0}, y);
+      },
+      {x, wt}, {8, 16}, sharded::kSumTolerance);
+}
+
+TEST_CASE("parallel: pending partials stay pending through linear ops, resolve before others") {
+  auto x = sharded::data({8, 32}, 4), w = sharded::data({32, 16}, 5),
+       bias = sharded::data({1, 16}, 6);
+  // P(sum) + P(sum) stays P(sum) (one allreduce); P(sum) * replicated stays P(sum);
+  // P(sum) + replicated bias resolves first (DTensor #163193: the bias is added once).
+  sharded::against_oracle(
+      "partials", 4,
+      [](Tensor a, Tensor b, Tensor c, Tensor y) {
+        sharded::tiles();
+        auto xs = par::shard(a, kMesh4, {{}, "x"});
+        auto h = par::matmul(xs, b, {{1, 4}, {4, 1}});
+        auto h2 = par::add(h, h);
+        CHECK(h2.layout().to_string() == "[8, 16] {P(sum)@x}");
+        auto h3 = par::mul(h2, c);
+        CHECK(h3.layout().to_string() == "[8, 16] {P(sum)@x}");
+        auto h4 = par::add(h3, c);
+        CHECK(h4.layout().to_string() == "[8, 16]");
+        auto h5 = par::gelu(par::sub(h4, par::neg(h)));
+        pto::assemble(par::full_tensor(h5), {0, 0}, y);
+      },
+      {x, w, bias}, {8, 16}, sharded::kSumTolerance);
+}
+
+TEST_CASE("parallel: elementwise ops with broadcasting, unary ops, maximum of partials") {
+  auto x = sharded::data({8, 16}, 7), row = sharded::data({1, 16}, 8);
+  sharded::against_oracle(
+      "elementwise", 4,
+      [](Tensor a, Tensor b, Tensor y) {
+        sharded::tiles();
+        auto xs = par::shard(a, kMesh2x2, {"a", "b"});
+        // b [1, 16] broadcasts over rows: its dim 0 is no factor, its dim 1 follows x's split.
+        auto s = par::add(xs, b);
+        CHECK(s.layout().to_string() == "[8@a, 16@b]");
+        auto t = par::div(par::mul(par::exp(s), par::sigmoid(xs)), pto::add(pto::abs(b), 1.5));
+        auto u = par::maximum(par::tanh(t), par::relu(par::sub(xs, b)));
+        auto v = par::minimum(u, par::sqrt(par::abs(xs)));
+        pto::assemble(par::full_tensor(v), {0, 0}, y);
+      },
+      {x, row}, {8, 16}, kExact);
+  // An explicit strategy that splits the broadcast operand's kept dim.
+  sharded::against_oracle(
+      "broadcast_strategy", 2,
+      [](Tensor a, Tensor b, Tensor y) {
+        sharded::tiles();
+        const par::Mesh m({2}, {"x"});
+        auto s = par::sub(par::shard(a, m, {{}, {}}), b, {{1, 2}, {1, 2}});
+        CHECK(s.layout().to_string() == "[8, 16@x]");
+        pto::assemble(par::full_tensor(s), {0, 0}, y);
+      },
+      {x, row}, {8, 16}, kExact);
+}
+
+TEST_CASE("parallel: row reductions over split and unsplit axes") {
+  auto x = sharded::data({8, 16}, 9);
+  sharded::against_oracle(
+      "reduce_max", 4,
+      [](Tensor a, Tensor y) {
+        sharded::tiles();
+        auto xs = par::shard(a, kMesh2x2, {"a", "b"});
+        auto m = par::amax(xs, 1, true); // split axis: P(max) on b, exact
+        CHECK(m.layout().to_string() == "[8@a, 1] {P(max)@b}");
+        auto m0 = par::amax(xs, 0, true); // split on a
+        pto::assemble(par::full_tensor(m), {0, 0}, y);
+        pto::assemble(par::full_tensor(m0), {0, 1}, y);
+      },
+      {x}, {8, 17}, kExact);
+  sharded::against_oracle(
+      "reduce_sum", 4,
+      [](Tensor a, Tensor y) {
+        sharded::tiles();
+        auto xs = par::shard(a, kMesh2x2, {"a", "b"});
+        auto s = par::sum(xs, -1); // rank 1 [8], P(sum) on b
+        CHECK(s.layout().to_string() == "[8@a] {P(sum)@b}");
+        auto s2 = par::sum(par::redistribute(xs, {"a", {}}), 1, true); // unsplit axis
+        pto::assemble(pto::reshape(par::full_tensor(s), {8, 1}), {0, 0}, y);
+        pto::assemble(par::full_tensor(s2), {0, 1}, y);
+      },
+      {x}, {8, 2}, sharded::kSumTolerance);
+}
+
+TEST_CASE("parallel: softmax over a split axis (exact recipe) and an unsplit one") {
+  auto x = sharded::data({8, 16}, 10);
+  sharded::against_oracle(
+      "softmax", 4,
+      [](Tensor a, Tensor y) {
+        sharded::tiles();
+        auto xs = par::shard(a, kMesh2x2, {"a", "b"});
+        auto s1 = par::softmax(xs, -1); // split axis on the sub-axis b
+        CHECK(s1.layout().to_string() == "[8@a, 16@b]");
+        auto s0 = par::softmax(xs, 0);                                 // split axis on a
+        auto s2 = par::softmax(par::shard(a, kMesh2x2, {"a", {}}), 1); // unsplit
+        pto::assemble(par::full_tensor(s1), {0, 0}, y);
+        pto::assemble(par::full_tensor(s0), {8, 0}, y);
+        pto::assemble(par::full_tensor(s2), {16, 0}, y);
+      },
+      {x}, {24, 16}, sharded::kSumTolerance);
+  // The whole 1-D mesh splits the softmax axis: world allreduces.
+  sharded::against_oracle(
+      "softmax_1d", 4,
+      [](Tensor a, Tensor y) {
+        sharded::tiles();
+        auto s = par::softmax(par::shard(a, kMesh4, {{}, "x"}), 1);
+        pto::assemble(par::full_tensor(s), {0, 0}, y);
+      },
+      {x}, {8, 16}, sharded::kSumTolerance);
+}
+
+TEST_CASE("parallel: transpose, reshape of kept dims, redistribution between splits") {
+  auto x = sharded::data({8, 12}, 11);
+  sharded::against_oracle(
+      "movement", 4,
+      [](Tensor a, Tensor y) {
+        sharded::tiles();
+        auto xs = par::shard(a, kMesh2x2, {"a", "b"});
+        auto t = par::permute(xs, {1, 0});
+        CHECK(t.layout().to_string() == "[12@b, 8@a]");
+        pto::assemble(par::full_tensor(t), {0, 0}, y);
+        // [8, 12] -> [8, 3, 4]: dim 0 kept (split on a), dim 1 split into two (whole).
+        pto::set_vec_tile_shapes(4, 4, 8);
+        auto r = par::reshape(par::redistribute(xs, {"a", {}}), {8, 3, 4});
+        CHECK(r.layout().to_string() == "[8@a, 3, 4]");
+        pto::assemble(pto::reshape(par::full_tensor(r), {8, 12}), {12, 0}, y);
+        pto::set_vec_tile_shapes(8, 16);
+        // S(0)@a S(1)@b -> S(1)@a: allgather, then a new slice.
+        auto z = par::redistribute(xs, {{}, "a"});
+        CHECK(z.layout().to_string() == "[8, 12@a]");
+        pto::assemble(par::full_tensor(z), {20, 0}, y);
+      },
+      {x}, {28, 12}, kExact);
+}
+
+TEST_CASE("parallel: repeated computation: a strategy that uses fewer parts than PEs") {
+  // 8 PEs, rows split 4 ways on axis "a"; axis "r" is unused, so each slice is computed by two
+  // PEs (MindSpore's repeated calculation), and the k split 2 ways on "r" in the second matmul.
+  auto x = sharded::data({8, 32}, 12), w = sharded::data({32, 16}, 13);
+  sharded::against_oracle(
+      "repeated", 8,
+      [](Tensor a, Tensor b, Tensor y) {
+        sharded::tiles();
+        const par::Mesh m({4, 2}, {"a", "r"});
+        auto h = par::matmul(par::shard(a, m, {{}, {}}), b, {{4, 1}, {1, 1}});
+        CHECK(h.layout().to_string() == "[8@a, 16]");
+        auto o =
+            par::matmul(par::relu(h), par::full_tensor(h), {{4, 2}, {1, 2}}, {.b_trans = true});
+        CHECK(o.layout().to_string() == "[8@a, 8] {P(sum)@r}");
+        pto::assemble(par::full_tensor(par::softmax(o, 1)), {0, 0}, y);
+      },
+      {x, w}, {8, 8}, sharded::kSumTolerance);
+}
+
+TEST_CASE("parallel: BatchMatMul, ReduceMin, ReduceMean and LogSoftmax with split axes") {
+  auto x = sharded::data({2, 8, 16}, 14), w = sharded::data({1, 16, 8}, 15);
+  sharded::against_oracle(
+      "batch_reductions", 4,
+      [](Tensor a, Tensor b, Tensor y) {
+        sharded::tiles();
+        pto::set_vec_tile_shapes(2, 8, 16);
+        // batch on a, k on b; b's batch dim has size 1 (broadcast), so its strategy entry is 1.
+        auto h = par::matmul(par::shard(a, kMesh2x2, {"a", {}, {}}), b, {{2, 1, 2}, {1, 2, 1}});
+        CHECK(h.layout().to_string() == "[2@a, 8, 8] {P(sum)@b}");
+        auto hs = par::redistribute(h, {"a", {}, "b"});
+        auto mn = par::amin(hs, 2, true);  // split axis: P(min), exact
+        auto me = par::mean(hs, 2, true);  // split axis: local sum / 8, P(sum)
+        auto ls = par::log_softmax(hs, 2); // split axis: the recipe
+        auto me0 = par::mean(hs, 1, true); // unsplit axis
+        pto::assemble(par::full_tensor(mn), {0, 0, 0}, y);
+        pto::assemble(par::full_tensor(me), {0, 0, 1}, y);
+        pto::assemble(par::full_tensor(ls), {0, 0, 2}, y);
+        pto::assemble(par::full_tensor(me0), {0, 8, 0}, y);
+      },
+      {x, w}, {2, 9, 10}, sharded::kSumTolerance);
+}
+
+TEST_CASE("parallel: uneven splits (balanced) through every rule, on 3 PEs and a 2 x 3 mesh") {
+  // 10 rows and 7 columns into 3 parts: 4/3/3 and 3/2/2 (OneFlow's balanced split).
+  auto x = sharded::data({10, 7}, 16), w = sharded::data({7, 5}, 17);
+  const par::Mesh m3({3}, {"x"});
+  sharded::against_oracle(
+      "uneven_1d", 3,
+      [m3](Tensor a, Tensor b, Tensor y) {
+        sharded::tiles();
+        auto rows = par::shard(a, m3, {"x", {}});
+        auto cols = par::shard(a, m3, {{}, "x"});
+        auto h = par::matmul(par::gelu(rows), b);         // m uneven
+        auto hk = par::matmul(cols, b, {{1, 3}, {3, 1}}); // k uneven: Partial(sum)
+        CHECK(hk.layout().to_string() == "[10, 5] {P(sum)@x}");
+        auto s = par::softmax(cols, 1);     // softmax axis uneven
+        auto me = par::mean(cols, 1, true); // local sums / 7
+        auto mx = par::amax(rows, 0, true); // reduced axis uneven
+        auto t = par::permute(par::add(rows, rows), {1, 0});
+        pto::assemble(par::full_tensor(h), {0, 0}, y);
+        pto::assemble(par::full_tensor(hk), {0, 5}, y);
+        pto::assemble(par::full_tensor(s), {10, 0}, y);
+        pto::assemble(par::full_tensor(me), {10, 7}, y);
+        pto::assemble(par::full_tensor(mx), {20, 0}, y);
+        pto::assemble(par::full_tensor(t), {21, 0}, y);
+      },
+      {x, w}, {28, 10}, sharded::kSumTolerance);
+  // 2 x 3 mesh: columns 7 into 2 on a (4/3), rows 10 into 3 on b (4/3/3); the partial and
+  // the gathers run over sub-axes whose groups hold slices of different sizes.
+  const par::Mesh m23({2, 3}, {"a", "b"});
+  sharded::against_oracle(
+      "uneven_2d", 6,
+      [m23](Tensor a, Tensor b, Tensor y) {
+        sharded::tiles();
+        auto xs = par::shard(a, m23, {"b", "a"});
+        auto h = par::matmul(xs, b, {{3, 2}, {2, 1}}); // m on b, k on a: P(sum)@a
+        CHECK(h.layout().to_string() == "[10@b, 5] {P(sum)@a}");
+        auto s = par::softmax(par::add(xs, xs), 1);
+        pto::assemble(par::full_tensor(h), {0, 0}, y);
+        pto::assemble(par::full_tensor(s), {10, 0}, y);
+        pto::assemble(par::full_tensor(par::sum(xs, 0, true)), {20, 0}, y);
+      },
+      {x, w}, {21, 7}, sharded::kSumTolerance);
+}
+
+TEST_CASE("parallel: assemble writes each PE's uneven slice at its balanced offset") {
+  auto x = sharded::data({10, 7}, 18);
+  const par::Mesh m3({3}, {"x"});
+  for (auto mode : support::run_modes()) {
+    CAPTURE(support::mode_name(mode));
+    auto k = pto::jit(
+        "uneven_assemble",
+        [m3](Tensor a, Tensor y) {
+          sharded::tiles();
+          par::assemble(par::exp(par::shard(a, m3, {"x", {}})), {0, 0}, y);
+        },
+        support::opts(mode));
+    std::vector<pto::HostTensor> in{x};
+    pto::runtime::World one(1), three(3);
+    auto oracle = sharded::run<1>(one, 1, k, in, {10, 7}, true)[0];
+    auto outs = sharded::run<1>(three, 3, k, in, {10, 7}, true);
+    // Rows dealt to 3 parts one at a time: 4, 3, 3, at offsets 0, 4, 7.
+    const int64_t first[] = {0, 4, 7, 10};
+    for (int p = 0; p < 3; ++p)
+      for (int64_t i = 0; i < 70; ++i) {
+        const int64_t r = i / 7;
+        const double want = r >= first[p] && r < first[p + 1] ? oracle.get(i) : 0.0;
+        CHECK(outs[size_t(p)].get(i) == want);
+      }
+  }
+}

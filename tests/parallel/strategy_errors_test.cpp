@@ -1,0 +1,219 @@
+// strategy_errors_test.cpp - Every check of pto::parallel as a pto::StrategyError at trace time
+// (docs/sharding.md, "Errors"): the exact type, the user's line, the op as written, and the
+// operand, dim, given value and nearest valid strategy in the message. Traced on a 1-PE world
+// (the oracle runs every check too), except the mesh-size mismatch, which needs 2 PEs.
+#include "pto/parallel.h"
+
+#include "parallel/sharded.h"
+#include "support/expect_error.h"
+
+#include <doctest/doctest.h>
+
+#include <functional>
+
+namespace par = pto::parallel;
+using pto::Tensor;
+
+namespace {
+
+const char *const kFile = "strategy_errors_test.cpp";
+const par::Mesh kMesh({2, 4}, {"dp", "mp"});
+
+/// Traces `body(x [16, 32], w [32, 16])` on a world of `n` PEs (the error comes from the trace).
+void trace(const std::function<void(Tensor, Tensor)> &body, int n = 1) {
+  auto k = pto::jit("errors", [&](Tensor x, Tensor w, Tensor y) {
+    sharded::tiles();
+    body(x, w);
+    pto::assemble(pto::full({16, 16}, 0.0, pto::DT_FP32), {0, 0}, y);
+  });
+  std::vector<pto::HostTensor> in{sharded::data({16, 32}, 1), sharded::data({32, 16}, 2)};
+  pto::runtime::World world(n);
+  sharded::run<2>(world, n, k, in, {16, 16}, true);
+}
+
+} // namespace
+
+TEST_CASE("parallel errors: strategy arity, rank and counts") {
+  int line = 0;
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor w) {
+          line = __LINE__ + 1;
+          par::matmul(par::shard(x, kMesh, {{}, {}}), w, {{2, 1}, {1, 4}, {1, 1}});
+        });
+      },
+      kFile, line, "parallel::matmul",
+      "the strategy has 3 tuples but parallel::matmul (MatMul) has 2 inputs");
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor w) {
+          line = __LINE__ + 1;
+          par::matmul(par::shard(x, kMesh, {{}, {}}), w, {{2, 1, 1}, {1, 4}});
+        });
+      },
+      kFile, line, "parallel::matmul",
+      "operand 0 has rank 2 ([16, 32]) but its strategy has 3 entries; nearest valid strategy: "
+      "((2, 1), (1, 4))");
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor w) {
+          line = __LINE__ + 1;
+          par::matmul(par::shard(x, kMesh, {{}, {}}), w, {{0, 1}, {1, 4}});
+        });
+      },
+      kFile, line, "parallel::matmul", "operand 0 dim 0 is split 0: counts must be >= 1");
+  // 3 is no mesh axis; 8 = dp * mp is a run of axes, so only 3 fails.
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor w) {
+          line = __LINE__ + 1;
+          par::matmul(par::shard(x, kMesh, {{}, {}}), w, {{1, 1}, {1, 3}});
+        });
+      },
+      kFile, line, "parallel::matmul",
+      "operand 1 dim 1 is split 3, which does not map onto the mesh (dp=2, mp=4, 8 PEs)");
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor w) {
+          line = __LINE__ + 1;
+          par::matmul(par::shard(x, kMesh, {{}, {}}), w, {{"tp", 1}, {1, 1}});
+        });
+      },
+      kFile, line, "parallel::matmul", "operand 0 dim 0 names axis 'tp', which the mesh");
+}
+
+TEST_CASE("parallel errors: a factor split differently in two operands") {
+  int line = 0;
+  // MatMul's k: split 4 in a (dim 1), 2 in b (dim 0): MindSpore's "the shard num of first
+  // input's column is 4, but the shard num of second input's row is 2".
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor w) {
+          line = __LINE__ + 1;
+          par::matmul(par::shard(x, kMesh, {{}, {}}), w, {{2, 4}, {2, 1}});
+        });
+      },
+      kFile, line, "parallel::matmul",
+      "operand 1 dim 0 is split 2, but operand 0 dim 1 splits the same factor 4 (they are "
+      "contracted together); nearest valid strategy: ((2, 4), (4, 1))");
+  // Elementwise: the two operands' dim 0 are one dim of the result.
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          line = __LINE__ + 1;
+          par::add(par::shard(x, kMesh, {{}, {}}), x, {{2, 1}, {4, 1}});
+        });
+      },
+      kFile, line, "parallel::add",
+      "operand 1 dim 0 is split 4, but operand 0 dim 0 splits the same factor 2 (they are one "
+      "dim of the result); nearest valid strategy: ((2, 1), (2, 1))");
+}
+
+TEST_CASE("parallel errors: forbidden splits, strategies where none is taken, uneven splits") {
+  int line = 0;
+  // A broadcast size-1 dim cannot be split.
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          auto row = pto::full({1, 32}, 1.0, pto::DT_FP32);
+          line = __LINE__ + 1;
+          par::add(par::shard(x, kMesh, {{}, {}}), row, {{2, 1}, {2, 1}});
+        });
+      },
+      kFile, line, "parallel::add",
+      "operand 1 dim 0 has size 1 and is broadcast: it cannot be split; nearest valid strategy: "
+      "((2, 1), (1, 1))");
+  // Reshape merges dims 0 and 1: a split dim 1 must be made whole first.
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          auto xs = par::shard(x, kMesh, {{}, "mp"});
+          line = __LINE__ + 1;
+          par::reshape(xs, {512});
+        });
+      },
+      kFile, line, "parallel::reshape",
+      "operand 0 dim 1 is split 4 ([16, 32@mp]), but Reshape needs it whole: redistribute it "
+      "first");
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          auto xs = par::shard(x, kMesh, {"dp", {}});
+          line = __LINE__ + 1;
+          par::reshape(xs, {16, 4, 8}, {{2, 1}});
+        });
+      },
+      kFile, line, "parallel::reshape",
+      "Reshape takes no strategy (MindSpore: none may be configured)");
+  // Uneven splits are executed over one mesh axis; over several (6 columns into dp x mp = 8)
+  // they are refused.
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          auto v = pto::view(x, {16, 6}, {0, 0});
+          line = __LINE__ + 1;
+          par::shard(v, kMesh, {{}, 8});
+        });
+      },
+      kFile, line, "parallel::shard",
+      "dim 1 of size 6 is split 8 over 2 mesh axes: an uneven split must use one mesh axis");
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          auto v = pto::view(x, {16, 6}, {0, 0});
+          line = __LINE__ + 1;
+          par::gelu(par::shard(v, kMesh, {{}, {}}), {{1, 8}});
+        });
+      },
+      kFile, line, "parallel::gelu",
+      "operand 0 dim 1 of size 6 is split 8 over 2 mesh axes: an uneven split must use one");
+}
+
+TEST_CASE("parallel errors: meshes and operands") {
+  int line = 0;
+  // An 8-PE mesh on a 2-PE world.
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace(
+            [&](Tensor x, Tensor) {
+              line = __LINE__ + 1;
+              par::shard(x, kMesh, {"dp", {}});
+            },
+            2);
+      },
+      kFile, line, "parallel::shard",
+      "the mesh (dp=2, mp=4) spans 8 PEs but the world has 2: a mesh must span the world");
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor w) {
+          line = __LINE__ + 1;
+          par::matmul(x, w, {{2, 1}, {1, 4}});
+        });
+      },
+      kFile, line, "parallel::matmul", "no operand is a DTensor, so the op has no mesh");
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          const par::Mesh other({8}, {"x"});
+          line = __LINE__ + 1;
+          par::add(par::shard(x, kMesh, {{}, {}}), par::shard(x, other, {{}, {}}));
+        });
+      },
+      kFile, line, "parallel::add", "operands on different meshes (dp=2, mp=4 and x=8)");
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          line = __LINE__ + 1;
+          par::shard(x, kMesh, {"dp"});
+        });
+      },
+      kFile, line, "parallel::shard", "the spec has 1 entries for a tensor of rank 2 ([16, 32])");
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          line = __LINE__ + 1;
+          par::shard(x, kMesh, {"dp", "dp"});
+        });
+      },
+      kFile, line, "parallel::shard", "dim 1 names axis 'dp', already used");
+}
