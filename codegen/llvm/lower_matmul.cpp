@@ -46,8 +46,8 @@ MatmulGeometry matmul_geometry(DataType in, int64_t m, int64_t k, int64_t n) {
   g.kg = in == DT_INT8 || g.dpbf16 ? 2 : 1;
   const int64_t l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32 * 1024);
   const int64_t l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 256 * 1024);
-  // The B micro-panel (kcu x nr units) takes half of L1, the A block (mc x kcu) half of L2.
-  g.kcu = std::clamp<int64_t>(l1 / 2 / (g.nr * 4) / 16 * 16, 64, 512);
+  // The B micro-panel (kcu x nr units) takes 2/3 of L1, the A block (mc x kcu) half of L2.
+  g.kcu = std::clamp<int64_t>(l1 * 2 / 3 / (g.nr * 4) / 16 * 16, 64, 512);
   g.mc = std::clamp<int64_t>(l2 / 2 / (g.kcu * 4) / g.mr * g.mr, g.mr, 4096 / g.mr * g.mr);
   g.nc = 4096;
   if (k > 0)
@@ -529,6 +529,21 @@ private:
     epilogue(res, out, bias);
     B.CreateBr(done);
     B.SetInsertPoint(done);
+  }
+
+  /// Prefetches (for writing) the C rows of the tile below `t`, the next one the row loop
+  /// visits: its loads then hit the cache instead of stalling the first FMAs. A prefetch past the
+  /// end of C does not fault.
+  void prefetch_next(const Tile &t) {
+    llvm::Type *oe = storage_type(B, out_dt_);
+    const auto line = static_cast<int64_t>(64 / (oe->getPrimitiveSizeInBits() / 8));
+    for (int64_t i = 0; i < g_.mr; ++i)
+      for (int64_t off = 0; off < g_.nr + line - 1; off += line) {
+        LV *row = B.CreateGEP(oe, t.ptr, B.CreateMul(kb_.i64(g_.mr + i), t.stride));
+        LV *at = B.CreateGEP(oe, row, kb_.i64(std::min(off, g_.nr - 1)));
+        B.CreateIntrinsic(llvm::Intrinsic::prefetch, {B.getPtrTy()},
+                          {at, B.getInt32(1), B.getInt32(3), B.getInt32(1)});
+      }
   }
 
   /// Accumulators: zero on the first chunk, else the partial sums (masked loads: nothing
