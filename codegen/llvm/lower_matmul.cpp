@@ -2,8 +2,9 @@
 // int32) accumulation, bias, relu, one rounding to the output dtype; only the summation order
 // within a dot product differs (FMA, no intermediate rounding of the products). fp32 partial
 // sums cross K chunks unrounded, so the blocking does not change a result. vdpbf16ps (bf16 where
-// the target has AVX512_BF16) adds each k pair's products to the lane in the order k+1, k and
-// treats fp32 denormals (inputs and results) as zero, as Intel documents it.
+// the target has AVX512_BF16 and no AMX, see matmul_geometry) adds each k pair's products to the
+// lane in the order k+1, k and treats fp32 denormals (inputs and results) as zero, as Intel
+// documents it.
 #include "llvm/lower_matmul.h"
 
 #include "pto/error.h"
@@ -16,6 +17,7 @@
 #include <llvm/IR/IntrinsicsX86.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <unistd.h>
 
@@ -33,7 +35,15 @@ int64_t cache_bytes(int name, int64_t fallback) {
   return v >= 16 * 1024 && v <= 64 * 1024 * 1024 ? v : fallback;
 }
 
+/// The test hook's setting (lower_matmul_geometry.h).
+std::optional<bool> &dpbf16_override() {
+  static std::optional<bool> v;
+  return v;
+}
+
 } // namespace
+
+void set_matmul_dpbf16_for_tests(std::optional<bool> use) { dpbf16_override() = use; }
 
 MatmulGeometry matmul_geometry(DataType in, int64_t m, int64_t k, int64_t n) {
   const HostTarget &t = host_target();
@@ -42,7 +52,8 @@ MatmulGeometry matmul_geometry(DataType in, int64_t m, int64_t k, int64_t n) {
   g.lanes = avx512 ? 16 : 8;
   g.mr = avx512 ? 14 : 6;
   g.nr = 2 * g.lanes;
-  g.dpbf16 = in == DT_BF16 && avx512 && target_has_feature(t, "avx512bf16");
+  g.dpbf16 = in == DT_BF16 && avx512 && target_has_feature(t, "avx512bf16") &&
+             dpbf16_override().value_or(!target_has_feature(t, "amx-bf16"));
   g.kg = in == DT_INT8 || g.dpbf16 ? 2 : 1;
   const int64_t l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32 * 1024);
   const int64_t l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 256 * 1024);

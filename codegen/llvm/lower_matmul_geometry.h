@@ -5,6 +5,7 @@
 #include "pto/dtype.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace pto::codegen {
 
@@ -21,9 +22,19 @@ struct MatmulGeometry {
   bool dpbf16 = false; ///< bf16 through vdpbf16ps
 };
 
-/// The geometry for inputs `in` on the JIT's target (host_target(), PTO_ISA applied) and this
-/// host's L1/L2 data cache sizes, the blocks clamped to `m`, `k`, `n` where those are > 0 (the
-/// concrete extents, so a small matmul allocates small scratch).
+/// The geometry for inputs `in`. bf16 runs on vdpbf16ps where the target has AVX512_BF16 but not
+/// AMX: Intel's cores with AMX (Sapphire Rapids on) issue a zmm vdpbf16ps (64 FLOP) at a quarter
+/// of the zmm FMA rate (32 FLOP, two per cycle), so there fp32 FMAs on widened bf16 are twice as
+/// fast (bench/compare's limits on a Xeon with AMX: vdpbf16ps 52 vs FMA 104 GFLOP/s, one core);
+/// on the AMD EPYC of issue 11 vdpbf16ps ran at twice the FMA peak (530 vs 267 GFLOP/s). on the
+/// JIT's target (host_target(), PTO_ISA applied) and this host's L1/L2 data cache sizes, the blocks
+/// clamped to `m`, `k`, `n` where those are > 0 (the concrete extents, so a small matmul allocates
+/// small scratch).
 MatmulGeometry matmul_geometry(DataType in, int64_t m, int64_t k, int64_t n);
+
+/// Tests only: forces bf16's vdpbf16ps path on (true) or off (false) where the target has
+/// AVX512_BF16, or restores the rule above (nullopt). Affects kernels compiled afterwards (the
+/// JIT cache keeps programs already built: tests use shapes no other test compiles).
+void set_matmul_dpbf16_for_tests(std::optional<bool> use);
 
 } // namespace pto::codegen

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -321,6 +322,29 @@ TEST_CASE("matmul kernel: past every cache block (K chunks, row blocks, column b
       CHECK(check(kernel_case(in, out, g.mc + 5, 7, 35, false, true), mode, 83) == "");
       CHECK(check(kernel_case(in, out, 5, 3, g.nc + 19, true, false), mode, 84) == "");
     }
+}
+
+TEST_CASE("matmul kernel: bf16 on vdpbf16ps and on fp32 FMAs, whichever the host would pick") {
+  // Both bf16 paths where the target has AVX512_BF16 (elsewhere both runs take the FMA path).
+  // Shapes no other case compiles, so the JIT cache holds no program built under the other
+  // setting.
+  struct Reset {
+    ~Reset() { pto::codegen::set_matmul_dpbf16_for_tests(std::nullopt); }
+  } reset;
+  for (bool dp : {true, false}) {
+    pto::codegen::set_matmul_dpbf16_for_tests(dp);
+    auto g = pto::codegen::matmul_geometry(pto::DT_BF16, 0, 0, 0);
+    const int64_t kce = g.kcu * g.kg, d = dp ? 0 : 1;
+    for (auto out : {pto::DT_FP32, pto::DT_BF16})
+      for (auto mode : support::run_modes()) {
+        CAPTURE(dp);
+        CAPTURE(pto::name(out));
+        CAPTURE(support::mode_name(mode));
+        CHECK(check(kernel_case(pto::DT_BF16, out, 23 + d, 2 * kce + 7, 29, false, false), mode,
+                    91) == "");
+        CHECK(check(kernel_case(pto::DT_BF16, out, 15, 31 + d, 47, true, true), mode, 92) == "");
+      }
+  }
 }
 
 // ---- errors --------------------------------------------------------------------------------
