@@ -29,7 +29,8 @@
 
 namespace {
 
-const char *kHelp = R"(usage: compare [--quick] [--rounds N] [--filter SUBSTRING] [--openblas-core NAME] [--cpu-time]
+const char *kHelp =
+    R"(usage: compare [--quick] [--rounds N] [--filter SUBSTRING] [--openblas-core NAME] [--cpu-time]
 
 Runs issue 11's benchmark cases: ptojit against its peer (oneDNN, OpenBLAS, a hand-written
 -O3 -march=native -ffast-math loop, or a physical limit) in this one process, alternating ours and
@@ -73,8 +74,8 @@ int openblas_probe() {
       std::vector<double> t;
       for (int r = 0; r < 5; ++r) {
         double t0 = cmp::now_s();
-        peer::openblas::sgemm(m, k, n, a.data_as<float>(), b.data_as<float>(),
-                              c.data_as<float>(), 1);
+        peer::openblas::sgemm(m, k, n, a.data_as<float>(), b.data_as<float>(), c.data_as<float>(),
+                              1);
         t.push_back(cmp::now_s() - t0);
       }
       std::printf("probe %s %.3f %d\n", peer::openblas::core().c_str(), cmp::median(t) * 1e3,
@@ -106,8 +107,8 @@ std::string choose_openblas_core(std::string &report) {
     pclose(p);
     if (got != 3)
       continue;
-    report += (report.empty() ? "" : ", ") + (c.empty() ? std::string("auto") : c) + " -> " +
-              core + " " + cmp::fmt_ms(ms) + (ok ? "" : " WRONG");
+    report += (report.empty() ? "" : ", ") + (c.empty() ? std::string("auto") : c) + " -> " + core +
+              " " + cmp::fmt_ms(ms) + (ok ? "" : " WRONG");
     if (ok && ms < best_ms) {
       best_ms = ms;
       best = c.empty() ? core : c;

@@ -33,8 +33,7 @@ double now_s() {
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
   }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 double median(std::vector<double> v) {
@@ -146,8 +145,9 @@ private:
     std::printf("rounds per case: %d%s%s\n", o_.rounds, o_.quick ? " (--quick)" : "",
                 o_.cpu_time ? "; times are process CPU time (--cpu-time)" : "");
     std::printf("OpenBLAS core: %s (probe: %s)\n", peer::openblas::core().c_str(),
-                std::getenv("PTO_COMPARE_OPENBLAS_PROBE") ? std::getenv("PTO_COMPARE_OPENBLAS_PROBE")
-                                                          : "-");
+                std::getenv("PTO_COMPARE_OPENBLAS_PROBE")
+                    ? std::getenv("PTO_COMPARE_OPENBLAS_PROBE")
+                    : "-");
     std::printf("oneDNN ISA: %s\n", peer::onednn::isa().c_str());
     std::fflush(stdout);
   }
@@ -178,9 +178,9 @@ private:
                 "threads); FMA peak %.0f GFLOP/s zmm, %.0f ymm; vdpbf16ps %s (one core)\n",
                 lim_.read[0] / 1e9, lim_.read[1] / 1e9, lim_.copy[0] / 1e9, lim_.copy[1] / 1e9,
                 lim_.triad[0] / 1e9, lim_.triad[1] / 1e9, lim_.fma_zmm / 1e9, lim_.fma_ymm / 1e9,
-                lim_.dpbf16 > 0 ? (std::to_string(static_cast<int>(lim_.dpbf16 / 1e9)) + " GFLOP/s")
-                                      .c_str()
-                                : "n/a (no AVX512_BF16)");
+                lim_.dpbf16 > 0
+                    ? (std::to_string(static_cast<int>(lim_.dpbf16 / 1e9)) + " GFLOP/s").c_str()
+                    : "n/a (no AVX512_BF16)");
     std::fflush(stdout);
   }
 
@@ -224,8 +224,7 @@ private:
 
   // ---- the cases -----------------------------------------------------------------------------
   void softmax(pto::DataType dt, int64_t rows, int64_t cols, double min_ratio, double min_frac) {
-    const std::string name =
-        "softmax " + bench::dims(rows, cols) + " " + dt_name(dt) + ", 1 PE";
+    const std::string name = "softmax " + bench::dims(rows, cols) + " " + dt_name(dt) + ", 1 PE";
     if (!wanted(name))
       return;
     auto x = bench::random_tensor(dt, {rows, cols}, 1);
@@ -258,8 +257,8 @@ private:
       pto::set_vec_tile_shapes(8, xt.shape(1).concrete());
       pto::assemble(pto::layer_norm(xt, -1, {.eps = 1e-5}), {0, 0}, yt);
     });
-    auto d = peer::onednn::Op::layer_norm(rows, cols, x.data_as<float>(), yd.data_as<float>(),
-                                          1e-5f);
+    auto d =
+        peer::onednn::Op::layer_norm(rows, cols, x.data_as<float>(), yd.data_as<float>(), 1e-5f);
     Fn ours = [&] { k(x, y); };
     ours();
     d.run(1);
@@ -272,23 +271,23 @@ private:
 
   void row_reduce(bool is_sum) {
     const int64_t rows = 4096, cols = 4096;
-    const std::string name = std::string("row ") + (is_sum ? "sum" : "amax") +
-                             " 4096x4096 fp32, 1 PE";
+    const std::string name =
+        std::string("row ") + (is_sum ? "sum" : "amax") + " 4096x4096 fp32, 1 PE";
     if (!wanted(name))
       return;
     auto x = bench::random_tensor(pto::DT_FP32, {rows, cols}, 4);
     pto::HostTensor y(pto::DT_FP32, {rows, 1}), yp(pto::DT_FP32, {rows, 1});
-    auto k = pto::jit(is_sum ? "cmp_row_sum" : "cmp_row_amax",
-                      [is_sum](pto::Tensor xt, pto::Tensor yt) {
-                        pto::set_vec_tile_shapes(8, xt.shape(1).concrete());
-                        auto r = is_sum ? pto::sum(xt, -1, {.keepdim = true})
-                                        : pto::amax(xt, -1, {.keepdim = true});
-                        pto::assemble(r, {0, 0}, yt);
-                      });
+    auto k =
+        pto::jit(is_sum ? "cmp_row_sum" : "cmp_row_amax", [is_sum](pto::Tensor xt, pto::Tensor yt) {
+          pto::set_vec_tile_shapes(8, xt.shape(1).concrete());
+          auto r =
+              is_sum ? pto::sum(xt, -1, {.keepdim = true}) : pto::amax(xt, -1, {.keepdim = true});
+          pto::assemble(r, {0, 0}, yt);
+        });
     Fn ours = [&] { k(x, y); };
     Fn peer = [&] {
-      (is_sum ? peer::fast::row_sum : peer::fast::row_amax)(x.data_as<float>(),
-                                                           yp.data_as<float>(), rows, cols);
+      (is_sum ? peer::fast::row_sum : peer::fast::row_amax)(x.data_as<float>(), yp.data_as<float>(),
+                                                            rows, cols);
     };
     ours();
     peer();
@@ -296,16 +295,22 @@ private:
     auto t = alternate({ours, peer}, o_.rounds);
     double f = static_cast<double>(x.size_bytes()) / t[0] / lim_.read[0];
     compare(name, "-ffast-math loop", t[0], t[1], wrong, 0, f, "read 1T", 0);
-    Row r{name, "read bandwidth 1T", t[0], 0, frac(f, "read 1T"), ">= 0.85 of read 1T",
-          !wrong && f >= 0.85, wrong};
+    Row r{name,
+          "read bandwidth 1T",
+          t[0],
+          0,
+          frac(f, "read 1T"),
+          ">= 0.85 of read 1T",
+          !wrong && f >= 0.85,
+          wrong};
     add(std::move(r));
   }
 
   void chain(pto::DataType dt) {
     const int64_t total = (o_.quick ? 128 : 512) << 20; // bytes of x and y together
     const int64_t cols = 1024, rows = total / 2 / pto::bytes_of(dt) / cols;
-    const std::string name = std::string("exp chain ") + dt_name(dt) + " " +
-                             std::to_string(total >> 20) + " MiB, 1 PE";
+    const std::string name =
+        std::string("exp chain ") + dt_name(dt) + " " + std::to_string(total >> 20) + " MiB, 1 PE";
     if (!wanted(name))
       return;
     constexpr float kA = 0.5f, kB = 0.25f, kC = 3.0f;
@@ -323,8 +328,7 @@ private:
       if (dt == pto::DT_FP32)
         peer::fast::fused_chain(x.data_as<float>(), yp.data_as<float>(), n, kA, kB, kC);
       else
-        peer::fast::fused_chain_bf16(x.data_as<uint16_t>(), yp.data_as<uint16_t>(), n, kA, kB,
-                                     kC);
+        peer::fast::fused_chain_bf16(x.data_as<uint16_t>(), yp.data_as<uint16_t>(), n, kA, kB, kC);
     };
     ours();
     peer();
@@ -334,8 +338,14 @@ private:
     double f = bytes / t[0] / lim_.triad[0], fp = bytes / t[1] / lim_.triad[0];
     // The bandwidth part of the target holds where the work is memory-bound: where the peer
     // reaches 0.85 of triad.
-    Row r{name, "-ffast-math loop", t[0], t[1], frac(f, "triad 1T"),
-          ">= 1x; >= 0.85 of triad 1T if memory-bound", 0, wrong};
+    Row r{name,
+          "-ffast-math loop",
+          t[0],
+          t[1],
+          frac(f, "triad 1T"),
+          ">= 1x; >= 0.85 of triad 1T if memory-bound",
+          0,
+          wrong};
     r.met = !wrong && t[1] / t[0] >= 1.0 && (f >= 0.85 || fp < 0.85);
     add(std::move(r));
   }
@@ -363,8 +373,8 @@ private:
     std::vector<Fn> fns = {ours, [&] { d.run(1); }, [&] { d.run(2); }};
     if (!bf) {
       auto ob = [&](int th) {
-        peer::openblas::sgemm(n, n, n, a.data_as<float>(), b.data_as<float>(),
-                              cb.data_as<float>(), th);
+        peer::openblas::sgemm(n, n, n, a.data_as<float>(), b.data_as<float>(), cb.data_as<float>(),
+                              th);
       };
       ob(1);
       wrong = wrong || differs(c, cb, 1e-3);
@@ -375,8 +385,8 @@ private:
     const double flops = 2.0 * n * n * n / t[0];
     const double peak = bf && lim_.dpbf16 > 0 ? lim_.dpbf16 : lim_.fma();
     const char *of = bf && lim_.dpbf16 > 0 ? "vdpbf16ps peak"
-                     : lim_.fma_zmm > 0   ? "FMA zmm peak"
-                                          : "FMA ymm peak";
+                     : lim_.fma_zmm > 0    ? "FMA zmm peak"
+                                           : "FMA ymm peak";
     const double f = flops / peak;
     if (bf) {
       compare(name, "oneDNN 1T", t[0], t[1], wrong, 0.9, f, of, 0);
@@ -400,15 +410,15 @@ private:
       pto::set_vec_tile_shapes(8, 16);
       pto::assemble(pto::add(a, b), {0, 0}, c);
     });
-    auto d = peer::onednn::Op::add(8, 16, x.data_as<float>(), y.data_as<float>(),
-                                   zd.data_as<float>());
+    auto d =
+        peer::onednn::Op::add(8, 16, x.data_as<float>(), y.data_as<float>(), zd.data_as<float>());
     Fn ours = [&] { k(x, y, z); };
     ours();
     d.run(1);
     bool wrong = differs(z, zd, 1e-6);
     auto t = alternate({ours, [&] { d.run(1); }}, o_.rounds);
-    Row r{name, "oneDNN binary add 1T", t[0], t[1], "", "<= 100 ns", !wrong && t[0] <= 100e-9,
-          wrong};
+    Row r{name,        "oneDNN binary add 1T",   t[0], t[1], "",
+          "<= 100 ns", !wrong && t[0] <= 100e-9, wrong};
     add(std::move(r));
   }
 
@@ -454,8 +464,8 @@ private:
       add(Row{name, "-", m, 0, "", tgt, m * 1e3 <= kd.limit_ms, false});
     }
     if (wanted("warm disk cache"))
-      rows_.push_back(Row{"warm disk cache, per kernel", "-", 0, 0,
-                          "no on-disk cache yet", "<= 1 ms", 0, false});
+      rows_.push_back(Row{"warm disk cache, per kernel", "-", 0, 0, "no on-disk cache yet",
+                          "<= 1 ms", 0, false});
   }
 
   // ---- the table -----------------------------------------------------------------------------
@@ -468,10 +478,14 @@ private:
       if (r.peer > 0 && r.ours > 0)
         std::snprintf(ratio, sizeof ratio, "%.2f", r.peer / r.ours);
       std::printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.name.c_str(),
-                  r.wrong ? "WRONG" : r.ours > 0 ? fmt_ms(r.ours * 1e3).c_str() : "n/a",
+                  r.wrong      ? "WRONG"
+                  : r.ours > 0 ? fmt_ms(r.ours * 1e3).c_str()
+                               : "n/a",
                   r.peer_name.c_str(), r.peer > 0 ? fmt_ms(r.peer * 1e3).c_str() : "-", ratio,
                   r.limit.empty() ? "-" : r.limit.c_str(), r.target.c_str(),
-                  r.met < 0 ? "-" : r.met ? "yes" : "no");
+                  r.met < 0 ? "-"
+                  : r.met   ? "yes"
+                            : "no");
       if (r.met >= 0) {
         ++counted;
         met += r.met;

@@ -11,8 +11,8 @@ namespace cmp {
 
 struct Options {
   bool quick = false;
-  int rounds = 0;     ///< rounds per case (each round times ours once and each peer once)
-  std::string filter; ///< only cases whose name contains it
+  int rounds = 0;        ///< rounds per case (each round times ours once and each peer once)
+  std::string filter;    ///< only cases whose name contains it
   bool cpu_time = false; ///< time with the process's CPU clock (tuning on a busy machine)
 };
 

@@ -24,8 +24,7 @@ template <class F> void split(int64_t n, int threads, F f) {
 }
 
 double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 /// Runs body(iterations) with growing counts until it takes `seconds`; returns iterations/s.
@@ -86,49 +85,90 @@ namespace {
 // accumulators on the stack), more of them than the latency (4 cycles) times the ports (2).
 void fma_zmm(int64_t iters) {
   for (int64_t k = 0; k < iters; ++k)
-    asm volatile(
-                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm8\n\tvfmadd231ps %%zmm0, %%zmm1, %%zmm9\n\tvfmadd231ps %%zmm0, %%zmm1, %%zmm10\n\tvfmadd231ps %%zmm0, %%zmm1, %%zmm11\n\t"
-                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm12\n\tvfmadd231ps %%zmm0, %%zmm1, %%zmm13\n\tvfmadd231ps %%zmm0, %%zmm1, %%zmm14\n\tvfmadd231ps %%zmm0, %%zmm1, %%zmm15\n\t"
-                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm16\n\tvfmadd231ps %%zmm0, %%zmm1, %%zmm17\n\tvfmadd231ps %%zmm0, %%zmm1, %%zmm18\n\tvfmadd231ps %%zmm0, %%zmm1, %%zmm19\n\t"
-                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm20\n\tvfmadd231ps %%zmm0, %%zmm1, %%zmm21\n\tvfmadd231ps %%zmm0, %%zmm1, %%zmm22\n\tvfmadd231ps %%zmm0, %%zmm1, %%zmm23\n\t"
-                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm24\n\tvfmadd231ps %%zmm0, %%zmm1, %%zmm25\n\tvfmadd231ps %%zmm0, %%zmm1, %%zmm26\n\tvfmadd231ps %%zmm0, %%zmm1, %%zmm27\n\t"
-                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm28\n\tvfmadd231ps %%zmm0, %%zmm1, %%zmm29\n\tvfmadd231ps %%zmm0, %%zmm1, %%zmm30\n\tvfmadd231ps %%zmm0, %%zmm1, %%zmm31\n\t"
+    asm volatile("vfmadd231ps %%zmm0, %%zmm1, %%zmm8\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm9\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm10\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm11\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm12\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm13\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm14\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm15\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm16\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm17\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm18\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm19\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm20\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm21\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm22\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm23\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm24\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm25\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm26\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm27\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm28\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm29\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm30\n\t"
+                 "vfmadd231ps %%zmm0, %%zmm1, %%zmm31\n\t"
                  :
                  :
                  : "xmm0", "xmm1", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",
-                   "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",
-                   "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30",
-                   "xmm31");
+                   "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23",
+                   "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31");
 }
 
 void fma_ymm(int64_t iters) {
   for (int64_t k = 0; k < iters; ++k)
-    asm volatile(
-                 "vfmadd231ps %%ymm0, %%ymm1, %%ymm2\n\tvfmadd231ps %%ymm0, %%ymm1, %%ymm3\n\tvfmadd231ps %%ymm0, %%ymm1, %%ymm4\n\tvfmadd231ps %%ymm0, %%ymm1, %%ymm5\n\t"
-                 "vfmadd231ps %%ymm0, %%ymm1, %%ymm6\n\tvfmadd231ps %%ymm0, %%ymm1, %%ymm7\n\tvfmadd231ps %%ymm0, %%ymm1, %%ymm8\n\tvfmadd231ps %%ymm0, %%ymm1, %%ymm9\n\t"
-                 "vfmadd231ps %%ymm0, %%ymm1, %%ymm10\n\tvfmadd231ps %%ymm0, %%ymm1, %%ymm11\n\tvfmadd231ps %%ymm0, %%ymm1, %%ymm12\n\tvfmadd231ps %%ymm0, %%ymm1, %%ymm13\n\t"
-                 "vfmadd231ps %%ymm0, %%ymm1, %%ymm14\n\tvfmadd231ps %%ymm0, %%ymm1, %%ymm15\n\t"
+    asm volatile("vfmadd231ps %%ymm0, %%ymm1, %%ymm2\n\t"
+                 "vfmadd231ps %%ymm0, %%ymm1, %%ymm3\n\t"
+                 "vfmadd231ps %%ymm0, %%ymm1, %%ymm4\n\t"
+                 "vfmadd231ps %%ymm0, %%ymm1, %%ymm5\n\t"
+                 "vfmadd231ps %%ymm0, %%ymm1, %%ymm6\n\t"
+                 "vfmadd231ps %%ymm0, %%ymm1, %%ymm7\n\t"
+                 "vfmadd231ps %%ymm0, %%ymm1, %%ymm8\n\t"
+                 "vfmadd231ps %%ymm0, %%ymm1, %%ymm9\n\t"
+                 "vfmadd231ps %%ymm0, %%ymm1, %%ymm10\n\t"
+                 "vfmadd231ps %%ymm0, %%ymm1, %%ymm11\n\t"
+                 "vfmadd231ps %%ymm0, %%ymm1, %%ymm12\n\t"
+                 "vfmadd231ps %%ymm0, %%ymm1, %%ymm13\n\t"
+                 "vfmadd231ps %%ymm0, %%ymm1, %%ymm14\n\t"
+                 "vfmadd231ps %%ymm0, %%ymm1, %%ymm15\n\t"
                  :
                  :
-                 : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
-                   "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+                 : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
+                   "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
 }
 
 void dpbf16_zmm(int64_t iters) {
   for (int64_t k = 0; k < iters; ++k)
-    asm volatile(
-                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm8\n\tvdpbf16ps %%zmm0, %%zmm1, %%zmm9\n\tvdpbf16ps %%zmm0, %%zmm1, %%zmm10\n\tvdpbf16ps %%zmm0, %%zmm1, %%zmm11\n\t"
-                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm12\n\tvdpbf16ps %%zmm0, %%zmm1, %%zmm13\n\tvdpbf16ps %%zmm0, %%zmm1, %%zmm14\n\tvdpbf16ps %%zmm0, %%zmm1, %%zmm15\n\t"
-                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm16\n\tvdpbf16ps %%zmm0, %%zmm1, %%zmm17\n\tvdpbf16ps %%zmm0, %%zmm1, %%zmm18\n\tvdpbf16ps %%zmm0, %%zmm1, %%zmm19\n\t"
-                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm20\n\tvdpbf16ps %%zmm0, %%zmm1, %%zmm21\n\tvdpbf16ps %%zmm0, %%zmm1, %%zmm22\n\tvdpbf16ps %%zmm0, %%zmm1, %%zmm23\n\t"
-                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm24\n\tvdpbf16ps %%zmm0, %%zmm1, %%zmm25\n\tvdpbf16ps %%zmm0, %%zmm1, %%zmm26\n\tvdpbf16ps %%zmm0, %%zmm1, %%zmm27\n\t"
-                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm28\n\tvdpbf16ps %%zmm0, %%zmm1, %%zmm29\n\tvdpbf16ps %%zmm0, %%zmm1, %%zmm30\n\tvdpbf16ps %%zmm0, %%zmm1, %%zmm31\n\t"
+    asm volatile("vdpbf16ps %%zmm0, %%zmm1, %%zmm8\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm9\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm10\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm11\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm12\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm13\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm14\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm15\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm16\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm17\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm18\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm19\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm20\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm21\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm22\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm23\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm24\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm25\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm26\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm27\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm28\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm29\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm30\n\t"
+                 "vdpbf16ps %%zmm0, %%zmm1, %%zmm31\n\t"
                  :
                  :
                  : "xmm0", "xmm1", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",
-                   "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",
-                   "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30",
-                   "xmm31");
+                   "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23",
+                   "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31");
 }
 
 } // namespace

@@ -2,8 +2,11 @@
 #include "peers/onednn.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
-#include <omp.h>
 #include <unordered_map>
+
+// OpenMP's own entry point (libgomp, which oneDNN is built on), declared here: GCC 12's omp.h
+// does not parse with clang-tidy.
+extern "C" void omp_set_num_threads(int n);
 
 namespace peer::onednn {
 
@@ -19,7 +22,7 @@ struct Op::Impl {
 
 namespace {
 
-memory::desc md(memory::dims dims, bool bf16) {
+memory::desc md(const memory::dims &dims, bool bf16) {
   return {dims, bf16 ? memory::data_type::bf16 : memory::data_type::f32, tag::ab};
 }
 
@@ -44,15 +47,14 @@ Op Op::layer_norm(int64_t rows, int64_t cols, const float *x, float *y, float ep
   op.impl_ = std::make_shared<Impl>();
   auto d = md({rows, cols}, false);
   dnnl::layer_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, d, eps,
-                                                dnnl::normalization_flags::none);
+                                               dnnl::normalization_flags::none);
   dnnl::layer_normalization_forward::primitive_desc pd(desc, op.impl_->eng);
   op.impl_->prim = dnnl::layer_normalization_forward(pd);
   op.impl_->args = {{DNNL_ARG_SRC, mem(op.impl_, d, x)}, {DNNL_ARG_DST, mem(op.impl_, d, y)}};
   return op;
 }
 
-Op Op::matmul(bool bf16, int64_t m, int64_t k, int64_t n, const void *a, const void *b,
-              float *c) {
+Op Op::matmul(bool bf16, int64_t m, int64_t k, int64_t n, const void *a, const void *b, float *c) {
   Op op;
   op.impl_ = std::make_shared<Impl>();
   auto da = md({m, k}, bf16), db = md({k, n}, bf16), dc = md({m, n}, false);

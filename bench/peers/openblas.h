@@ -9,8 +9,7 @@
 namespace peer::openblas {
 
 /// c [m, n] = a [m, k] @ b [k, n], row-major fp32, on `threads` threads.
-void sgemm(int64_t m, int64_t k, int64_t n, const float *a, const float *b, float *c,
-           int threads);
+void sgemm(int64_t m, int64_t k, int64_t n, const float *a, const float *b, float *c, int threads);
 
 /// The core type OpenBLAS runs its kernels for ("SkylakeX", "Haswell", ...).
 std::string core();
