@@ -5,6 +5,7 @@
 #include "compare_cases.h"
 
 #include "pto/pto.h"
+#include "pto/runtime/world.h"
 
 #include "bench_common.h"
 #include "peers/limits.h"
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -381,6 +383,27 @@ private:
       fns.push_back([ob] { ob(1); });
       fns.push_back([ob] { ob(2); });
     }
+    // fp32 on 2 PEs: each PE multiplies its half of A's rows (copies, so the halves are
+    // tensors of their own) into its half of C.
+    const int64_t h = n / 2;
+    std::vector<pto::HostTensor> ah, ch;
+    std::unique_ptr<pto::runtime::World> world;
+    if (!bf) {
+      for (int pe = 0; pe < 2; ++pe) {
+        ah.emplace_back(dt, std::vector<int64_t>{h, n});
+        ch.emplace_back(pto::DT_FP32, std::vector<int64_t>{h, n});
+        std::memcpy(ah.back().data(), a.data_as<float>() + pe * h * n,
+                    static_cast<size_t>(ah.back().size_bytes()));
+      }
+      world = std::make_unique<pto::runtime::World>(2);
+      fns.push_back([&] { world->run([&](int pe) { k(ah[size_t(pe)], b, ch[size_t(pe)]); }); });
+      fns.back()();
+      for (int pe = 0; pe < 2 && !wrong; ++pe)
+        for (int64_t i = 0; i < h * n && !wrong; ++i)
+          wrong =
+              std::abs(ch[size_t(pe)].data_as<float>()[i] - c.data_as<float>()[pe * h * n + i]) >
+              1e-3 * (1 + std::abs(c.data_as<float>()[pe * h * n + i]));
+    }
     auto t = alternate(fns, o_.rounds);
     const double flops = 2.0 * n * n * n / t[0];
     const double peak = bf && lim_.dpbf16 > 0 ? lim_.dpbf16 : lim_.fma();
@@ -397,6 +420,11 @@ private:
     compare(name, "oneDNN 1T", t[0], t[1], wrong, 1.0, f, of, 0.85);
     compare(name, "OpenBLAS 2T", t[0], t[4], wrong, 0, f, of, 0);
     compare(name, "oneDNN 2T", t[0], t[2], wrong, 0, f, of, 0);
+    // 2 PEs use both cores: the peers with 2 threads; the limit is both cores' FMA peak.
+    const std::string name2 = "matmul fp32 2048^3, 2 PEs";
+    const double f2 = 2.0 * n * n * n / t[5] / (2 * peak);
+    compare(name2, "OpenBLAS 2T", t[5], t[4], wrong, 1.0, f2, "2-core FMA zmm peak", 0.85);
+    compare(name2, "oneDNN 2T", t[5], t[2], wrong, 1.0, f2, "2-core FMA zmm peak", 0.85);
   }
 
   void tiny() {
