@@ -57,10 +57,12 @@ MatmulGeometry matmul_geometry(DataType in, int64_t m, int64_t k, int64_t n) {
   g.kg = in == DT_INT8 || g.dpbf16 ? 2 : 1;
   const int64_t l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32 * 1024);
   const int64_t l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 256 * 1024);
-  // The B micro-panel (kcu x nr units) takes 2/3 of L1, the A block (mc x kcu) half of L2.
+  // The row loop is outside the column loop: an A micro-panel (mr x kcu units) stays in L1
+  // while the B micro-panels (kcu x nr, 2/3 of L1 each) stream past from the B block (kcu x nc),
+  // which takes half of L2; the A block (mc x kcu) is packing granularity (half of L2 too).
   g.kcu = std::clamp<int64_t>(l1 * 2 / 3 / (g.nr * 4) / 16 * 16, 64, 512);
   g.mc = std::clamp<int64_t>(l2 / 2 / (g.kcu * 4) / g.mr * g.mr, g.mr, 4096 / g.mr * g.mr);
-  g.nc = 4096;
+  g.nc = std::clamp<int64_t>(l2 / 2 / (g.kcu * 4) / g.nr * g.nr, 4 * g.nr, 4096);
   if (k > 0)
     g.kcu = std::min(g.kcu, (k + g.kg - 1) / g.kg);
   if (m > 0)
@@ -481,15 +483,15 @@ private:
   void register_blocks(LV *c, LV *ic, LV *jc, LV *mc, LV *nc, LV *kcu, LV *first, LV *last) {
     llvm::Type *oe = storage_type(B, out_dt_);
     kb_.for_loop(
-        kb_.i64(0), nc, kb_.i64(g_.nr),
-        [&](LV *jr) {
-          LV *bp = B.CreateGEP(i32(), Bp_, B.CreateMul(jr, kcu));
-          LV *ncols = kb_.smin(kb_.i64(g_.nr), B.CreateSub(nc, jr));
+        kb_.i64(0), mc, kb_.i64(g_.mr),
+        [&](LV *ir) {
+          LV *ap = B.CreateGEP(i32(), Ap_, B.CreateMul(ir, kcu));
+          LV *nrows = kb_.smin(kb_.i64(g_.mr), B.CreateSub(mc, ir));
           kb_.for_loop(
-              kb_.i64(0), mc, kb_.i64(g_.mr),
-              [&](LV *ir) {
-                LV *ap = B.CreateGEP(i32(), Ap_, B.CreateMul(ir, kcu));
-                LV *nrows = kb_.smin(kb_.i64(g_.mr), B.CreateSub(mc, ir));
+              kb_.i64(0), nc, kb_.i64(g_.nr),
+              [&](LV *jr) {
+                LV *bp = B.CreateGEP(i32(), Bp_, B.CreateMul(jr, kcu));
+                LV *ncols = kb_.smin(kb_.i64(g_.nr), B.CreateSub(nc, jr));
                 LV *crow0 = B.CreateGEP(
                     oe, c,
                     B.CreateAdd(B.CreateMul(B.CreateAdd(ic, ir), c_si_), B.CreateAdd(jc, jr)));
@@ -502,9 +504,9 @@ private:
                 LV *bias = has_bias_ ? B.CreateGEP(oe, bias_, B.CreateAdd(jc, jr)) : nullptr;
                 micro_kernel(ap, bp, kcu, part, out, first, last, bias);
               },
-              "mm.ir");
+              "mm.jr");
         },
-        "mm.jr");
+        "mm.ir");
   }
 
   // ---- the micro-kernel ----------------------------------------------------------------------
@@ -542,7 +544,7 @@ private:
     B.SetInsertPoint(done);
   }
 
-  /// Prefetches (for writing) the C rows of the tile below `t`, the next one the row loop
+  /// Prefetches (for writing) the C rows of the tile right of `t`, the next one the column loop
   /// visits: its loads then hit the cache instead of stalling the first FMAs. A prefetch past the
   /// end of C does not fault.
   void prefetch_next(const Tile &t) {
@@ -550,7 +552,8 @@ private:
     const auto line = static_cast<int64_t>(64 / (oe->getPrimitiveSizeInBits() / 8));
     for (int64_t i = 0; i < g_.mr; ++i)
       for (int64_t off = 0; off < g_.nr + line - 1; off += line) {
-        LV *row = B.CreateGEP(oe, t.ptr, B.CreateMul(kb_.i64(g_.mr + i), t.stride));
+        LV *row = B.CreateGEP(oe, B.CreateGEP(oe, t.ptr, kb_.i64(g_.nr)),
+                              B.CreateMul(kb_.i64(i), t.stride));
         LV *at = B.CreateGEP(oe, row, kb_.i64(std::min(off, g_.nr - 1)));
         B.CreateIntrinsic(llvm::Intrinsic::prefetch, {B.getPtrTy()},
                           {at, B.getInt32(1), B.getInt32(3), B.getInt32(1)});

@@ -6,8 +6,9 @@
 // The register block is MR rows x NR = 2 vectors: 14 x 32 in zmm registers (28 accumulators) on
 // AVX-512, 6 x 16 in ymm registers (12) below it (matmul_geometry). Per batch element: output
 // columns in nc blocks; K in kc chunks, for each of which the kc x nc block of B is packed once
-// into NR-wide panels; rows in mc blocks, each packed into MR-wide panels (vector loads, an
-// in-register transpose where the source runs along K); then the micro-kernel per MR x NR tile.
+// into NR-wide panels (it stays in L2); rows in mc blocks, each packed into MR-wide panels
+// (vector loads, an in-register transpose where the source runs along K); then per MR-row panel
+// of A (in L1) the micro-kernel along the block's NR-wide tiles.
 // Packed panels hold 32-bit units: an fp32 value (fp16/bf16 widened exactly), or a k pair of
 // 16-bit values (int8 sign-extended, for vpmaddwd; bf16 kept as bf16, for vdpbf16ps where the
 // target has AVX512_BF16). fp32/int32 outputs accumulate across K chunks in C itself (C is

@@ -16,9 +16,9 @@ struct MatmulGeometry {
   int64_t mr = 6;      ///< rows of the register block
   int64_t nr = 16;     ///< columns of the register block: 2 vectors
   int64_t kg = 1;      ///< k elements per packed 32-bit unit (2: int8 or vdpbf16ps bf16)
-  int64_t kcu = 256;   ///< k units per K chunk (the B micro-panel kcu x nr stays in L1)
-  int64_t mc = 96;     ///< rows per block (the A block mc x kcu stays in L2), a multiple of mr
-  int64_t nc = 4096;   ///< columns per block, a multiple of nr
+  int64_t kcu = 256;   ///< k units per K chunk (an A micro-panel mr x kcu stays in L1)
+  int64_t mc = 96;     ///< rows per packed A block, a multiple of mr
+  int64_t nc = 1024;   ///< columns per block (the B block kcu x nc stays in L2), a multiple of nr
   bool dpbf16 = false; ///< bf16 through vdpbf16ps
 };
 
