@@ -11,10 +11,10 @@
 // of A (in L1) the micro-kernel along the block's NR-wide tiles.
 // Packed panels hold 32-bit units: an fp32 value (fp16/bf16 widened exactly), or a k pair of
 // 16-bit values (int8 sign-extended, for vpmaddwd; bf16 kept as bf16, for vdpbf16ps where the
-// target has AVX512_BF16 and no AMX, lower_matmul_geometry.h). fp32/int32 outputs accumulate across K chunks in C itself (C is
-// written directly); fp16/bf16 outputs keep their partial sums in an fp32 mc x nc buffer (their
-// B block is then packed per row block). The last chunk applies bias, relu and the rounding to
-// the output dtype in the store, masked on the column and row tails.
+// target has AVX512_BF16 and no AMX, lower_matmul_geometry.h). fp32/int32 outputs accumulate across
+// K chunks in C itself (C is written directly); fp16/bf16 outputs keep their partial sums in an
+// fp32 mc x nc buffer (their B block is then packed per row block). The last chunk applies bias,
+// relu and the rounding to the output dtype in the store, masked on the column and row tails.
 #pragma once
 
 #include "llvm/kernel_builder.h"
