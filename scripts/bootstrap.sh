@@ -8,8 +8,8 @@
 # With --bench also the benchmark peers (scripts/bench.sh).
 set -euo pipefail
 pkgs=(g++ cmake make ccache valgrind clang-format-19 clang-tidy-19 llvm-19-dev libsleef-dev libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev libbenchmark-dev llvm-19-tools openmpi-bin libopenmpi-dev)
-# Peers measured by bench/ only: OpenBLAS for matmul_bench.
-bench_pkgs=(libopenblas-dev)
+# Peers measured by bench/ only: OpenBLAS (matmul_bench, compare), oneDNN (compare).
+bench_pkgs=(libopenblas-dev libdnnl-dev)
 [ "${1:-}" = "--bench" ] && pkgs+=("${bench_pkgs[@]}")
 missing=()
 for p in "${pkgs[@]}"; do

@@ -72,6 +72,31 @@ void fused_chain(const float *x, float *y, int64_t n, float a, float b, float c)
     y[i] = std::exp(x[i] * a + b) - x[i] / c;
 }
 
+void row_sum(const float *x, float *y, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float s = 0;
+    for (int64_t c = 0; c < cols; ++c)
+      s += x[r * cols + c];
+    y[r] = s;
+  }
+}
+
+void row_amax(const float *x, float *y, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float m = std::numeric_limits<float>::lowest(); // no infinity under -ffast-math
+    for (int64_t c = 0; c < cols; ++c)
+      m = std::max(m, x[r * cols + c]);
+    y[r] = m;
+  }
+}
+
+void fused_chain_bf16(const uint16_t *x, uint16_t *y, int64_t n, float a, float b, float c) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = bf16_to_float(x[i]);
+    y[i] = float_to_bf16(std::exp(v * a + b) - v / c);
+  }
+}
+
 void copy(const float *x, float *y, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     y[i] = x[i];

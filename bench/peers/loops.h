@@ -20,7 +20,13 @@ namespace peer {
   /** y = x * s over n elements (STREAM scale). */                                                 \
   void scale(const float *x, float *y, int64_t n, float s);                                        \
   /** y = sum over p < n_inputs of xs[p], n elements each (the allreduce's local sum). */          \
-  void sum_inputs(const float *const *xs, int n_inputs, float *y, int64_t n);
+  void sum_inputs(const float *const *xs, int n_inputs, float *y, int64_t n);                      \
+  /** y[r] = sum of row r of x [rows, cols]. */                                                    \
+  void row_sum(const float *x, float *y, int64_t rows, int64_t cols);                              \
+  /** y[r] = max of row r of x [rows, cols] (std::max: NaN handling as the compiler makes it). */  \
+  void row_amax(const float *x, float *y, int64_t rows, int64_t cols);                             \
+  /** fused_chain on bf16 storage (raw bits), computed in fp32, rounded to nearest even. */        \
+  void fused_chain_bf16(const uint16_t *x, uint16_t *y, int64_t n, float a, float b, float c);
 
 // The same declarations in both namespaces: the two builds of loops.cpp must not share symbols.
 namespace strict {

@@ -51,6 +51,11 @@ const JitTarget &jit_target() {
   return *g_target;
 }
 
+bool target_has_feature(const JitTarget &t, const std::string &feature) {
+  const std::string f = "," + t.features + ",";
+  return f.find(",+" + feature + ",") != std::string::npos;
+}
+
 void check_isa_env(const std::source_location &loc, const std::string &kernel) {
   const std::string context = fmt::format(" (tracing kernel '{}')", kernel);
   auto r = resolve_env();

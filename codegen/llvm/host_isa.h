@@ -14,4 +14,7 @@ namespace pto::codegen {
 /// checked it first.
 const JitTarget &jit_target();
 
+/// True when `t`'s LLVM features turn `feature` on ("avx512bf16": "+avx512bf16" is in the list).
+bool target_has_feature(const JitTarget &t, const std::string &feature);
+
 } // namespace pto::codegen

@@ -1,19 +1,25 @@
 // lower_matmul.cpp - See lower_matmul.h. Numerics match interpreter_matmul.cpp: fp32 (or wrapping
 // int32) accumulation, bias, relu, one rounding to the output dtype; only the summation order
-// within a dot product differs (FMA, no intermediate rounding of the products).
+// within a dot product differs (FMA, no intermediate rounding of the products). fp32 partial
+// sums cross K chunks unrounded, so the blocking does not change a result. vdpbf16ps (bf16 where
+// the target has AVX512_BF16 and no AMX, see matmul_geometry) adds each k pair's products to the
+// lane in the order k+1, k and treats fp32 denormals (inputs and results) as zero, as Intel
+// documents it.
 #include "llvm/lower_matmul.h"
 
 #include "pto/error.h"
 #include "pto/runtime/abi.h"
 
 #include "llvm/dtype_codec.h"
+#include "llvm/host_target.h"
 
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
 
 #include <algorithm>
-#include <functional>
+#include <optional>
 #include <string>
+#include <unistd.h>
 
 namespace pto::codegen {
 
@@ -21,11 +27,52 @@ using LV = llvm::Value;
 
 namespace {
 
-constexpr int64_t kMR = 6;  ///< rows of the register block
-constexpr int64_t kNR = 16; ///< columns of the register block (two 8-lane vectors)
-constexpr unsigned kLanes = 8;
-
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+/// A data cache size from sysconf, or `fallback` when the host does not say (some VMs).
+int64_t cache_bytes(int name, int64_t fallback) {
+  long v = sysconf(name);
+  return v >= 16 * 1024 && v <= 64 * 1024 * 1024 ? v : fallback;
+}
+
+/// The test hook's setting (lower_matmul_geometry.h).
+std::optional<bool> &dpbf16_override() {
+  static std::optional<bool> v;
+  return v;
+}
+
+} // namespace
+
+void set_matmul_dpbf16_for_tests(std::optional<bool> use) { dpbf16_override() = use; }
+
+MatmulGeometry matmul_geometry(DataType in, int64_t m, int64_t k, int64_t n) {
+  const HostTarget &t = host_target();
+  MatmulGeometry g;
+  const bool avx512 = t.isa >= Isa::Avx512;
+  g.lanes = avx512 ? 16 : 8;
+  g.mr = avx512 ? 14 : 6;
+  g.nr = 2 * g.lanes;
+  g.dpbf16 = in == DT_BF16 && avx512 && target_has_feature(t, "avx512bf16") &&
+             dpbf16_override().value_or(!target_has_feature(t, "amx-bf16"));
+  g.kg = in == DT_INT8 || g.dpbf16 ? 2 : 1;
+  const int64_t l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32 * 1024);
+  const int64_t l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 256 * 1024);
+  // The row loop is outside the column loop: an A micro-panel (mr x kcu units) stays in L1
+  // while the B micro-panels (kcu x nr, 2/3 of L1 each) stream past from the B block (kcu x nc),
+  // which takes half of L2; the A block (mc x kcu) is packing granularity (half of L2 too).
+  g.kcu = std::clamp<int64_t>(l1 * 2 / 3 / (g.nr * 4) / 16 * 16, 64, 512);
+  g.mc = std::clamp<int64_t>(l2 / 2 / (g.kcu * 4) / g.mr * g.mr, g.mr, 4096 / g.mr * g.mr);
+  g.nc = std::clamp<int64_t>(l2 / 2 / (g.kcu * 4) / g.nr * g.nr, 4 * g.nr, 4096);
+  if (k > 0)
+    g.kcu = std::min(g.kcu, (k + g.kg - 1) / g.kg);
+  if (m > 0)
+    g.mc = std::min(g.mc, round_up(m, g.mr));
+  if (n > 0)
+    g.nc = std::min(g.nc, round_up(n, g.nr));
+  return g;
+}
+
+namespace {
 
 class MatmulLowering {
 public:
@@ -52,9 +99,10 @@ private:
   const ir::Op &op_;
   const ir::Value &va_, &vb_, &vc_;
   DataType in_dt_ = DT_FP32, out_dt_ = DT_FP32;
-  bool int_ = false, avx2_ = false, has_bias_ = false;
-  int64_t kg_ = 1; ///< k elements per packed group (2: int16 pairs for vpmaddwd)
-  int64_t m_l1_ = 0, k_l1_ = 0, n_l1_ = 0; ///< block sizes: mL1 (rounded to kMR), kL1, nL1
+  MatmulGeometry g_;
+  unsigned W = 8;
+  bool int_ = false, has_bias_ = false;
+  bool direct_ = true; ///< fp32/int32 output: partial sums live in C; else in Cbuf_
   LV *Ap_ = nullptr, *Bp_ = nullptr, *Cbuf_ = nullptr, *bias_ = nullptr;
   Addr aa_, ab_, ac_;
   LV *M_ = nullptr, *N_ = nullptr, *K_ = nullptr;
@@ -62,25 +110,37 @@ private:
   std::vector<LV *> bvalid_, idx_; ///< valid batch extents, the current batch index
 
   // ---- setup ---------------------------------------------------------------------------------
+  /// A concrete extent of `v`'s dim `d`, or 0.
+  static int64_t concrete(const ir::Value &v, size_t d) {
+    return v.shape[d].is_concrete() ? v.shape[d].concrete() : 0;
+  }
+
   void choose_blocks() {
     in_dt_ = va_.dtype;
     out_dt_ = vc_.dtype;
     int_ = in_dt_ == DT_INT8;
-    kg_ = int_ ? 2 : 1;
-    avx2_ = kb_.isa() >= Isa::Avx2;
-    const auto &cube = op_.tile.cube;
-    m_l1_ = round_up(cube[1], kMR);
-    k_l1_ = round_up(std::min(cube[3], cube[4]), kg_);
-    n_l1_ = round_up(cube[6], kNR);
+    direct_ = out_dt_ == DT_FP32 || out_dt_ == DT_INT32;
+    const size_t r = vc_.shape.size();
+    g_ = matmul_geometry(in_dt_, concrete(vc_, r - 2), concrete(va_, op_.a_trans ? r - 2 : r - 1),
+                         concrete(vc_, r - 1));
+    W = g_.lanes;
+    if (W == 16) { // zmm vectors stay whole even where the CPU prefers 256-bit code
+      llvm::Function *f = kb_.function();
+      unsigned have = 0;
+      if (f->hasFnAttribute("min-legal-vector-width"))
+        f->getFnAttribute("min-legal-vector-width").getValueAsString().getAsInteger(10, have);
+      if (have < 512)
+        f->addFnAttr("min-legal-vector-width", "512");
+    }
   }
 
-  /// Scratch, once per call: packed A and B chunks and the partial-sum block (at most
-  /// kMaxCubeScratchBytes plus the rounding above: set_cube_tile_shapes bounds the blocks). A
-  /// refused allocation (its RuntimeError recorded) returns before the first write.
+  /// Scratch, once per call: the packed A and B blocks and (fp16/bf16 outputs) the partial-sum
+  /// block, a few MiB at most (matmul_geometry). A refused allocation (its RuntimeError
+  /// recorded) returns before the first write.
   void alloc_scratch() {
-    Ap_ = alloc(m_l1_ * k_l1_ * pack_bytes());
-    Bp_ = alloc(n_l1_ * k_l1_ * pack_bytes());
-    Cbuf_ = alloc(m_l1_ * n_l1_ * 4);
+    Ap_ = alloc(g_.mc * g_.kcu * 4);
+    Bp_ = alloc(g_.nc * g_.kcu * 4);
+    Cbuf_ = direct_ ? Ap_ : alloc(g_.mc * g_.nc * 4);
     return_if_null({Ap_, Bp_, Cbuf_});
   }
 
@@ -140,11 +200,20 @@ private:
   }
 
   // ---- helpers -------------------------------------------------------------------------------
-  int64_t pack_bytes() const { return int_ ? 2 : 4; }
-  llvm::Type *pack_elem() { return int_ ? B.getInt16Ty() : B.getFloatTy(); }
+  llvm::Type *i32() { return B.getInt32Ty(); }
   llvm::Type *acc_elem() { return int_ ? B.getInt32Ty() : B.getFloatTy(); }
-  llvm::VectorType *vec(llvm::Type *e, unsigned n = kLanes) {
-    return llvm::FixedVectorType::get(e, n);
+  llvm::FixedVectorType *vec(llvm::Type *e, unsigned n) { return llvm::FixedVectorType::get(e, n); }
+  /// <0, 1, ..., n-1> as i64.
+  LV *iota(unsigned n, int64_t from = 0) {
+    std::vector<llvm::Constant *> l;
+    for (unsigned j = 0; j < n; ++j)
+      l.push_back(B.getInt64(static_cast<uint64_t>(from + j)));
+    return llvm::ConstantVector::get(l);
+  }
+  /// Lanes j < `n` of an n-wide mask: (from + j) < limit.
+  LV *lanes_below(unsigned n, LV *from, LV *limit) {
+    return B.CreateICmpSLT(B.CreateAdd(iota(n), B.CreateVectorSplat(n, from)),
+                           B.CreateVectorSplat(n, limit));
   }
   /// Scratch of `bytes`, allocated in the entry block (once per call). Site -1: a failure points
   /// at the user's call of the kernel.
@@ -165,253 +234,398 @@ private:
     B.SetInsertPoint(cont);
   }
 
-  /// Storage element(s) of the inputs -> the pack type: fp32 (int16 for int8).
-  LV *widen_in(LV *raw) {
-    if (in_dt_ == DT_INT8)
-      return B.CreateSExt(raw, raw->getType()->getWithNewType(B.getInt16Ty()));
-    return widen(B, raw, in_dt_);
+  /// `n` input elements from `base` at element stride `stride`, lanes off in `mask` zero (and
+  /// not read): a masked load where the stride is 1, else a masked gather.
+  LV *load_run(LV *base, LV *stride, unsigned n, LV *mask) {
+    llvm::Type *se = storage_type(B, in_dt_);
+    auto *vt = vec(se, n);
+    LV *zero = llvm::Constant::getNullValue(vt);
+    if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(stride); c && c->isOne())
+      return B.CreateMaskedLoad(vt, base, llvm::Align(1), mask, zero);
+    LV *ptrs = B.CreateGEP(se, base, B.CreateMul(iota(n), B.CreateVectorSplat(n, stride)));
+    return B.CreateMaskedGather(vt, ptrs, llvm::Align(1), mask, zero);
   }
 
-  /// One input element at `ptr` -> the pack type. Widened as a <1 x T> vector: the O3 output of
-  /// the packing loops depends on that form (a scalar widen there changes the bf16 kernels' code).
-  LV *load_scalar(LV *ptr) {
-    LV *raw = B.CreateLoad(storage_type(B, in_dt_), ptr);
-    LV *v = B.CreateInsertElement(llvm::PoisonValue::get(vec(storage_type(B, in_dt_), 1)), raw,
-                                  uint64_t{0});
-    return B.CreateExtractElement(widen_in(v), uint64_t{0});
+  /// Input storage elements -> 16-bit pair halves: int8 sign-extended, bf16 as its bits.
+  LV *to_i16(LV *raw) {
+    return int_ ? B.CreateSExt(raw, raw->getType()->getWithNewType(B.getInt16Ty())) : raw;
+  }
+
+  /// n * kg input storage elements -> n 32-bit packed units (fp32 widened, or 16-bit pairs).
+  LV *to_units(LV *raw, unsigned n) {
+    LV *w = g_.kg == 1 ? widen(B, raw, in_dt_) : to_i16(raw);
+    return B.CreateBitCast(w, vec(i32(), n));
   }
 
   // ---- packing -------------------------------------------------------------------------------
-  /// The offset in a packed panel `width` wide of element (k, lane): [k / kg][lane][k % kg].
-  LV *packed_index(LV *k, LV *lane, int64_t width) {
-    return B.CreateAdd(B.CreateMul(B.CreateSDiv(k, kb_.i64(kg_)), kb_.i64(width * kg_)),
-                       B.CreateAdd(B.CreateMul(lane, kb_.i64(kg_)), B.CreateSRem(k, kb_.i64(kg_))));
-  }
-
-  /// The element at ptr() in the pack type when `live`, else 0 (nothing is loaded), in blocks
-  /// `prefix`.ld / .z / .j.
-  LV *load_or_zero(LV *live, const std::function<LV *()> &ptr, const std::string &prefix) {
-    llvm::Type *pe = pack_elem();
-    LV *v = nullptr;
-    llvm::BasicBlock *ld = nullptr, *z = nullptr;
-    kb_.if_else(
-        live,
-        [&] {
-          ld = B.GetInsertBlock();
-          v = load_scalar(ptr());
-        },
-        [&] { z = B.GetInsertBlock(); }, prefix + ".ld", prefix + ".z", prefix + ".j");
-    auto *phi = B.CreatePHI(pe, 2);
-    phi->addIncoming(v, ld);
-    phi->addIncoming(llvm::Constant::getNullValue(pe), z);
-    return phi;
-  }
-
-  /// Packs one row of A (one column of B) into lane `lane` of a panel `width` wide at `dst0`:
-  /// element k from src + k * `k_stride`, zero where `live_line` is false or k >= kc, for
-  /// k < kcp (kc rounded up to whole k groups). `prefix` and `loop` name the blocks.
-  void pack_line(LV *dst0, LV *lane, int64_t width, LV *live_line, LV *src, LV *k_stride, LV *kc,
-                 LV *kcp, const char *prefix, const char *loop) {
-    llvm::Type *se = storage_type(B, in_dt_), *pe = pack_elem();
-    kb_.for_loop(
-        kb_.i64(0), kcp, kb_.i64(1),
-        [&](LV *k) {
-          LV *dst = B.CreateGEP(pe, dst0, packed_index(k, lane, width));
-          LV *live = B.CreateAnd(live_line, B.CreateICmpSLT(k, kc));
-          LV *v = load_or_zero(
-              live, [&] { return B.CreateGEP(se, src, B.CreateMul(k, k_stride)); }, prefix);
-          B.CreateStore(v, dst);
-        },
-        loop);
-  }
-
-  /// Ap[panel][k / kg][row in panel][k % kg] = A(i0 + row, p0 + k), zero past `rows` or `kc`.
-  void pack_a(LV *a, LV *i0, LV *rows, LV *p0, LV *kc, LV *kcp) {
-    llvm::Type *se = storage_type(B, in_dt_), *pe = pack_elem();
-    LV *rows_p =
-        B.CreateMul(B.CreateSDiv(B.CreateAdd(rows, kb_.i64(kMR - 1)), kb_.i64(kMR)), kb_.i64(kMR));
-    kb_.for_loop(
-        kb_.i64(0), rows_p, kb_.i64(1),
-        [&](LV *i) {
-          LV *panel = B.CreateSDiv(i, kb_.i64(kMR)), *ip = B.CreateSRem(i, kb_.i64(kMR));
-          LV *dst0 = B.CreateGEP(pe, Ap_, B.CreateMul(panel, B.CreateMul(kcp, kb_.i64(kMR))));
-          LV *live_row = B.CreateICmpSLT(i, rows);
-          LV *src_row = B.CreateGEP(
-              se, a, B.CreateAdd(B.CreateMul(B.CreateAdd(i0, i), a_si_), B.CreateMul(p0, a_sk_)));
-          pack_line(dst0, ip, kMR, live_row, src_row, a_sk_, kc, kcp, "pa", "pa.k");
-        },
-        "pa.i");
-  }
-
-  /// Bp[panel][k / kg][col in panel][k % kg] = B(p0 + k, j0 + col), zero past `cols` or `kc`.
-  void pack_b(LV *b, LV *p0, LV *kc, LV *kcp, LV *j0, LV *cols) {
-    llvm::Type *se = storage_type(B, in_dt_), *pe = pack_elem();
-    LV *panels = B.CreateSDiv(B.CreateAdd(cols, kb_.i64(kNR - 1)), kb_.i64(kNR));
-    LV *origin = B.CreateGEP(se, b, B.CreateAdd(B.CreateMul(p0, b_sk_), B.CreateMul(j0, b_sj_)));
+  /// Packs `lines` lines (rows of A, or columns of transposed B) whose K runs along memory into
+  /// panels `width` lines wide at `dst`: unit u of line l of panel p at
+  /// dst[(p * kcu + u) * width + l]. Line l starts at src + l * line_stride; its k elements are
+  /// k_stride apart, those past `kc` and the lines past `lines` are zero. Per W units of k, W
+  /// lines are loaded as vectors and transposed in registers.
+  void pack_transposed(LV *dst, int64_t width, LV *lines, LV *src, LV *line_stride, LV *k_stride,
+                       LV *kc, LV *kcu, const char *name) {
+    llvm::Type *se = storage_type(B, in_dt_);
+    const auto nk = static_cast<unsigned>(W * g_.kg);
+    LV *panels = B.CreateSDiv(B.CreateAdd(lines, kb_.i64(width - 1)), kb_.i64(width));
     kb_.for_loop(
         kb_.i64(0), panels, kb_.i64(1),
-        [&](LV *jp) {
-          LV *dst0 = B.CreateGEP(pe, Bp_, B.CreateMul(jp, B.CreateMul(kcp, kb_.i64(kNR))));
-          LV *c0 = B.CreateMul(jp, kb_.i64(kNR));
-          LV *ncols = kb_.smin(B.CreateSub(cols, c0), kb_.i64(kNR));
-          LV *src_panel = B.CreateGEP(se, origin, B.CreateMul(c0, b_sj_));
-          if (op_.b_trans)
-            pack_b_columns(src_panel, dst0, ncols, kc, kcp);
-          else
-            pack_b_rows(src_panel, dst0, ncols, kc, kcp);
+        [&](LV *p) {
+          LV *pdst = B.CreateGEP(i32(), dst, B.CreateMul(p, B.CreateMul(kcu, kb_.i64(width))));
+          kb_.for_loop(
+              kb_.i64(0), kcu, kb_.i64(W),
+              [&](LV *u0) {
+                LV *k0 = B.CreateMul(u0, kb_.i64(g_.kg));
+                LV *kmask = lanes_below(nk, k0, kc);
+                LV *full = B.CreateICmpSLE(B.CreateAdd(u0, kb_.i64(W)), kcu);
+                for (int64_t g0 = 0; g0 < width; g0 += W) {
+                  const auto R = static_cast<unsigned>(std::min<int64_t>(W, width - g0));
+                  std::vector<LV *> rows(W, llvm::Constant::getNullValue(vec(i32(), W)));
+                  for (unsigned t = 0; t < R; ++t) {
+                    LV *line = B.CreateAdd(B.CreateMul(p, kb_.i64(width)), kb_.i64(g0 + t));
+                    LV *live = B.CreateICmpSLT(line, lines);
+                    LV *at = B.CreateGEP(
+                        se, src,
+                        B.CreateAdd(B.CreateMul(line, line_stride), B.CreateMul(k0, k_stride)));
+                    LV *m = B.CreateAnd(kmask, B.CreateVectorSplat(nk, live));
+                    rows[t] = to_units(load_run(at, k_stride, nk, m), W);
+                  }
+                  std::vector<LV *> cols = transpose(rows);
+                  auto store = [&](unsigned t) {
+                    LV *at = B.CreateGEP(
+                        i32(), pdst,
+                        B.CreateAdd(B.CreateMul(B.CreateAdd(u0, kb_.i64(t)), kb_.i64(width)),
+                                    kb_.i64(g0)));
+                    store_lanes(cols[t], at, R);
+                  };
+                  kb_.if_else(
+                      full,
+                      [&] {
+                        for (unsigned t = 0; t < W; ++t)
+                          store(t);
+                      },
+                      [&] {
+                        for (unsigned t = 0; t < W; ++t)
+                          kb_.if_then(
+                              B.CreateICmpSLT(B.CreateAdd(u0, kb_.i64(t)), kcu), [&] { store(t); },
+                              std::string(name) + ".tail", std::string(name) + ".tail.end");
+                      },
+                      std::string(name) + ".full", std::string(name) + ".part",
+                      std::string(name) + ".join");
+                }
+              },
+              (std::string(name) + ".u").c_str());
         },
-        "pb.panel");
+        (std::string(name) + ".panel").c_str());
   }
 
-  /// One panel of B from rows of 16 contiguous elements: one masked vector load and widen per k.
-  void pack_b_rows(LV *src_panel, LV *dst0, LV *ncols, LV *kc, LV *kcp) {
-    llvm::Type *se = storage_type(B, in_dt_), *pe = pack_elem();
-    LV *lane = llvm::ConstantVector::get([&] {
-      std::vector<llvm::Constant *> l;
-      for (int64_t j = 0; j < kNR; ++j)
-        l.push_back(B.getInt64(static_cast<uint64_t>(j)));
-      return l;
-    }());
-    LV *mask = B.CreateICmpSLT(lane, B.CreateVectorSplat(kNR, ncols));
-    auto *svt = vec(se, kNR);
-    kb_.for_loop(
-        kb_.i64(0), kcp, kb_.i64(1),
-        [&](LV *k) {
-          LV *live = B.CreateICmpSLT(k, kc);
-          LV *m = B.CreateAnd(mask, B.CreateVectorSplat(kNR, live));
-          LV *raw = B.CreateMaskedLoad(svt, B.CreateGEP(se, src_panel, B.CreateMul(k, b_sk_)),
-                                       llvm::Align(1), m, llvm::Constant::getNullValue(svt));
-          LV *w = widen_in(raw);
-          if (kg_ == 1) {
-            B.CreateStore(w, B.CreateGEP(pe, dst0, B.CreateMul(k, kb_.i64(kNR))));
-            return;
-          }
-          // Interleave into pairs: element (k, j) at (k / 2) * 32 + j * 2 + k % 2.
-          LV *base = B.CreateAdd(B.CreateMul(B.CreateSDiv(k, kb_.i64(2)), kb_.i64(kNR * 2)),
-                                 B.CreateSRem(k, kb_.i64(2)));
-          for (int64_t j = 0; j < kNR; ++j)
-            B.CreateStore(B.CreateExtractElement(w, static_cast<uint64_t>(j)),
-                          B.CreateGEP(pe, dst0, B.CreateAdd(base, kb_.i64(j * 2))));
-        },
-        "pb.k");
+  /// The transpose of W vectors of W lanes (row r lane c -> row c lane r): log2(W) rounds of
+  /// interleaving row r with row r + W/2.
+  std::vector<LV *> transpose(std::vector<LV *> rows) {
+    std::vector<int> lo, hi;
+    for (unsigned j = 0; j < W / 2; ++j) {
+      lo.insert(lo.end(), {static_cast<int>(j), static_cast<int>(j + W)});
+      hi.insert(hi.end(), {static_cast<int>(j + W / 2), static_cast<int>(j + W / 2 + W)});
+    }
+    for (unsigned s = 1; s < W; s *= 2) {
+      std::vector<LV *> next(W);
+      for (unsigned i = 0; i < W / 2; ++i) {
+        next[2 * i] = B.CreateShuffleVector(rows[i], rows[i + W / 2], lo);
+        next[2 * i + 1] = B.CreateShuffleVector(rows[i], rows[i + W / 2], hi);
+      }
+      rows = std::move(next);
+    }
+    return rows;
   }
 
-  /// One panel of transposed B: B(k, j) is contiguous along k; walk columns, then k.
-  void pack_b_columns(LV *src_panel, LV *dst0, LV *ncols, LV *kc, LV *kcp) {
-    llvm::Type *se = storage_type(B, in_dt_);
+  /// Stores lanes [0, n) of a W-lane vector at `at`.
+  void store_lanes(LV *v, LV *at, unsigned n) {
+    if (n == W) {
+      B.CreateAlignedStore(v, at, llvm::Align(4));
+      return;
+    }
+    std::vector<llvm::Constant *> m;
+    for (unsigned j = 0; j < W; ++j)
+      m.push_back(B.getInt1(j < n));
+    B.CreateMaskedStore(v, at, llvm::Align(4), llvm::ConstantVector::get(m));
+  }
+
+  /// Packs `lines` lines whose elements run along memory at `line_stride` apart (rows of
+  /// transposed A, columns of B), K at `k_stride`, into the layout of pack_transposed: per k
+  /// unit one load of `width` elements per k (two interleaved for pairs).
+  void pack_direct(LV *dst, int64_t width, LV *lines, LV *src, LV *line_stride, LV *k_stride,
+                   LV *kc, LV *kcu, const char *name) {
+    const auto wn = static_cast<unsigned>(width);
+    LV *panels = B.CreateSDiv(B.CreateAdd(lines, kb_.i64(width - 1)), kb_.i64(width));
     kb_.for_loop(
-        kb_.i64(0), kb_.i64(kNR), kb_.i64(1),
-        [&](LV *j) {
-          LV *live_col = B.CreateICmpSLT(j, ncols);
-          LV *src_col = B.CreateGEP(se, src_panel, B.CreateMul(j, b_sj_));
-          pack_line(dst0, j, kNR, live_col, src_col, b_sk_, kc, kcp, "pb", "pbt.k");
+        kb_.i64(0), panels, kb_.i64(1),
+        [&](LV *p) {
+          LV *l0 = B.CreateMul(p, kb_.i64(width));
+          LV *lmask = lanes_below(wn, l0, lines);
+          LV *pdst = B.CreateGEP(i32(), dst, B.CreateMul(l0, kcu));
+          LV *psrc = B.CreateGEP(storage_type(B, in_dt_), src, B.CreateMul(l0, line_stride));
+          kb_.for_loop(
+              kb_.i64(0), kcu, kb_.i64(1),
+              [&](LV *u) {
+                auto row = [&](LV *k, LV *mask) {
+                  return load_run(
+                      B.CreateGEP(storage_type(B, in_dt_), psrc, B.CreateMul(k, k_stride)),
+                      line_stride, wn, mask);
+                };
+                LV *units = nullptr;
+                if (g_.kg == 1) {
+                  units = to_units(row(u, lmask), wn);
+                } else {
+                  LV *k0 = B.CreateMul(u, kb_.i64(2)), *k1 = B.CreateAdd(k0, kb_.i64(1));
+                  LV *m1 = B.CreateAnd(lmask, B.CreateVectorSplat(wn, B.CreateICmpSLT(k1, kc)));
+                  std::vector<int> inter;
+                  for (unsigned j = 0; j < wn; ++j)
+                    inter.insert(inter.end(), {static_cast<int>(j), static_cast<int>(j + wn)});
+                  LV *pairs =
+                      B.CreateShuffleVector(to_i16(row(k0, lmask)), to_i16(row(k1, m1)), inter);
+                  units = B.CreateBitCast(pairs, vec(i32(), wn));
+                }
+                B.CreateAlignedStore(units,
+                                     B.CreateGEP(i32(), pdst, B.CreateMul(u, kb_.i64(width))),
+                                     llvm::Align(4));
+              },
+              (std::string(name) + ".u").c_str());
         },
-        "pbt.j");
+        (std::string(name) + ".panel").c_str());
+  }
+
+  /// The rows [i0, i0 + rows) x K [p0, p0 + kc) of A into Ap_.
+  void pack_a(LV *a, LV *i0, LV *rows, LV *p0, LV *kc, LV *kcu) {
+    LV *src = B.CreateGEP(storage_type(B, in_dt_), a,
+                          B.CreateAdd(B.CreateMul(i0, a_si_), B.CreateMul(p0, a_sk_)));
+    if (op_.a_trans)
+      pack_direct(Ap_, g_.mr, rows, src, a_si_, a_sk_, kc, kcu, "pa");
+    else
+      pack_transposed(Ap_, g_.mr, rows, src, a_si_, a_sk_, kc, kcu, "pa");
+  }
+
+  /// K [p0, p0 + kc) x the columns [j0, j0 + cols) of B into Bp_.
+  void pack_b(LV *b, LV *p0, LV *kc, LV *kcu, LV *j0, LV *cols) {
+    LV *src = B.CreateGEP(storage_type(B, in_dt_), b,
+                          B.CreateAdd(B.CreateMul(p0, b_sk_), B.CreateMul(j0, b_sj_)));
+    if (op_.b_trans)
+      pack_transposed(Bp_, g_.nr, cols, src, b_sj_, b_sk_, kc, kcu, "pb");
+    else
+      pack_direct(Bp_, g_.nr, cols, src, b_sj_, b_sk_, kc, kcu, "pb");
   }
 
   // ---- the blocked loops ---------------------------------------------------------------------
   void gemm(LV *a, LV *b, LV *c) {
+    const int64_t kce = g_.kcu * g_.kg; // k elements per chunk
     // At least one K chunk, so that K == 0 still writes bias (or zeros).
     LV *chunks =
-        kb_.smax(B.CreateSDiv(B.CreateAdd(K_, kb_.i64(k_l1_ - 1)), kb_.i64(k_l1_)), kb_.i64(1));
+        kb_.smax(B.CreateSDiv(B.CreateAdd(K_, kb_.i64(kce - 1)), kb_.i64(kce)), kb_.i64(1));
+    // One K chunk: its element range, its units, whether it is the first or last.
+    struct Chunk {
+      LV *pc, *kc, *kcu, *first, *last;
+    };
+    auto chunk = [&](LV *q) {
+      Chunk k;
+      k.pc = B.CreateMul(q, kb_.i64(kce));
+      k.kc = kb_.smax(kb_.smin(kb_.i64(kce), B.CreateSub(K_, k.pc)), kb_.i64(0));
+      k.kcu = B.CreateSDiv(B.CreateAdd(k.kc, kb_.i64(g_.kg - 1)), kb_.i64(g_.kg));
+      k.first = B.CreateICmpEQ(q, kb_.i64(0));
+      k.last = B.CreateICmpEQ(q, B.CreateSub(chunks, kb_.i64(1)));
+      return k;
+    };
     kb_.for_loop(
-        kb_.i64(0), N_, kb_.i64(n_l1_),
+        kb_.i64(0), N_, kb_.i64(g_.nc),
         [&](LV *jc) {
-          LV *nc = kb_.smin(kb_.i64(n_l1_), B.CreateSub(N_, jc));
-          kb_.for_loop(
-              kb_.i64(0), M_, kb_.i64(m_l1_),
-              [&](LV *ic) {
-                LV *mc = kb_.smin(kb_.i64(m_l1_), B.CreateSub(M_, ic));
-                kb_.for_loop(
-                    kb_.i64(0), chunks, kb_.i64(1),
-                    [&](LV *q) {
-                      LV *pc = B.CreateMul(q, kb_.i64(k_l1_));
-                      LV *kc = kb_.smax(kb_.smin(kb_.i64(k_l1_), B.CreateSub(K_, pc)), kb_.i64(0));
-                      LV *kcp =
-                          B.CreateMul(B.CreateSDiv(B.CreateAdd(kc, kb_.i64(kg_ - 1)), kb_.i64(kg_)),
-                                      kb_.i64(kg_));
-                      LV *first = B.CreateICmpEQ(q, kb_.i64(0));
-                      LV *last = B.CreateICmpEQ(q, B.CreateSub(chunks, kb_.i64(1)));
-                      pack_a(a, ic, mc, pc, kc, kcp);
-                      pack_b(b, pc, kc, kcp, jc, nc);
-                      register_blocks(c, ic, jc, mc, nc, kcp, first, last);
-                    },
-                    "mm.pc");
-              },
-              "mm.ic");
+          LV *nc = kb_.smin(kb_.i64(g_.nc), B.CreateSub(N_, jc));
+          auto rows = [&](const Chunk &k) {
+            kb_.for_loop(
+                kb_.i64(0), M_, kb_.i64(g_.mc),
+                [&](LV *ic) {
+                  LV *mc = kb_.smin(kb_.i64(g_.mc), B.CreateSub(M_, ic));
+                  pack_a(a, ic, mc, k.pc, k.kc, k.kcu);
+                  register_blocks(c, ic, jc, mc, nc, k.kcu, k.first, k.last);
+                },
+                "mm.ic");
+          };
+          if (direct_) {
+            // B once per K chunk; every row block accumulates into C.
+            kb_.for_loop(
+                kb_.i64(0), chunks, kb_.i64(1),
+                [&](LV *q) {
+                  Chunk k = chunk(q);
+                  pack_b(b, k.pc, k.kc, k.kcu, jc, nc);
+                  rows(k);
+                },
+                "mm.pc");
+          } else {
+            // The partial sums of one row block live in Cbuf_ across the chunks.
+            kb_.for_loop(
+                kb_.i64(0), M_, kb_.i64(g_.mc),
+                [&](LV *ic) {
+                  LV *mc = kb_.smin(kb_.i64(g_.mc), B.CreateSub(M_, ic));
+                  kb_.for_loop(
+                      kb_.i64(0), chunks, kb_.i64(1),
+                      [&](LV *q) {
+                        Chunk k = chunk(q);
+                        pack_b(b, k.pc, k.kc, k.kcu, jc, nc);
+                        pack_a(a, ic, mc, k.pc, k.kc, k.kcu);
+                        register_blocks(c, ic, jc, mc, nc, k.kcu, k.first, k.last);
+                      },
+                      "mm.pc");
+                },
+                "mm.ic");
+          }
         },
         "mm.jc");
   }
 
-  /// The register blocks of one (mc x nc) block of C over one packed K chunk.
-  void register_blocks(LV *c, LV *ic, LV *jc, LV *mc, LV *nc, LV *kcp, LV *first, LV *last) {
+  /// The register blocks of one (mc x nc) block of C over one packed K chunk of kcu units.
+  void register_blocks(LV *c, LV *ic, LV *jc, LV *mc, LV *nc, LV *kcu, LV *first, LV *last) {
+    llvm::Type *oe = storage_type(B, out_dt_);
     kb_.for_loop(
-        kb_.i64(0), nc, kb_.i64(kNR),
-        [&](LV *jr) {
-          LV *bp = B.CreateGEP(pack_elem(), Bp_, B.CreateMul(jr, kcp));
-          LV *ncols = kb_.smin(kb_.i64(kNR), B.CreateSub(nc, jr));
+        kb_.i64(0), mc, kb_.i64(g_.mr),
+        [&](LV *ir) {
+          LV *ap = B.CreateGEP(i32(), Ap_, B.CreateMul(ir, kcu));
+          LV *nrows = kb_.smin(kb_.i64(g_.mr), B.CreateSub(mc, ir));
           kb_.for_loop(
-              kb_.i64(0), mc, kb_.i64(kMR),
-              [&](LV *ir) {
-                LV *ap = B.CreateGEP(pack_elem(), Ap_, B.CreateMul(ir, kcp));
-                LV *nrows = kb_.smin(kb_.i64(kMR), B.CreateSub(mc, ir));
-                LV *cbuf = B.CreateGEP(B.getFloatTy(), Cbuf_,
-                                       B.CreateAdd(B.CreateMul(ir, kb_.i64(n_l1_)), jr));
+              kb_.i64(0), nc, kb_.i64(g_.nr),
+              [&](LV *jr) {
+                LV *bp = B.CreateGEP(i32(), Bp_, B.CreateMul(jr, kcu));
+                LV *ncols = kb_.smin(kb_.i64(g_.nr), B.CreateSub(nc, jr));
                 LV *crow0 = B.CreateGEP(
-                    storage_type(B, out_dt_), c,
+                    oe, c,
                     B.CreateAdd(B.CreateMul(B.CreateAdd(ic, ir), c_si_), B.CreateAdd(jc, jr)));
-                LV *bias = has_bias_
-                               ? B.CreateGEP(storage_type(B, out_dt_), bias_, B.CreateAdd(jc, jr))
-                               : nullptr;
-                micro_kernel(ap, bp, kcp, cbuf, first, last, crow0, nrows, ncols, bias);
+                Tile out{crow0, c_si_, nrows, ncols};
+                Tile part =
+                    direct_ ? out
+                            : Tile{B.CreateGEP(B.getFloatTy(), Cbuf_,
+                                               B.CreateAdd(B.CreateMul(ir, kb_.i64(g_.nc)), jr)),
+                                   kb_.i64(g_.nc), nullptr, nullptr};
+                LV *bias = has_bias_ ? B.CreateGEP(oe, bias_, B.CreateAdd(jc, jr)) : nullptr;
+                micro_kernel(ap, bp, kcu, part, out, first, last, bias);
               },
-              "mm.ir");
+              "mm.jr");
         },
-        "mm.jr");
+        "mm.ir");
   }
 
   // ---- the micro-kernel ----------------------------------------------------------------------
-  /// C[6 x 16] (+)= Ap[6 x kcp] * Bp[kcp x 16]; then to Cbuf, or (last chunk) the epilogue.
-  void micro_kernel(LV *ap, LV *bp, LV *kcp, LV *cbuf, LV *first, LV *last, LV *crow0, LV *nrows,
-                    LV *ncols, LV *bias) {
-    std::vector<LV *> res = k_loop(ap, bp, kcp, load_accumulators(cbuf, first));
+  /// An mr x nr window of C or of the partial sums: row i at ptr + i * stride; rows past
+  /// `nrows` and columns past `ncols` are outside (null: the window is whole, in scratch).
+  struct Tile {
+    LV *ptr, *stride, *nrows, *ncols;
+  };
+
+  /// The lanes of vector v (of 2) inside the tile's columns, for row i: all true when whole.
+  LV *tile_mask(const Tile &t, int64_t i, int64_t v) {
+    LV *m = lanes_below(W, kb_.i64(v * W), t.ncols);
+    return B.CreateAnd(m, B.CreateVectorSplat(W, B.CreateICmpSLT(kb_.i64(i), t.nrows)));
+  }
+
+  LV *tile_ptr(const Tile &t, llvm::Type *e, int64_t i, int64_t v) {
+    return B.CreateGEP(e, t.ptr, B.CreateAdd(B.CreateMul(kb_.i64(i), t.stride), kb_.i64(v * W)));
+  }
+
+  /// C[mr x nr] (+)= Ap[mr x kcu] * Bp[kcu x nr]: on the last chunk the epilogue into C, else
+  /// the partial sums back to where they came from.
+  void micro_kernel(LV *ap, LV *bp, LV *kcu, const Tile &part, const Tile &out, LV *first, LV *last,
+                    LV *bias) {
+    std::vector<LV *> res = k_loop(ap, bp, kcu, load_accumulators(part, first));
     auto *partial = kb_.block("uk.partial");
     auto *epi = kb_.block("uk.epilogue");
     auto *done = kb_.block("uk.done");
     B.CreateCondBr(last, epi, partial);
     B.SetInsertPoint(partial);
-    for (int64_t i = 0; i < kMR; ++i)
-      for (int64_t h = 0; h < 2; ++h)
-        B.CreateAlignedStore(res[static_cast<size_t>(i * 2 + h)],
-                             B.CreateGEP(acc_elem(), cbuf, kb_.i64(i * n_l1_ + h * 8)),
-                             llvm::Align(4));
+    store_tile(part, res, acc_elem());
     B.CreateBr(done);
     B.SetInsertPoint(epi);
-    epilogue(res, crow0, nrows, ncols, bias);
+    epilogue(res, out, bias);
     B.CreateBr(done);
     B.SetInsertPoint(done);
   }
 
-  /// Accumulators: zero on the first chunk, else the partial sums (Cbuf is always allocated, so
-  /// the load is in bounds; its value is discarded on the first chunk).
-  std::vector<LV *> load_accumulators(LV *cbuf, LV *first) {
-    llvm::Type *ae = acc_elem();
-    auto *avt = vec(ae);
-    std::vector<LV *> acc(static_cast<size_t>(kMR * 2));
-    for (int64_t i = 0; i < kMR; ++i)
-      for (int64_t h = 0; h < 2; ++h) {
-        LV *ld = B.CreateAlignedLoad(avt, B.CreateGEP(ae, cbuf, kb_.i64(i * n_l1_ + h * 8)),
-                                     llvm::Align(4));
-        acc[static_cast<size_t>(i * 2 + h)] =
-            B.CreateSelect(first, llvm::Constant::getNullValue(avt), ld);
+  /// Prefetches (for writing) the C rows of the tile right of `t`, the next one the column loop
+  /// visits: its loads then hit the cache instead of stalling the first FMAs. A prefetch past the
+  /// end of C does not fault.
+  void prefetch_next(const Tile &t) {
+    llvm::Type *oe = storage_type(B, out_dt_);
+    const auto line = static_cast<int64_t>(64 / (oe->getPrimitiveSizeInBits() / 8));
+    for (int64_t i = 0; i < g_.mr; ++i)
+      for (int64_t off = 0; off < g_.nr + line - 1; off += line) {
+        LV *row = B.CreateGEP(oe, B.CreateGEP(oe, t.ptr, kb_.i64(g_.nr)),
+                              B.CreateMul(kb_.i64(i), t.stride));
+        LV *at = B.CreateGEP(oe, row, kb_.i64(std::min(off, g_.nr - 1)));
+        B.CreateIntrinsic(llvm::Intrinsic::prefetch, {B.getPtrTy()},
+                          {at, B.getInt32(1), B.getInt32(3), B.getInt32(1)});
       }
+  }
+
+  /// Accumulators: zero on the first chunk, else the partial sums (masked loads: nothing
+  /// outside the tile is read).
+  std::vector<LV *> load_accumulators(const Tile &part, LV *first) {
+    llvm::Type *ae = acc_elem();
+    auto *avt = vec(ae, W);
+    LV *zero = llvm::Constant::getNullValue(avt);
+    std::vector<LV *> acc(static_cast<size_t>(g_.mr * 2), zero);
+    auto *pre = B.GetInsertBlock();
+    auto *ld = kb_.block("uk.load");
+    auto *join = kb_.block("uk.loaded");
+    B.CreateCondBr(first, join, ld);
+    B.SetInsertPoint(ld);
+    std::vector<LV *> got;
+    for (int64_t i = 0; i < g_.mr; ++i)
+      for (int64_t v = 0; v < 2; ++v) {
+        LV *p = tile_ptr(part, ae, i, v);
+        got.push_back(part.nrows ? static_cast<LV *>(B.CreateMaskedLoad(
+                                       avt, p, llvm::Align(4), tile_mask(part, i, v), zero))
+                                 : B.CreateAlignedLoad(avt, p, llvm::Align(4)));
+      }
+    auto *ld_end = B.GetInsertBlock();
+    B.CreateBr(join);
+    B.SetInsertPoint(join);
+    for (size_t s = 0; s < acc.size(); ++s) {
+      auto *phi = B.CreatePHI(avt, 2);
+      phi->addIncoming(zero, pre);
+      phi->addIncoming(got[s], ld_end);
+      acc[s] = phi;
+    }
     return acc;
+  }
+
+  /// Stores the tile's vectors `vals` (elements `e`): unmasked when the tile is whole, else
+  /// rows past nrows skipped and the column tail masked.
+  void store_tile(const Tile &t, const std::vector<LV *> &vals, llvm::Type *e) {
+    auto plain = [&] {
+      for (int64_t i = 0; i < g_.mr; ++i)
+        for (int64_t v = 0; v < 2; ++v)
+          B.CreateAlignedStore(vals[static_cast<size_t>(i * 2 + v)], tile_ptr(t, e, i, v),
+                               llvm::Align(e->getPrimitiveSizeInBits() / 8));
+    };
+    if (!t.nrows) {
+      plain();
+      return;
+    }
+    LV *whole = B.CreateAnd(B.CreateICmpEQ(t.nrows, kb_.i64(g_.mr)),
+                            B.CreateICmpEQ(t.ncols, kb_.i64(g_.nr)));
+    kb_.if_else(
+        whole, plain,
+        [&] {
+          for (int64_t i = 0; i < g_.mr; ++i)
+            kb_.if_then(
+                B.CreateICmpSLT(kb_.i64(i), t.nrows),
+                [&] {
+                  for (int64_t v = 0; v < 2; ++v)
+                    B.CreateMaskedStore(vals[static_cast<size_t>(i * 2 + v)], tile_ptr(t, e, i, v),
+                                        llvm::Align(1), tile_mask(t, i, v));
+                },
+                "ep.row", "ep.row.end");
+        },
+        "ep.full", "ep.tail", "ep.join");
   }
 
   /// The k loop over the packed chunk, the accumulators carried in phis; returns their values
   /// at the exit.
-  std::vector<LV *> k_loop(LV *ap, LV *bp, LV *kcp, const std::vector<LV *> &acc) {
-    LV *steps = B.CreateSDiv(kcp, kb_.i64(kg_));
+  std::vector<LV *> k_loop(LV *ap, LV *bp, LV *kcu, const std::vector<LV *> &acc) {
     auto *pre = B.GetInsertBlock();
     auto *head = kb_.block("uk.head");
     auto *body = kb_.block("uk.body");
@@ -422,17 +636,14 @@ private:
     kphi->addIncoming(kb_.i64(0), pre);
     std::vector<llvm::PHINode *> phis;
     for (LV *v : acc) {
-      auto *ph = B.CreatePHI(vec(acc_elem()), 2);
+      auto *ph = B.CreatePHI(vec(acc_elem(), W), 2);
       ph->addIncoming(v, pre);
       phis.push_back(ph);
     }
-    B.CreateCondBr(B.CreateICmpSLT(kphi, steps), body, exit);
+    B.CreateCondBr(B.CreateICmpSLT(kphi, kcu), body, exit);
     B.SetInsertPoint(body);
     std::vector<LV *> next(phis.begin(), phis.end());
-    if (!int_)
-      fma_step(ap, bp, kphi, next);
-    else
-      madd_step(ap, bp, kphi, next);
+    k_step(ap, bp, kphi, next);
     LV *knext = B.CreateAdd(kphi, kb_.i64(1));
     auto *latch = B.GetInsertBlock();
     kphi->addIncoming(knext, latch);
@@ -443,106 +654,75 @@ private:
     return std::vector<LV *>(phis.begin(), phis.end());
   }
 
-  /// One k of the fp32 micro-kernel: per row one broadcast of A and two FMAs.
-  void fma_step(LV *ap, LV *bp, LV *k, std::vector<LV *> &acc) {
-    llvm::Type *f32 = B.getFloatTy();
-    auto *vt = vec(f32);
-    LV *brow = B.CreateGEP(f32, bp, B.CreateMul(k, kb_.i64(kNR)));
-    LV *b0 = B.CreateAlignedLoad(vt, brow, llvm::Align(4));
-    LV *b1 = B.CreateAlignedLoad(vt, B.CreateConstGEP1_64(f32, brow, 8), llvm::Align(4));
-    LV *arow = B.CreateGEP(f32, ap, B.CreateMul(k, kb_.i64(kMR)));
-    for (int64_t i = 0; i < kMR; ++i) {
-      LV *av = B.CreateVectorSplat(
-          kLanes, B.CreateLoad(f32, B.CreateConstGEP1_64(f32, arow, static_cast<uint64_t>(i))));
-      for (int64_t h = 0; h < 2; ++h) {
-        auto s = static_cast<size_t>(i * 2 + h);
-        acc[s] = B.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {av, h ? b1 : b0, acc[s]});
+  /// One k unit: two vectors of B, per row one broadcast unit of A and two multiply-adds.
+  void k_step(LV *ap, LV *bp, LV *u, std::vector<LV *> &acc) {
+    auto *vt = vec(i32(), W);
+    LV *brow = B.CreateGEP(i32(), bp, B.CreateMul(u, kb_.i64(g_.nr)));
+    LV *bv[2] = {B.CreateAlignedLoad(vt, brow, llvm::Align(4)),
+                 B.CreateAlignedLoad(vt, B.CreateConstGEP1_64(i32(), brow, W), llvm::Align(4))};
+    LV *arow = B.CreateGEP(i32(), ap, B.CreateMul(u, kb_.i64(g_.mr)));
+    for (int64_t i = 0; i < g_.mr; ++i) {
+      llvm::Type *ae = int_ || g_.dpbf16 ? i32() : B.getFloatTy();
+      LV *a = B.CreateVectorSplat(
+          W, B.CreateAlignedLoad(ae, B.CreateConstGEP1_64(i32(), arow, static_cast<uint64_t>(i)),
+                                 llvm::Align(4)));
+      for (int64_t v = 0; v < 2; ++v) {
+        auto s = static_cast<size_t>(i * 2 + v);
+        acc[s] = multiply_add(acc[s], a, bv[v]);
       }
     }
   }
 
-  /// One k pair of the int8 micro-kernel: B holds (k, k+1) int16 pairs per column, A one pair
-  /// per row (as an i32).
-  void madd_step(LV *ap, LV *bp, LV *k, std::vector<LV *> &acc) {
-    llvm::Type *i16 = B.getInt16Ty();
-    auto *v16 = vec(i16, 16);
-    LV *brow = B.CreateGEP(i16, bp, B.CreateMul(k, kb_.i64(kNR * 2)));
-    LV *b0 = B.CreateAlignedLoad(v16, brow, llvm::Align(2));
-    LV *b1 = B.CreateAlignedLoad(v16, B.CreateConstGEP1_64(i16, brow, 16), llvm::Align(2));
-    LV *arow = B.CreateGEP(i16, ap, B.CreateMul(k, kb_.i64(kMR * 2)));
-    for (int64_t i = 0; i < kMR; ++i) {
-      LV *pair = B.CreateAlignedLoad(B.getInt32Ty(),
-                                     B.CreateConstGEP1_64(i16, arow, static_cast<uint64_t>(i * 2)),
-                                     llvm::Align(2));
-      LV *av = B.CreateBitCast(B.CreateVectorSplat(kLanes, pair), v16);
-      for (int64_t h = 0; h < 2; ++h) {
-        auto s = static_cast<size_t>(i * 2 + h);
-        acc[s] = B.CreateAdd(acc[s], madd_pairs(av, h ? b1 : b0));
-      }
+  /// acc + a * b on W lanes of units: fp32 FMA, int16 pairs (vpmaddwd) or bf16 pairs
+  /// (vdpbf16ps).
+  LV *multiply_add(LV *acc, LV *a, LV *b) {
+    if (g_.dpbf16) {
+      auto *bf = vec(B.getBFloatTy(), 2 * W);
+      return B.CreateIntrinsic(W == 16 ? llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512
+                                       : llvm::Intrinsic::x86_avx512bf16_dpbf16ps_256,
+                               {}, {acc, B.CreateBitCast(a, bf), B.CreateBitCast(b, bf)});
     }
+    if (int_) {
+      auto *v16 = vec(B.getInt16Ty(), 2 * W);
+      return B.CreateAdd(acc, madd_pairs(B.CreateBitCast(a, v16), B.CreateBitCast(b, v16)));
+    }
+    auto *vf = vec(B.getFloatTy(), W);
+    return B.CreateIntrinsic(llvm::Intrinsic::fma, {vf}, {a, B.CreateBitCast(b, vf), acc});
   }
 
   /// Sum of adjacent int16 products into int32 lanes (vpmaddwd).
   LV *madd_pairs(LV *a, LV *b) {
-    if (avx2_)
+    if (W == 16)
+      return B.CreateIntrinsic(llvm::Intrinsic::x86_avx512_pmaddw_d_512, {}, {a, b});
+    if (kb_.isa() >= Isa::Avx2)
       return B.CreateIntrinsic(llvm::Intrinsic::x86_avx2_pmadd_wd, {}, {a, b});
-    auto *v16i32 = vec(B.getInt32Ty(), 16);
-    LV *prod = B.CreateMul(B.CreateSExt(a, v16i32), B.CreateSExt(b, v16i32));
+    auto *wide = vec(B.getInt32Ty(), 2 * W);
+    LV *prod = B.CreateMul(B.CreateSExt(a, wide), B.CreateSExt(b, wide));
     std::vector<int> even, odd;
-    for (int j = 0; j < 8; ++j) {
-      even.push_back(2 * j);
-      odd.push_back(2 * j + 1);
+    for (unsigned j = 0; j < W; ++j) {
+      even.push_back(static_cast<int>(2 * j));
+      odd.push_back(static_cast<int>(2 * j + 1));
     }
     return B.CreateAdd(B.CreateShuffleVector(prod, even), B.CreateShuffleVector(prod, odd));
   }
 
   // ---- the epilogue --------------------------------------------------------------------------
-  /// The last chunk: bias, relu and the rounding to the output dtype, stored row by row (rows
-  /// past `nrows` skipped, the column tail masked).
-  void epilogue(const std::vector<LV *> &res, LV *crow0, LV *nrows, LV *ncols, LV *bias) {
+  /// The last chunk: bias, relu and the rounding to the output dtype, stored into C.
+  void epilogue(const std::vector<LV *> &res, const Tile &out, LV *bias) {
     llvm::Type *oe = storage_type(B, out_dt_);
-    auto *ovt = vec(oe);
-    std::vector<llvm::Constant *> l0, l1;
-    for (unsigned j = 0; j < kLanes; ++j) {
-      l0.push_back(B.getInt64(j));
-      l1.push_back(B.getInt64(j + kLanes));
-    }
-    LV *nsplat = B.CreateVectorSplat(kLanes, ncols);
-    LV *mask[2] = {B.CreateICmpSLT(llvm::ConstantVector::get(l0), nsplat),
-                   B.CreateICmpSLT(llvm::ConstantVector::get(l1), nsplat)};
-    LV *full = B.CreateICmpSGE(ncols, kb_.i64(kNR));
+    auto *ovt = vec(oe, W);
     LV *bv[2] = {nullptr, nullptr};
     if (bias)
-      for (int h = 0; h < 2; ++h)
-        bv[h] =
-            widen(B,
-                  B.CreateMaskedLoad(ovt, B.CreateConstGEP1_64(oe, bias, h * kLanes),
-                                     llvm::Align(1), mask[h], llvm::Constant::getNullValue(ovt)),
-                  out_dt_);
-    for (int64_t i = 0; i < kMR; ++i) {
-      kb_.if_then(
-          B.CreateICmpSLT(kb_.i64(i), nrows),
-          [&] {
-            LV *row = B.CreateGEP(oe, crow0, B.CreateMul(kb_.i64(i), c_si_));
-            LV *out[2];
-            for (int h = 0; h < 2; ++h)
-              out[h] = finish(res[static_cast<size_t>(i * 2 + h)], bv[h]);
-            kb_.if_else(
-                full,
-                [&] {
-                  for (int h = 0; h < 2; ++h)
-                    B.CreateAlignedStore(out[h], B.CreateConstGEP1_64(oe, row, h * kLanes),
-                                         llvm::Align(1));
-                },
-                [&] {
-                  for (int h = 0; h < 2; ++h)
-                    B.CreateMaskedStore(out[h], B.CreateConstGEP1_64(oe, row, h * kLanes),
-                                        llvm::Align(1), mask[h]);
-                },
-                "ep.full", "ep.tail", "ep.join");
-          },
-          "ep.row.then", "ep.row.end");
-    }
+      for (int64_t v = 0; v < 2; ++v)
+        bv[v] = widen(B,
+                      B.CreateMaskedLoad(ovt, B.CreateConstGEP1_64(oe, bias, v * W), llvm::Align(1),
+                                         lanes_below(W, kb_.i64(v * W), out.ncols),
+                                         llvm::Constant::getNullValue(ovt)),
+                      out_dt_);
+    std::vector<LV *> vals;
+    for (size_t s = 0; s < res.size(); ++s)
+      vals.push_back(finish(res[s], bv[s % 2]));
+    store_tile(out, vals, oe);
   }
 
   /// An accumulator vector plus the bias vector `bias` (null: none), relu'd when the op asks,

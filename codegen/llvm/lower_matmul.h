@@ -1,18 +1,24 @@
 // lower_matmul.h - LLVM IR for OpKind::Matmul (pto/matmul.h): a packed, register-blocked GEMM
-// blocked by the op's cube tile. Called by lower_llvm's region walk for each matmul op (always
-// standalone: fuse.cpp never groups it, so its operands and result have storage).
+// (GotoBLAS/BLIS order) whose blocking and register block come from the CPU the code is
+// compiled for, not from the op's cube tile. Called by lower_llvm's region walk for each matmul
+// op (always standalone: fuse.cpp never groups it, so its operands and result have storage).
 //
-// Blocking (GotoBLAS order, per batch element): output columns in nL1 blocks, rows in mL1 blocks
-// (rounded up to the 6-row register block), K in kL1 chunks. Per (row block, K chunk) the A and
-// B chunks are packed into contiguous panels (fp16/bf16 widened to fp32, int8 to int16 pairs,
-// transposes resolved, tails zero-padded), then a 6 x 16 micro-kernel keeps the C block in 12
-// <8 x float> (or <8 x i32>) registers: per k one broadcast of A and two FMAs per row (int8:
-// vpmaddwd on k pairs). Partial sums of a multi-chunk K live in an fp32/int32 block buffer; the
-// last chunk applies bias, relu and the rounding to the output dtype in the store, masked on the
-// column tail and skipped past the row tail.
+// The register block is MR rows x NR = 2 vectors: 14 x 32 in zmm registers (28 accumulators) on
+// AVX-512, 6 x 16 in ymm registers (12) below it (matmul_geometry). Per batch element: output
+// columns in nc blocks; K in kc chunks, for each of which the kc x nc block of B is packed once
+// into NR-wide panels (it stays in L2); rows in mc blocks, each packed into MR-wide panels
+// (vector loads, an in-register transpose where the source runs along K); then per MR-row panel
+// of A (in L1) the micro-kernel along the block's NR-wide tiles.
+// Packed panels hold 32-bit units: an fp32 value (fp16/bf16 widened exactly), or a k pair of
+// 16-bit values (int8 sign-extended, for vpmaddwd; bf16 kept as bf16, for vdpbf16ps where the
+// target has AVX512_BF16 and no AMX, lower_matmul_geometry.h). fp32/int32 outputs accumulate across
+// K chunks in C itself (C is written directly); fp16/bf16 outputs keep their partial sums in an
+// fp32 mc x nc buffer (their B block is then packed per row block). The last chunk applies bias,
+// relu and the rounding to the output dtype in the store, masked on the column and row tails.
 #pragma once
 
 #include "llvm/kernel_builder.h"
+#include "llvm/lower_matmul_geometry.h"
 
 namespace pto::codegen {
 

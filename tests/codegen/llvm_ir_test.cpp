@@ -9,7 +9,9 @@
 // They sit next to their kernel below; FileCheck reads them from a temporary file.
 #include "pto/pto.h"
 
+#include "llvm/host_isa.h"
 #include "llvm/lower_llvm.h"
+#include "llvm/lower_matmul_geometry.h"
 #include "passes/planned.h"
 
 #include <doctest/doctest.h>
@@ -20,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -260,6 +263,35 @@ CHECK:     fadd <{{[0-9]+}} x float>
 }
 
 // ---- matmul: the packed micro-kernel ----------------------------------------------------------
+
+TEST_CASE("llvm ir: the matmul micro-kernel's vector width and bf16 instruction follow the "
+          "target") {
+  namespace cg = pto::codegen;
+  const cg::JitTarget &t = cg::jit_target();
+  const bool zmm = t.isa >= cg::Isa::Avx512,
+             bf16_dot = zmm && cg::target_has_feature(t, "avx512bf16");
+  auto mm = [](pto::DataType dt) {
+    return plan("mm_width", {{dt, {40, 70}}, {dt, {70, 50}}, {F32, {40, 50}}}, [](const Args &a) {
+      pto::set_vec_tile_shapes(16, 50);
+      pto::set_cube_tile_shapes({16, 32}, {16, 64}, {16, 48});
+      pto::assemble(pto::matmul(a[0], a[1], F32), {0, 0}, a[2]);
+    });
+  };
+  const std::string f32 = lowered(mm(F32));
+  CHECK(f32.find(zmm ? "@llvm.fma.v16f32" : "@llvm.fma.v8f32") != std::string::npos);
+  struct Reset {
+    ~Reset() { cg::set_matmul_dpbf16_for_tests(std::nullopt); }
+  } reset;
+  for (bool dp : {true, false}) {
+    CAPTURE(dp);
+    cg::set_matmul_dpbf16_for_tests(dp);
+    const std::string bf = lowered(mm(pto::DT_BF16));
+    const bool has_dot = bf.find("@llvm.x86.avx512bf16.dpbf16ps.512") != std::string::npos;
+    CHECK(has_dot == (dp && bf16_dot));
+    if (!has_dot)
+      CHECK(bf.find(zmm ? "@llvm.fma.v16f32" : "@llvm.fma.v8f32") != std::string::npos);
+  }
+}
 
 TEST_CASE("llvm ir: a matmul runs the packed micro-kernel; its epilogue fuses") {
   auto c = plan("matmul", {{F32, {32, 64}}, {F32, {64, 48}}, {F32, {32, 48}}, {F32, {32, 48}}},

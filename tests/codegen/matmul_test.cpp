@@ -4,12 +4,15 @@
 // ranks 3 and 4; then every set_cube_tile_shapes / matmul check with its exact error type.
 #include "pto/pto.h"
 
+#include "llvm/lower_matmul_geometry.h"
 #include "support/naive.h"
 #include "support/support.h"
 
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <iterator>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -250,6 +253,97 @@ TEST_CASE("matmul: operands computed by fused ops, result used by an elementwise
                               false, false);
     want = naive::map(want, [](double v) { return v + 1; });
     CHECK(support::mismatch(y, want, mm_tolerance(pto::DT_FP32, 33 * 3)) == "");
+  }
+}
+
+// ---- the CPU kernel's blocking (lower_matmul_geometry.h) -----------------------------------
+
+namespace {
+
+/// fp32, bf16 (vdpbf16ps where the target has AVX512_BF16), int8 and a narrow output (partial
+/// sums in scratch instead of C).
+const std::pair<pto::DataType, pto::DataType> kKernelPairs[] = {{pto::DT_FP32, pto::DT_FP32},
+                                                                {pto::DT_BF16, pto::DT_FP32},
+                                                                {pto::DT_INT8, pto::DT_INT32},
+                                                                {pto::DT_BF16, pto::DT_BF16}};
+
+Case kernel_case(pto::DataType in, pto::DataType out, int64_t M, int64_t K, int64_t N, bool at,
+                 bool bt) {
+  Case c;
+  c.in = in;
+  c.out = out;
+  c.a_trans = at;
+  c.b_trans = bt;
+  c.a_shape = at ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K};
+  c.b_shape = bt ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N};
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("matmul kernel: sizes 1 to 100 against the register block, every dtype, transposes") {
+  // 1, 7, 17, 33 and 100 in every position: none is a multiple of the 14 x 32 (AVX-512) or
+  // 6 x 16 register block or of the 16 or 8 k units one packing step transposes; odd K leaves
+  // half a k pair for int8 and bf16. The transposes rotate so each size meets each layout.
+  const std::tuple<int64_t, int64_t, int64_t> sizes[] = {
+      {1, 1, 1},    {7, 17, 33},     {17, 33, 100}, {33, 100, 7},
+      {100, 7, 17}, {100, 100, 100}, {1, 100, 33},  {33, 1, 100}};
+  for (auto mode : support::run_modes())
+    for (auto [in, out] : kKernelPairs)
+      for (size_t s = 0; s < std::size(sizes); ++s) {
+        auto [M, K, N] = sizes[s];
+        const bool at = s % 2, bt = s / 2 % 2;
+        CAPTURE(support::mode_name(mode));
+        CAPTURE(pair_name(in, out));
+        CAPTURE(M);
+        CAPTURE(K);
+        CAPTURE(N);
+        CAPTURE(at);
+        CAPTURE(bt);
+        CHECK(check(kernel_case(in, out, M, K, N, at, bt), mode, 71 + s) == "");
+      }
+}
+
+TEST_CASE("matmul kernel: past every cache block (K chunks, row blocks, column blocks)") {
+  // The blocks this host's kernel uses, so each case crosses one block boundary with a tail
+  // that is a multiple of nothing: K > 2 chunks (accumulating in C, or in scratch for a bf16
+  // output), M past the row block, N past the column block.
+  for (auto mode : support::run_modes())
+    for (auto [in, out] : kKernelPairs) {
+      auto g = pto::codegen::matmul_geometry(in, 0, 0, 0);
+      const int64_t kce = g.kcu * g.kg;
+      CAPTURE(support::mode_name(mode));
+      CAPTURE(pair_name(in, out));
+      CAPTURE(kce);
+      CAPTURE(g.mc);
+      CAPTURE(g.nc);
+      CHECK(check(kernel_case(in, out, 9, 2 * kce + 3, 37, false, false), mode, 81) == "");
+      CHECK(check(kernel_case(in, out, 19, 2 * kce + 5, 21, true, true), mode, 82) == "");
+      CHECK(check(kernel_case(in, out, g.mc + 5, 7, 35, false, true), mode, 83) == "");
+      CHECK(check(kernel_case(in, out, 5, 3, g.nc + 19, true, false), mode, 84) == "");
+    }
+}
+
+TEST_CASE("matmul kernel: bf16 on vdpbf16ps and on fp32 FMAs, whichever the host would pick") {
+  // Both bf16 paths where the target has AVX512_BF16 (elsewhere both runs take the FMA path).
+  // Shapes no other case compiles, so the JIT cache holds no program built under the other
+  // setting.
+  struct Reset {
+    ~Reset() { pto::codegen::set_matmul_dpbf16_for_tests(std::nullopt); }
+  } reset;
+  for (bool dp : {true, false}) {
+    pto::codegen::set_matmul_dpbf16_for_tests(dp);
+    auto g = pto::codegen::matmul_geometry(pto::DT_BF16, 0, 0, 0);
+    const int64_t kce = g.kcu * g.kg, d = dp ? 0 : 1;
+    for (auto out : {pto::DT_FP32, pto::DT_BF16})
+      for (auto mode : support::run_modes()) {
+        CAPTURE(dp);
+        CAPTURE(pto::name(out));
+        CAPTURE(support::mode_name(mode));
+        CHECK(check(kernel_case(pto::DT_BF16, out, 23 + d, 2 * kce + 7, 29, false, false), mode,
+                    91) == "");
+        CHECK(check(kernel_case(pto::DT_BF16, out, 15, 31 + d, 47, true, true), mode, 92) == "");
+      }
   }
 }
 

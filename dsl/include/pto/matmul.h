@@ -1,10 +1,11 @@
-// matmul.h - Matrix multiplication, as PyPTO `matmul` (reference §5 "Matrix"), blocked by the
+// matmul.h - Matrix multiplication, as PyPTO `matmul` (reference §5 "Matrix"), with the
 // cube tile shapes of `set_cube_tile_shapes` (reference §3.4).
 //
-// Codegen computes each output block of mL1 x nL1 elements over K chunks of kL1 (fp32 or int32
-// accumulation, fp16/bf16 operands widened to fp32 exactly), with a register-blocked FMA
-// micro-kernel (int8: widening multiply-add into int32). The L0 sizes are checked as PyPTO checks
-// them; the CPU kernel's own register block is independent of them.
+// The cube tile is checked and recorded as PyPTO's; the CPU kernel blocks for the CPU it runs
+// on instead (codegen/llvm/lower_matmul.h: fp32 or int32 accumulation, fp16/bf16 operands
+// widened to fp32 exactly or multiplied in bf16 pairs by vdpbf16ps, a register-blocked
+// micro-kernel at the host's vector width, int8 by widening multiply-add into int32). The L0
+// sizes are checked as PyPTO checks them.
 #pragma once
 
 #include "pto/tensor.h"
@@ -22,10 +23,9 @@ struct CubeTileOptions {
   bool enable_split_k = false;
 };
 
-/// The scratch one cube tile may use: each matmul call packs an mL1 x kAL1 block of A, a
-/// kBL1 x nL1 block of B and keeps an mL1 x nL1 block of partial sums, 4 bytes per element
-/// (fp32/int32; int8 packs in 2), in per-call scratch memory. As PyPTO bounds the blocks by its
-/// L1/L0 buffers, ptojit bounds (mL1*kAL1 + kBL1*nL1 + mL1*nL1) * 4 by 2^28 bytes (256 MiB).
+/// The scratch one cube tile may use: as PyPTO bounds the blocks by its L1/L0 buffers, ptojit
+/// bounds (mL1*kAL1 + kBL1*nL1 + mL1*nL1) * 4 by 2^28 bytes (256 MiB). (The CPU kernel's own
+/// per-call scratch, its packed blocks, is a few MiB whatever the cube tile.)
 inline constexpr int64_t kMaxCubeScratchBytes = int64_t{1} << 28;
 
 /// Sets the cube tile captured by every later `matmul`, as PyPTO `set_cube_tile_shapes`:
