@@ -191,10 +191,11 @@ public:
   /// dirty map (one bit per kDirtyChunk bytes, in the window after the heap): an atomic OR on a
   /// shared window, else MPI_Accumulate(MPI_BOR), completed by the next flush to `pe`.
   void mark_written(int pe, int64_t lo, int64_t hi);
-  /// Zeroes the chunks of this PE's heap marked written since the last call (or since the heap
-  /// was mapped) and clears their marks. Between barriers only: nobody may write this heap
-  /// meanwhile. Returns the bytes zeroed.
-  int64_t zero_written();
+  /// Zeroes the chunks of this PE's heap that meet [0, limit) and were marked written since they
+  /// were last zeroed (or since the heap was mapped), and clears their marks; the marks of the
+  /// chunks past `limit` are kept, for a later kernel that zeroes them. Between barriers only:
+  /// nobody may write this heap meanwhile. Returns the bytes zeroed.
+  int64_t zero_written(int64_t limit = INT64_MAX);
   static constexpr int64_t kDirtyChunk = 4096;
   /// Completes every operation this PE issued on the heap (MPI_Win_flush_all + MPI_Win_sync).
   void quiet();
