@@ -71,8 +71,9 @@ void emit_direct_signal(KernelBuilder &kb, const ir::ShmemInfo &s, LV *pe, LV *s
           B.CreateAlignedStore(B.getInt32(static_cast<uint32_t>(value)), word, llvm::MaybeAlign(4))
               ->setAtomic(llvm::AtomicOrdering::Release);
         else
-          B.CreateAtomicRMW(llvm::AtomicRMWInst::Add, word, B.getInt32(static_cast<uint32_t>(value)),
-                            llvm::MaybeAlign(4), llvm::AtomicOrdering::AcquireRelease);
+          B.CreateAtomicRMW(llvm::AtomicRMWInst::Add, word,
+                            B.getInt32(static_cast<uint32_t>(value)), llvm::MaybeAlign(4),
+                            llvm::AtomicOrdering::AcquireRelease);
         B.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent);
         auto *up = B.CreateAlignedLoad(B.getInt32Ty(), flag, llvm::MaybeAlign(4), "sleeping");
         up->setAtomic(llvm::AtomicOrdering::Monotonic);
@@ -80,9 +81,10 @@ void emit_direct_signal(KernelBuilder &kb, const ir::ShmemInfo &s, LV *pe, LV *s
             B.CreateICmpNE(up, B.getInt32(0)),
             [&] {
               // Adds 0 to the slot (changes nothing), fences and rings the sleeping PE.
-              kb.ret_if_error(kb.call_rt(RtFn::Signal, {kb.ctx_arg(), B.getInt32(s.group_index), pe,
-                                                        slot_off, B.getInt32(PTO_ATOMIC_ADD),
-                                                        B.getInt32(0), B.getInt32(kb.current_site())}));
+              kb.ret_if_error(
+                  kb.call_rt(RtFn::Signal, {kb.ctx_arg(), B.getInt32(s.group_index), pe, slot_off,
+                                            B.getInt32(PTO_ATOMIC_ADD), B.getInt32(0),
+                                            B.getInt32(kb.current_site())}));
             },
             "signal.wake", "signal.woken");
         bump_progress(kb, table, s.n_pes);
