@@ -99,7 +99,7 @@ void pingpong_kernel(pto::Tensor x, int rounds) {
   }
 }
 
-void pingpong_put_signal_8B_jit(benchmark::State &state) {
+void pingpong_put_signal_jit(benchmark::State &state) {
   pto::runtime::World world(2);
   auto k = pto::jit("pingpong_jit", pingpong_kernel);
   pto::HostTensor x(pto::DT_INT32, {1, 2});
@@ -175,7 +175,7 @@ int main(int argc, char **argv) {
       ->UseManualTime()
       ->Iterations(
           20); // manual time is per hop: Google Benchmark's min_time would mean 1000s of runs
-  benchmark::RegisterBenchmark("pingpong/put_signal_8B/pes:2/ours_jit", pingpong_put_signal_8B_jit)
+  benchmark::RegisterBenchmark("pingpong/put_signal_8B/pes:2/ours_jit", pingpong_put_signal_jit)
       ->UseManualTime()
       ->Iterations(20);
   for (int n : {1, 2}) {
