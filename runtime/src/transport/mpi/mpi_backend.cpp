@@ -58,14 +58,14 @@ void mpi_share_host_buffers(const std::vector<std::pair<void *, int64_t>> &bufs,
   // in MPI_Bcast.
   std::vector<int64_t> mine(size_t(2 * n + 1), 0), all(size_t((2 * n + 1) * n), 0);
   mine[0] = int64_t(bufs.size());
-  for (size_t p = 0; p < size_t(n) && p < bufs.size(); ++p) {
-    mine[1 + 2 * p] = bufs[p].second;
-    mine[2 + 2 * p] = bufs[p].first == nullptr ? 1 : 0;
+  for (int p = 0; p < n && size_t(p) < bufs.size(); ++p) {
+    mine[size_t(1 + 2 * p)] = bufs[size_t(p)].second;
+    mine[size_t(2 + 2 * p)] = bufs[size_t(p)].first == nullptr ? 1 : 0;
   }
   if (MPI_Allgather(mine.data(), 2 * n + 1, MPI_INT64_T, all.data(), 2 * n + 1, MPI_INT64_T,
                     s.world()) != MPI_SUCCESS)
     throw RuntimeError(loc, kOp, "MPI_Allgather failed");
-  auto at = [&](int rank, int k) { return all[size_t(rank) * size_t(2 * n + 1) + size_t(k)]; };
+  auto at = [&](int rank, int k) { return all[size_t(rank * (2 * n + 1) + k)]; };
   for (int r = 0; r < n; ++r)
     if (at(r, 0) != n)
       throw DistributedError(loc, kOp,
