@@ -14,7 +14,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -168,36 +167,4 @@ TEST_CASE("make_mpi_backend refuses a World size other than the number of ranks"
     CHECK(m.find("mpi_world_test.cpp:") != std::string::npos);
     CHECK(m.find("mpirun started " + std::to_string(n)) != std::string::npos);
   }
-}
-
-// Bad arguments of mpi_share_host_buffers on one rank fail every rank alike (the counts are
-// allgathered and checked first), instead of leaving the others blocked in MPI_Bcast.
-TEST_CASE("mpi_share_host_buffers: counts that differ, negative counts and null addresses fail "
-          "on every rank") {
-  mpi::Session &s = mpi::session();
-  const int n = s.size(), me = s.rank();
-  std::vector<std::vector<char>> data(size_t(n), std::vector<char>(64, char(me)));
-  auto bufs = [&](int64_t bytes_on_rank_1, bool null_on_last) {
-    std::vector<std::pair<void *, int64_t>> b;
-    for (int p = 0; p < n; ++p)
-      b.emplace_back(data[size_t(p)].data(), 64);
-    if (me == 1)
-      b[0].second = bytes_on_rank_1;
-    if (null_on_last && me == n - 1)
-      b[size_t(n - 1)].first = nullptr;
-    return b;
-  };
-  CHECK_THROWS_WITH_AS(mpi_share_host_buffers(bufs(32, false)),
-                       doctest::Contains("buffer 0 has 64 bytes on rank 0 but 32 on rank 1"),
-                       pto::DistributedError);
-  CHECK_THROWS_WITH_AS(mpi_share_host_buffers(bufs(-5, false)),
-                       doctest::Contains("rank 1 passes -5 bytes for buffer 0"),
-                       pto::ArgumentError);
-  const std::string null_msg =
-      fmt::format("rank {} passes a null address for buffer {} of 64 bytes", n - 1, n - 1);
-  CHECK_THROWS_WITH_AS(mpi_share_host_buffers(bufs(64, true)), doctest::Contains(null_msg.c_str()),
-                       pto::ArgumentError);
-  mpi_share_host_buffers(bufs(64, false)); // still in step: every rank gets rank p's buffer p
-  for (int p = 0; p < n; ++p)
-    CHECK(data[size_t(p)][63] == char(p));
 }
