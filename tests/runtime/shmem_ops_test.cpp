@@ -350,7 +350,7 @@ TEST_CASE("shmem_wait_until: clearing a slot that holds INT32_MIN leaves it 0") 
         if (pto_rt_signal(ctx, 0, peer, kSignalAt, PTO_ATOMIC_SET, lowest, -1) != PTO_OK ||
             pto_rt_wait_until(ctx, 0, kSignalAt, PTO_CMP_EQ, lowest, 1, 0, -1) != PTO_OK)
           return PTO_ERR;
-        after[size_t(2 * round + pe)] = read_heap<int32_t>(ctx, pe, kSignalAt);
+        after[2 * size_t(round) + size_t(pe)] = read_heap<int32_t>(ctx, pe, kSignalAt);
         if (rt_barrier(ctx, kSignalAt + 32) != PTO_OK) // both read their slot before round 2
           return PTO_ERR;
       }
