@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 
@@ -40,6 +41,22 @@ TEST_CASE("World: run calls fn once on every PE, all inside the same kernel at o
   for (int pe = 0; pe < n; ++pe)
     CHECK(calls[pe].load() == 1);
   CHECK(bad_ctx.load() == 0);
+}
+
+TEST_CASE("World: run of an empty std::function is an ArgumentError at the caller's line") {
+  World world(2);
+  const int line = __LINE__ + 1;
+  CHECK_THROWS_WITH_AS(world.run(std::function<void(int)>{}),
+                       ("world_test.cpp:" + std::to_string(line) +
+                        ": World::run: the function to run on every PE is empty")
+                           .c_str(),
+                       pto::ArgumentError);
+  int ran = 0; // the world still runs
+  world.run([&](int pe) {
+    if (pe == 0)
+      ran = 1;
+  });
+  CHECK(ran == 1);
 }
 
 TEST_CASE("World: n_pes outside [1, 4096] is a DistributedError") {
