@@ -179,8 +179,8 @@ int32_t enter_group(pto_ctx *ctx, detail::GroupState &g, int me, uint64_t hash, 
   }
   try {
     g.t->map_heap_zeroing(me, bytes, zero_bytes);
-  } catch (const std::bad_alloc &) {
-    return fail<pto::DistributedError>(
+  } catch (const std::bad_alloc &) { // out of memory: a RuntimeError, as world.h says
+    return fail<pto::RuntimeError>(
         ctx, -1, kEnterOp,
         fmt::format("cannot allocate a symmetric heap of {} bytes on each of {} PEs for group "
                     "'{}'",

@@ -57,9 +57,9 @@ int32_t pto_rt_n_pes(pto_ctx *ctx, int32_t group);
 /// (data and signals) and zeroed, then the members are released together. Errors: unknown
 /// group, n_pes mismatch, a PE outside the group, different layouts (DistributedError); a member
 /// that never arrives (DeadlockError once no PE of the world has made progress for twice the
-/// deadlock timeout; see WorldOptions). `group_where[g]` (may be null) is the "file:line" of the
-/// kernel line that first used group g, for messages; errors of the barrier itself point at the
-/// kernel's call (begin_call).
+/// deadlock timeout; see WorldOptions); a heap the host cannot allocate (RuntimeError).
+/// `group_where[g]` (may be null) is the "file:line" of the kernel line that first used group g,
+/// for messages; errors of the barrier itself point at the kernel's call (begin_call).
 /// `group_layout[g]` (may be null) describes the layout that group_hash[g] hashes, one shmem
 /// tensor per line as "what\twhere" ("DT_FP32 [4, 8] with 512 signal bytes\tk.cpp:12"), so that
 /// different layouts are reported as the first shmem tensor that differs.
