@@ -1,5 +1,6 @@
 // comm_bench.cpp - The runtime's communication costs on the threads backend (issue 10): an 8-byte
-// put + signal seen by the peer's wait (ping-pong, reported one way), a trivial World::run, a
+// put + signal seen by the peer's wait (ping-pong, reported one way; through the runtime ABI
+// and as a compiled kernel), a trivial World::run, a
 // kernel entry + exit, and 200 allreduces of 8 KiB in one kernel (reported per allreduce). Case
 // names are the ones the MPI peers of bench/peers use ("pingpong/put_signal_8B", ...), so the
 // driver can pair them.
@@ -76,6 +77,42 @@ void pingpong_put_signal_8B(benchmark::State &state) {
   }
 }
 
+/// The same ping-pong as a compiled kernel (pto::jit): shmem_put_signal of 8 bytes and
+/// shmem_wait_until in a pto::loop of kRounds, PE 0 sending first. On the threads backend the put
+/// is a copy into the peer's heap, the signal a release store and the wait an acquire poll, all
+/// in generated code (docs/distributed.md, "The shared-memory fast path"). Reported one way, as
+/// above; the kernel entry and exit (a few us per call) are spread over the 2 * kRounds hops.
+void pingpong_kernel(pto::Tensor x, int rounds) {
+  pto::set_vec_tile_shapes(1, 2);
+  auto buf = dist::create_shmem_tensor("world", 2, pto::DT_INT32, {1, 2});
+  auto me = dist::my_symbolic_pe("world");
+  auto peer = 1 - me;
+  for (auto r : pto::loop(rounds)) {
+    (void)r;
+    if (pto::cond(me == 0)) {
+      auto sent = dist::shmem_put_signal(x, {0, 0}, buf, peer, 1);
+      dist::shmem_wait_until(buf, me, 1, {.clear_signal = true, .pred = {sent}});
+    } else {
+      auto got = dist::shmem_wait_until(buf, me, 1, {.clear_signal = true});
+      dist::shmem_put_signal(x, {0, 0}, buf, peer, 1, {.pred = {got}});
+    }
+  }
+}
+
+void pingpong_put_signal_jit(benchmark::State &state) {
+  pto::runtime::World world(2);
+  auto k = pto::jit("pingpong_jit", pingpong_kernel);
+  pto::HostTensor x(pto::DT_INT32, {1, 2});
+  auto once = [&] { world.run([&](int) { k(x, kRounds); }); };
+  once(); // untimed: traces and compiles
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    once();
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - t0).count() /
+                           (2.0 * kRounds));
+  }
+}
+
 /// World::run of a function that does nothing.
 void world_run_trivial(benchmark::State &state, int n) {
   pto::runtime::World world(n);
@@ -138,6 +175,9 @@ int main(int argc, char **argv) {
       ->UseManualTime()
       ->Iterations(
           20); // manual time is per hop: Google Benchmark's min_time would mean 1000s of runs
+  benchmark::RegisterBenchmark("pingpong/put_signal_8B/pes:2/ours_jit", pingpong_put_signal_jit)
+      ->UseManualTime()
+      ->Iterations(20);
   for (int n : {1, 2}) {
     benchmark::RegisterBenchmark(("world_run/trivial/pes:" + std::to_string(n) + "/ours").c_str(),
                                  world_run_trivial, n)

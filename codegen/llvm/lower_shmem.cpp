@@ -6,6 +6,7 @@
 
 #include "llvm/abi_decls.h"
 #include "llvm/dtype_codec.h"
+#include "llvm/lower_shmem_direct.h"
 #include "passes/tile_expand.h"
 #include "rtlib/abi_codes.h"
 
@@ -483,18 +484,24 @@ TileBody ShmemLowering::prepare_signal_wait(const Op &op) {
   return [=, this, &s, &g, &op](const Index &off, const Index &) {
     LV *slot = slot_of(g, O, off, row);
     LV *slot_off = B.CreateAdd(kb_.i64(s.signal_offset_bytes), B.CreateMul(slot, kb_.i64(32)));
-    LV *st;
     if (op.kind == OpKind::ShmemSignal) {
-      st = kb_.call_rt(RtFn::Signal,
-                       {kb_.ctx_arg(), B.getInt32(s.group_index), target, slot_off, atomic(op),
-                        B.getInt32(op.signal), B.getInt32(kb_.current_site())});
+      auto runtime = [&] {
+        return kb_.call_rt(RtFn::Signal,
+                           {kb_.ctx_arg(), B.getInt32(s.group_index), target, slot_off, atomic(op),
+                            B.getInt32(op.signal), B.getInt32(kb_.current_site())});
+      };
+      if (op.target_all)
+        kb_.ret_if_error(runtime());
+      else
+        emit_direct_signal(kb_, s, target, slot_off, abi_atomic(op.atomic), op.signal, runtime);
     } else {
-      st = kb_.call_rt(RtFn::WaitUntil,
-                       {kb_.ctx_arg(), B.getInt32(s.group_index), slot_off,
-                        B.getInt32(abi_cmp(op.cmp)), B.getInt32(op.signal),
-                        B.getInt32(op.clear ? 1 : 0), slot, B.getInt32(kb_.current_site())});
+      emit_direct_wait(kb_, s, slot_off, abi_cmp(op.cmp), op.signal, op.clear, [&] {
+        return kb_.call_rt(RtFn::WaitUntil,
+                           {kb_.ctx_arg(), B.getInt32(s.group_index), slot_off,
+                            B.getInt32(abi_cmp(op.cmp)), B.getInt32(op.signal),
+                            B.getInt32(op.clear ? 1 : 0), slot, B.getInt32(kb_.current_site())});
+      });
     }
-    kb_.ret_if_error(st);
   };
 }
 
@@ -539,22 +546,33 @@ TileBody ShmemLowering::prepare_put_signal(const Op &op) {
     LV *slot_off = slot_offset(s, slot_of(g, O, off, row));
     LV *site = B.getInt32(kb_.current_site());
     LV *sig_op = B.getInt32(abi_atomic(op.sig_atomic)), *value = B.getInt32(op.signal);
+    auto signal = [&] { // the signal alone: in generated code where the table allows
+      emit_direct_signal(kb_, s, t.pe, slot_off, abi_atomic(op.sig_atomic), op.signal, [&] {
+        return kb_.call_rt(RtFn::Signal, {kb_.ctx_arg(), B.getInt32(s.group_index), t.pe, slot_off,
+                                          sig_op, value, site});
+      });
+    };
     kb_.if_else(
         c.nonempty,
         [&] {
-          LV *blk = make_block(c.ext, t.a.strides, t.heap_strides);
           LV *sp = B.CreateGEP(storage_type(B, t.local->dtype), t.a.base, c.lin);
-          kb_.ret_if_error(kb_.call_rt(RtFn::PutSignal,
-                                       {kb_.ctx_arg(), B.getInt32(s.group_index), t.pe, atomic(op),
-                                        sp, B.getInt32(t.local->dtype), heap_offset(s, op, off),
-                                        kb_.i64(s.data_offset_bytes + s.data_bytes),
-                                        B.getInt32(s.dtype), blk, slot_off, sig_op, value, site}));
+          direct_or_runtime(
+              t, "putsig",
+              [&] { // the data straight into the peer's heap, then the signal (release)
+                LV *dp = B.CreateGEP(B.getInt8Ty(), t.base, heap_offset(s, op, off));
+                copy_tile(dp, t.heap_strides, sp, t.a.strides, c.ext, bytes_of(s.dtype));
+                signal();
+              },
+              [&] {
+                LV *blk = make_block(c.ext, t.a.strides, t.heap_strides);
+                return kb_.call_rt(RtFn::PutSignal,
+                                   {kb_.ctx_arg(), B.getInt32(s.group_index), t.pe, atomic(op), sp,
+                                    B.getInt32(t.local->dtype), heap_offset(s, op, off),
+                                    kb_.i64(s.data_offset_bytes + s.data_bytes),
+                                    B.getInt32(s.dtype), blk, slot_off, sig_op, value, site});
+              });
         },
-        [&] {
-          kb_.ret_if_error(kb_.call_rt(RtFn::Signal, {kb_.ctx_arg(), B.getInt32(s.group_index),
-                                                      t.pe, slot_off, sig_op, value, site}));
-        },
-        "putsig", "putsig.empty", "putsig.end");
+        signal, "putsig", "putsig.empty", "putsig.end");
   };
 }
 
@@ -697,44 +715,6 @@ void lower_get(KernelBuilder &kb, const Op &op) {
   ShmemLowering sl(kb);
   if (!sl.borrow_get(op))
     sl.for_tiles(op.view_shape, op.tile.vec, sl.prepare_get(op));
-}
-
-void bind_heap_tables(KernelBuilder &kb, const ir::Program &p) {
-  auto &B = kb.builder();
-  // Per group, the data the kernel may store into directly (SET puts into zeroed tensors) and
-  // everything past zero_bytes (for later kernels whose layouts zero it).
-  std::vector<std::vector<int64_t>> ranges(p.groups.size());
-  std::function<void(const std::vector<Op> &)> scan = [&](const std::vector<Op> &ops) {
-    for (const Op &op : ops) {
-      scan(op.body);
-      for (const auto &path : op.paths)
-        scan(path.body);
-      if ((op.kind == OpKind::ShmemPut || op.kind == OpKind::ShmemPutSignal) &&
-          op.atomic == ir::Atomic::Set) {
-        const auto &s = p.shmems.at(static_cast<size_t>(op.shmem));
-        auto &r = ranges.at(static_cast<size_t>(s.group_index));
-        if (s.zero_data && std::find(r.begin(), r.end(), s.data_offset_bytes) == r.end())
-          r.insert(r.end(), {s.data_offset_bytes, s.data_bytes});
-      }
-    }
-  };
-  scan(p.body);
-  for (size_t g = 0; g < p.groups.size(); ++g) {
-    const ir::Group &grp = p.groups[g];
-    auto &r = ranges[g];
-    if (grp.heap_bytes > grp.zero_bytes)
-      r.insert(r.end(), {grp.zero_bytes, grp.heap_bytes - grp.zero_bytes});
-    auto *table_ty = llvm::ArrayType::get(B.getPtrTy(), static_cast<uint64_t>(grp.n_pes));
-    LV *table = kb.entry_alloca(table_ty, "heap_table");
-    auto *ranges_ty = llvm::ArrayType::get(B.getInt64Ty(), std::max<size_t>(r.size(), 1));
-    LV *rs = kb.entry_alloca(ranges_ty, "heap_ranges");
-    for (size_t k = 0; k < r.size(); ++k)
-      B.CreateStore(kb.i64(r[k]), B.CreateConstGEP2_64(ranges_ty, rs, 0, k));
-    kb.ret_if_error(
-        kb.call_rt(RtFn::HeapTable, {kb.ctx_arg(), B.getInt32(static_cast<int>(g)),
-                                     B.getInt32(static_cast<int>(r.size() / 2)), rs, table}));
-    kb.set_heap_table(static_cast<int>(g), table);
-  }
 }
 
 void lower_signal_wait(KernelBuilder &kb, const Op &op) {

@@ -179,8 +179,8 @@ int32_t enter_group(pto_ctx *ctx, detail::GroupState &g, int me, uint64_t hash, 
   }
   try {
     g.t->map_heap_zeroing(me, bytes, zero_bytes);
-  } catch (const std::bad_alloc &) {
-    return fail<pto::DistributedError>(
+  } catch (const std::bad_alloc &) { // out of memory: a RuntimeError, as world.h says
+    return fail<pto::RuntimeError>(
         ctx, -1, kEnterOp,
         fmt::format("cannot allocate a symmetric heap of {} bytes on each of {} PEs for group "
                     "'{}'",
@@ -285,6 +285,16 @@ int32_t pto_rt_heap_table(pto_ctx *ctx, int32_t group, int32_t n_ranges, const i
       direct = g.direct_base(pe) != nullptr;
     for (int pe = 0; pe < gs.n_pes; ++pe)
       bases[pe] = direct ? g.direct_base(pe) : nullptr;
+    // Signals and waits in generated code: every PE's sleep flag, this thread's progress shard
+    // and this PE's own heap base, or all null.
+    bool signals = direct;
+    for (int pe = 0; pe < gs.n_pes && signals; ++pe)
+      signals = g.sleep_flag(pe) != nullptr;
+    for (int pe = 0; pe < gs.n_pes; ++pe)
+      bases[gs.n_pes + pe] =
+          signals ? const_cast<std::atomic<int32_t> *>(g.sleep_flag(pe)) : nullptr;
+    bases[2 * gs.n_pes] = signals ? ctx->world->progress.mine() : nullptr;
+    bases[2 * gs.n_pes + 1] = signals ? g.direct_base(ctx->group_pe[size_t(group)]) : nullptr;
     if (direct)
       for (int32_t r = 0; r < n_ranges; ++r)
         for (int pe = 0; pe < gs.n_pes; ++pe)

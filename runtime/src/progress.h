@@ -21,6 +21,8 @@ class ProgressCounter {
 public:
   static constexpr int kShards = 64;
   void bump() { shards_[shard()].n.fetch_add(1, std::memory_order_relaxed); }
+  /// The calling thread's shard: generated code bumps it with a relaxed atomic add.
+  std::atomic<uint64_t> *mine() { return &shards_[shard()].n; }
   uint64_t load() const {
     uint64_t sum = 0;
     for (const Shard &s : shards_)

@@ -273,7 +273,7 @@ int32_t pto_rt_wait_until_set(pto_ctx *ctx, int32_t group, int32_t mode, int32_t
       for (int32_t e : reported)
         for (int32_t k = 0; k < slots_per_elem; ++k) {
           const int64_t off = slot_offsets[int64_t(e) * slots_per_elem + k];
-          const int32_t minus = -(cmp == PTO_CMP_GE ? value : tg.load_slot(me, off));
+          const int32_t minus = clear_delta(cmp, value, tg.load_slot(me, off));
           tg.atomic(me, me, off, transport::Amo::FetchAdd, pto::DT_INT32, &minus, nullptr, nullptr);
         }
     world.progress.bump();

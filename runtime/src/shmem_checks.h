@@ -11,6 +11,13 @@
 
 namespace pto::runtime::detail {
 
+/// What a satisfied wait with clear adds to its slot: minus the awaited count for GE (a
+/// counting barrier keeps the excess for the next round), else minus the value it saw; negated
+/// in uint32, so that every int32 value (INT32_MIN too) wraps as the slot's atomic add does.
+inline int32_t clear_delta(int32_t cmp, int32_t value, int32_t seen) {
+  return static_cast<int32_t>(0u - static_cast<uint32_t>(cmp == PTO_CMP_GE ? value : seen));
+}
+
 /// The group index was declared by kernel_enter (else an InternalError: a codegen bug).
 bool check_group(pto_ctx *ctx, int32_t group, int32_t site, const char *op);
 /// `pe` is in [0, n_pes) of the group (DistributedError naming `what`, e.g. "dst_pe").

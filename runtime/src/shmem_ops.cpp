@@ -301,7 +301,7 @@ int32_t pto_rt_wait_until(pto_ctx *ctx, int32_t group, int64_t slot_offset_bytes
     // count (a counting barrier: the excess belongs to the next round); the other comparisons
     // subtract what was observed.
     if (clear) {
-      const int32_t minus = -(cmp == PTO_CMP_GE ? value : cond.seen);
+      const int32_t minus = clear_delta(cmp, value, cond.seen);
       tg.atomic(me, me, slot_offset_bytes, transport::Amo::FetchAdd, pto::DT_INT32, &minus, nullptr,
                 nullptr);
     }

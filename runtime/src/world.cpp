@@ -214,6 +214,8 @@ void World::create_group(const std::string &name, const std::vector<int> &pes,
 
 void World::run(const std::function<void(int pe)> &fn, std::source_location loc) {
   constexpr const char *kOp = "World::run";
+  if (!fn)
+    throw ArgumentError(loc, kOp, "the function to run on every PE is empty");
   if (detail::tls_ctx)
     throw DistributedError(loc, kOp,
                            "called from inside PE " + std::to_string(detail::tls_ctx->pe) +

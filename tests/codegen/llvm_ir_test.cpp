@@ -169,9 +169,9 @@ CHECK-NOT:     {{^}}st.head{{[0-9]*}}:
 constexpr const char *kPutAndSignal = R"(
 CHECK-COUNT-1: call i32 @pto_rt_put(
 CHECK-NOT:     call i32 @pto_rt_put(
-CHECK-COUNT-1: call i32 @pto_rt_signal(
+CHECK-COUNT-2: call i32 @pto_rt_signal(
 CHECK-NOT:     call i32 @pto_rt_signal(
-)";
+)"; // the signal's runtime path and its wake of a sleeping PE (lower_shmem_direct.h)
 
 TEST_CASE("llvm ir: a put and its signal run in one tile loop") {
   auto c = plan(
@@ -229,6 +229,39 @@ CHECK-NOT:     {{^}}direct.rows:
 CHECK:         call void @llvm.memcpy
 CHECK:         {{^}}direct.row.body:
 CHECK:         call void @llvm.memcpy
+)"});
+}
+
+TEST_CASE("llvm ir: a signal is a release store and a wait an acquire poll in generated code") {
+  auto c = plan(
+      "direct_signal", {{F32, {8, 128}}},
+      [](const Args &a) {
+        pto::set_vec_tile_shapes(8, 128);
+        auto buf = dist::create_shmem_tensor("world", 2, F32, {8, 128});
+        auto me = dist::my_symbolic_pe("world");
+        auto sent = dist::shmem_signal(buf, 1, 3, 1, {.pred = {a[0]}});
+        dist::shmem_wait_until(buf, me, 3, {.clear_signal = true, .pred = {sent}});
+      },
+      2);
+  // The signal: a release store, a seq_cst fence, the sleep flag read (pto_rt_signal wakes a
+  // sleeping PE), else (no flags: MPI, tracing, PTO_SHMEM_DIRECT=0) pto_rt_signal. The wait: a
+  // bounded poll of acquire loads, the clear an atomic sub, else pto_rt_wait_until.
+  check_ir("direct_signal", c, {R"(
+CHECK:     call i32 @pto_rt_heap_table(
+CHECK:     {{^}}signal.direct:
+CHECK:     store atomic i32 3, ptr %{{.*}} release
+CHECK:     fence seq_cst
+CHECK:     load atomic i32, ptr %{{.*}} monotonic
+CHECK:     {{^}}signal.runtime:
+CHECK:     call i32 @pto_rt_signal(
+CHECK:     {{^}}signal.wake:
+CHECK:     call i32 @pto_rt_signal(
+CHECK:     {{^}}wait.poll:
+CHECK:     load atomic i32, ptr %{{.*}} acquire
+CHECK:     {{^}}wait.hit:
+CHECK:     atomicrmw sub ptr %{{.*}}, i32 %slot acq_rel
+CHECK:     {{^}}wait.runtime:
+CHECK:     call i32 @pto_rt_wait_until(
 )"});
 }
 

@@ -153,3 +153,55 @@ TEST_CASE("direct path: puts and gets of windows with clipped tiles match the ru
     CHECK(wrong == 0);
   }
 }
+
+TEST_CASE("direct path: signals and waits in generated code pass a ring, sleeping PEs are woken") {
+  // Each PE put_signals row i of its x to the next PE (SET 1), waits for its own (EQ, cleared),
+  // stores what arrived in y, then acks the sender with an ADD signal, which the sender awaits
+  // (GE, cleared). 8 PEs on fewer cores: waiters sleep, so every direct signal must ring the
+  // sleeping PE (a lost wake-up costs the sleeper up to one 50 ms sampling slice, not the
+  // result: not testable without timing). Same rows on both paths, equal to the sender's x.
+  constexpr int n = 8;
+  constexpr int64_t iters = 40;
+  for (auto mode : support::run_modes()) {
+    CAPTURE(support::mode_name(mode));
+    auto k = pto::jit(
+        "direct_ring",
+        [](pto::Tensor x, pto::Tensor y) {
+          pto::set_vec_tile_shapes(1, 8);
+          auto buf = dist::create_shmem_tensor("world", n, pto::DT_INT32, {1, 8});
+          auto ack = dist::create_shmem_signal("world", n);
+          auto me = dist::my_symbolic_pe("world");
+          auto next = (me + 1) % n, prev = (me + n - 1) % n;
+          for (auto i : pto::loop(iters)) {
+            auto sent = dist::shmem_put_signal(pto::view(x, {1, 8}, {i, 0}), {0, 0}, buf, next, 1);
+            auto got = dist::shmem_wait_until(buf, me, 1, {.clear_signal = true});
+            auto [tok, data] = dist::shmem_get_with_token(buf, me, {.pred = {got}});
+            pto::assemble(data, {i, 0}, y);
+            auto acked = dist::shmem_signal(ack, prev, 1, prev,
+                                            {.sig_op = dist::AtomicType::ADD, .pred = {tok}});
+            dist::shmem_wait_until(
+                ack, me, 1, {.cmp = dist::OpType::GE, .clear_signal = true, .pred = {acked, sent}});
+          }
+        },
+        support::opts(mode));
+    for (bool direct : {true, false}) {
+      CAPTURE(direct);
+      support::EnvVar env("PTO_SHMEM_DIRECT", direct ? nullptr : "0");
+      pto::runtime::World world(n, {.deadlock_timeout_ms = 20000});
+      std::vector<pto::HostTensor> xs, ys;
+      for (int p = 0; p < n; ++p) {
+        xs.emplace_back(pto::DT_INT32, std::vector<int64_t>{iters, 8});
+        ys.emplace_back(pto::DT_INT32, std::vector<int64_t>{iters, 8});
+        for (int64_t e = 0; e < iters * 8; ++e)
+          xs.back().set(e, double(p * 100000 + e));
+        ys.back().fill(-1);
+      }
+      world.run([&](int pe) { k(xs[size_t(pe)], ys[size_t(pe)]); });
+      int64_t wrong = 0;
+      for (int p = 0; p < n; ++p)
+        for (int64_t e = 0; e < iters * 8; ++e)
+          wrong += ys[size_t(p)].get(e) != double(((p + n - 1) % n) * 100000 + e);
+      CHECK(wrong == 0);
+    }
+  }
+}

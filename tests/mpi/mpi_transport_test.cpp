@@ -243,3 +243,52 @@ TEST_CASE("a PE computing for seconds never stalls its peers' puts") {
   }
   barrier(s, s.world());
 }
+
+// Kernel entry on MPI zeroes only the heap prefix the program reads before it writes
+// (Group::map_heap_zeroing): written chunks below the limit become zero, written chunks past it
+// keep their bytes and their marks, so that a later call without a limit still zeroes them.
+TEST_CASE("zero_written(limit) zeroes the written chunks below the limit, keeps the rest") {
+  Session &s = session();
+  const int n = s.size(), me = s.rank();
+  constexpr int64_t kChunk = MpiHeap::kDirtyChunk;
+  auto heap = s.map_heap(s.world(), 4 * kChunk);
+  barrier(s, s.world());
+  // Every PE writes one int32 into chunks 0, 1 and 3 of the next PE's heap.
+  const int to = (me + 1) % n, from = (me + n - 1) % n;
+  const int32_t v = 1000 + me;
+  for (int64_t c : {0, 1, 3}) {
+    heap->mark_written(to, c * kChunk + 8, c * kChunk + 12); // as the transport's put does
+    heap->put(to, c * kChunk + 8, flat(1), MPI_INT32_T, &v);
+  }
+  heap->quiet();
+  barrier(s, s.world());
+  auto word = [&](int64_t c) {
+    int32_t got = -1;
+    heap->get(me, c * kChunk + 8, flat(1), MPI_INT32_T, &got);
+    return got;
+  };
+  for (int64_t c : {0, 1, 3})
+    REQUIRE(word(c) == 1000 + from);
+  // Chunk 1 meets [0, kChunk + 1): chunks 0 and 1 are zeroed, chunk 3 keeps its word.
+  CHECK(heap->zero_written(kChunk + 1) == 2 * kChunk);
+  CHECK(word(0) == 0);
+  CHECK(word(1) == 0);
+  CHECK(word(3) == 1000 + from);
+  CHECK(heap->zero_written(0) == 0);
+  CHECK(heap->zero_written() == kChunk); // chunk 3's mark was kept
+  CHECK(word(3) == 0);
+  barrier(s, s.world());
+}
+
+// Ranks with different PTO_MPI_SHARED would allocate their heaps with different collective calls
+// (MPI_Win_allocate_shared / MPI_Win_allocate) and block in MPI forever: the Session compares
+// every rank's choice first and fails on every rank with this message.
+TEST_CASE("window_kind_mismatch names the ranks on each window kind, empty when all agree") {
+  CHECK(window_kind_mismatch({1, 1, 1}).empty());
+  CHECK(window_kind_mismatch({0, 0}).empty());
+  CHECK(window_kind_mismatch({}).empty());
+  const std::string m = window_kind_mismatch({0, 1, 0, 1});
+  CHECK(m.find("ranks [0, 2] use plain RMA windows (PTO_MPI_SHARED=0), ranks [1, 3] "
+               "shared-memory windows") != std::string::npos);
+  CHECK(m.find("set PTO_MPI_SHARED alike on every rank") != std::string::npos);
+}

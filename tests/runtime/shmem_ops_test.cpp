@@ -336,3 +336,26 @@ TEST_CASE("shmem_clear_data: zeroes exactly the block of the local heap") {
       CHECK(after[size_t(r * 8 + c)] == (cleared ? 0 : r * 8 + c + 1));
     }
 }
+
+// A wait with clear subtracts what it saw from its slot; every int32 is a signal value,
+// INT32_MIN too, whose negation must wrap as the slot's atomic add does (no signed overflow: the
+// CI's UBSan stage would stop here). Twice, the second time after a barrier.
+TEST_CASE("shmem_wait_until: clearing a slot that holds INT32_MIN leaves it 0") {
+  World world(2);
+  std::vector<int32_t> after(4, -1);
+  world.run([&](int pe) {
+    rt_kernel({{"world", 2, kHeap}}, [&](pto_ctx *ctx) -> int32_t {
+      const int32_t peer = 1 - pe, lowest = INT32_MIN;
+      for (int round = 0; round < 2; ++round) {
+        if (pto_rt_signal(ctx, 0, peer, kSignalAt, PTO_ATOMIC_SET, lowest, -1) != PTO_OK ||
+            pto_rt_wait_until(ctx, 0, kSignalAt, PTO_CMP_EQ, lowest, 1, 0, -1) != PTO_OK)
+          return PTO_ERR;
+        after[2 * size_t(round) + size_t(pe)] = read_heap<int32_t>(ctx, pe, kSignalAt);
+        if (rt_barrier(ctx, kSignalAt + 32) != PTO_OK) // both read their slot before round 2
+          return PTO_ERR;
+      }
+      return PTO_OK;
+    });
+  });
+  CHECK(after == std::vector<int32_t>{0, 0, 0, 0});
+}

@@ -11,6 +11,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 
@@ -40,6 +42,44 @@ TEST_CASE("World: run calls fn once on every PE, all inside the same kernel at o
   for (int pe = 0; pe < n; ++pe)
     CHECK(calls[pe].load() == 1);
   CHECK(bad_ctx.load() == 0);
+}
+
+TEST_CASE("World: run of an empty std::function is an ArgumentError at the caller's line") {
+  World world(2);
+  const int line = __LINE__ + 1;
+  CHECK_THROWS_WITH_AS(world.run(std::function<void(int)>{}),
+                       ("world_test.cpp:" + std::to_string(line) +
+                        ": World::run: the function to run on every PE is empty")
+                           .c_str(),
+                       pto::ArgumentError);
+  int ran = 0; // the world still runs
+  world.run([&](int pe) {
+    if (pe == 0)
+      ran = 1;
+  });
+  CHECK(ran == 1);
+}
+
+// Heuristic overcommit (vm.overcommit_memory 0, the default) refuses one mapping larger than
+// the machine's memory and swap; with 1 ("always") it would succeed, so the case is skipped.
+namespace {
+bool overcommit_always() {
+  std::ifstream f("/proc/sys/vm/overcommit_memory");
+  int mode = 0;
+  return f >> mode && mode == 1;
+}
+} // namespace
+
+TEST_CASE("kernel entry: a symmetric heap the host refuses is a RuntimeError" *
+          doctest::skip(overcommit_always())) {
+  World world(1);
+  CHECK_THROWS_WITH_AS(
+      world.run([](int) {
+        rt_kernel({{"world", 1, int64_t{1} << 39}}, [](pto_ctx *) { return int32_t(PTO_OK); });
+      }),
+      doctest::Contains("cannot allocate a symmetric heap of 549755813888 bytes on each of 1 PEs "
+                        "for group 'world'"),
+      pto::RuntimeError);
 }
 
 TEST_CASE("World: n_pes outside [1, 4096] is a DistributedError") {

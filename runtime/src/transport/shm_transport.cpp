@@ -60,6 +60,11 @@ public:
   void progress() override {}
   void reset() override {}
 
+  /// Non-zero while PE `world_pe` may sleep in block().
+  const std::atomic<int32_t> *sleep_flag(int world_pe) const {
+    return &sleepers_[size_t(world_pe)].sleeping;
+  }
+
   /// After a store the PE `world_pe` may wait for, and a seq_cst fence: wakes it if it sleeps.
   void ring(int world_pe) {
     Sleeper &s = sleepers_[size_t(world_pe)];
@@ -129,6 +134,9 @@ public:
   std::byte *direct_base(int pe) override { return heap_.base(pe); }
   void note_written(int pe, int64_t offset, int64_t bytes) override {
     heap_.mark_written(pe, offset, bytes);
+  }
+  const std::atomic<int32_t> *sleep_flag(int pe) override {
+    return t_.sleep_flag(world_pe_[size_t(pe)]);
   }
 
   void put(int, int pe, int32_t op, const void *src, pto_dtype src_dt, int64_t dst_offset,

@@ -15,6 +15,7 @@
 
 #include "pto/runtime/abi.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -93,6 +94,16 @@ public:
   /// Tells the transport that bytes [offset, offset + bytes) of PE `pe`'s heap were written by
   /// direct stores (direct_base), so that the next map_heap zeroes them.
   virtual void note_written(int pe, int64_t offset, int64_t bytes) = 0;
+  /// For signals and waits in generated code (docs/distributed.md, "The shared-memory fast
+  /// path"): an int32 word that is non-zero while PE `pe` may sleep in a wait, or null when the
+  /// transport's signals must go through signal() (the default). With a non-null word, a signal
+  /// may be a release store or an atomic add into the slot (direct_base), then a seq_cst fence,
+  /// then, if the word is non-zero, signal(ADD 0) to the same slot to wake `pe`; and a wait may
+  /// poll its slot with acquire loads and clear it with an atomic add before it calls wait().
+  virtual const std::atomic<int32_t> *sleep_flag(int pe) {
+    (void)pe;
+    return nullptr;
+  }
 
   // ---- data -----------------------------------------------------------------------------------
   /// Copies (PTO_ATOMIC_SET) or adds (PTO_ATOMIC_ADD: loses no update under contention) a

@@ -57,9 +57,9 @@ int32_t pto_rt_n_pes(pto_ctx *ctx, int32_t group);
 /// (data and signals) and zeroed, then the members are released together. Errors: unknown
 /// group, n_pes mismatch, a PE outside the group, different layouts (DistributedError); a member
 /// that never arrives (DeadlockError once no PE of the world has made progress for twice the
-/// deadlock timeout; see WorldOptions). `group_where[g]` (may be null) is the "file:line" of the
-/// kernel line that first used group g, for messages; errors of the barrier itself point at the
-/// kernel's call (begin_call).
+/// deadlock timeout; see WorldOptions); a heap the host cannot allocate (RuntimeError).
+/// `group_where[g]` (may be null) is the "file:line" of the kernel line that first used group g,
+/// for messages; errors of the barrier itself point at the kernel's call (begin_call).
 /// `group_layout[g]` (may be null) describes the layout that group_hash[g] hashes, one shmem
 /// tensor per line as "what\twhere" ("DT_FP32 [4, 8] with 512 signal bytes\tk.cpp:12"), so that
 /// different layouts are reported as the first shmem tensor that differs.
@@ -93,7 +93,15 @@ void *pto_rt_heap_base(pto_ctx *ctx, int32_t group, int32_t pe);
 /// calls pto_rt_put and pto_rt_get. `ranges` holds `n_ranges` pairs (byte offset, bytes) of the
 /// heap that the kernel may store into directly; with non-null bases they count as written on every
 /// PE (zeroed at the next kernel entry where they need it). A null base for a PE outside the group
-/// is impossible: the group was declared by kernel_enter (else an InternalError). Returns PTO_OK or
+/// is impossible: the group was declared by kernel_enter (else an InternalError).
+/// `bases` has 2 * n_pes + 2 entries: after the heap bases, `bases[n_pes + p]` is an int32 word
+/// that is non-zero while PE p may sleep in a wait, `bases[2 * n_pes]` this thread's uint64
+/// progress counter (relaxed atomic add 1 after each signal or completed wait) and
+/// `bases[2 * n_pes + 1]` the calling PE's own heap base (where its waits poll), when the
+/// transport lets generated code signal and wait itself (the shared-memory transport: a signal is
+/// a release store or atomic add into the slot, a seq_cst fence, and pto_rt_signal(ADD 0) to wake
+/// the PE if its word is non-zero; a wait polls its slot with acquire loads, clears it with an
+/// atomic add, and calls pto_rt_wait_until when the poll gives up); else nulls. Returns PTO_OK or
 /// PTO_ERR.
 int32_t pto_rt_heap_table(pto_ctx *ctx, int32_t group, int32_t n_ranges, const int64_t *ranges,
                           void **bases);

@@ -115,7 +115,7 @@ public:
   /// its error, unless a local PE failed first.
   /// Throws pto::DistributedError (at the caller's line) if called from inside a PE of any
   /// world (worlds do not nest) or while another run() of this world is active, or if the
-  /// backend cannot start every PE.
+  /// backend cannot start every PE; pto::ArgumentError (at the caller's line) for an empty `fn`.
   void run(const std::function<void(int pe)> &fn,
            std::source_location loc = std::source_location::current());
 

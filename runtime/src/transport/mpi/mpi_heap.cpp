@@ -404,12 +404,17 @@ void MpiHeap::mark_written(int pe, int64_t lo, int64_t hi) {
         "MPI_Accumulate (dirty map)");
 }
 
-int64_t MpiHeap::zero_written() {
+int64_t MpiHeap::zero_written(int64_t limit) {
   MPI_Win_sync(win_); // marks that arrived by RMA are visible to the loads below
   auto *words = reinterpret_cast<uint64_t *>(local_ + dirty_disp_);
+  // The chunks that meet [0, limit).
+  const int64_t chunks = limit <= 0 ? 0 : (std::min(limit, bytes_) + kDirtyChunk - 1) / kDirtyChunk;
   int64_t zeroed = 0;
-  for (int64_t w = 0; w < dirty_words_; ++w) {
-    uint64_t bits = std::atomic_ref<uint64_t>(words[w]).exchange(0, std::memory_order_relaxed);
+  for (int64_t w = 0; w < std::min(dirty_words_, (chunks + 63) / 64); ++w) {
+    const int64_t in_word = std::min<int64_t>(64, chunks - w * 64);
+    const uint64_t mask = in_word == 64 ? ~uint64_t{0} : (uint64_t{1} << in_word) - 1;
+    uint64_t bits =
+        std::atomic_ref<uint64_t>(words[w]).fetch_and(~mask, std::memory_order_relaxed) & mask;
     while (bits) { // each run of consecutive dirty chunks is one memset
       const int lo = __builtin_ctzll(bits);
       const uint64_t rest = ~(bits >> lo);

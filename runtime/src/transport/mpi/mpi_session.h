@@ -33,6 +33,12 @@ namespace pto::runtime::mpi {
 /// True when this process was started by mpirun / mpiexec (Open MPI, MPICH or PMIx variables).
 bool launched_by_mpirun();
 
+/// The message for ranks that disagree on the window kind, `shared[r]` being rank r's choice
+/// (1: shared-memory windows, 0: plain RMA windows, PTO_MPI_SHARED=0), or "" when all agree.
+/// The two kinds are allocated by different collective MPI calls, so ranks that differ would
+/// block in MPI forever: the Session throws this as a DistributedError on every rank instead.
+std::string window_kind_mismatch(const std::vector<int> &shared);
+
 /// A target-side layout: up to 4 dims, innermost last, strides in elements; `esize` bytes per
 /// element of MPI type `type`. An origin buffer is always the same elements packed contiguously.
 struct Layout {
@@ -191,10 +197,11 @@ public:
   /// dirty map (one bit per kDirtyChunk bytes, in the window after the heap): an atomic OR on a
   /// shared window, else MPI_Accumulate(MPI_BOR), completed by the next flush to `pe`.
   void mark_written(int pe, int64_t lo, int64_t hi);
-  /// Zeroes the chunks of this PE's heap marked written since the last call (or since the heap
-  /// was mapped) and clears their marks. Between barriers only: nobody may write this heap
-  /// meanwhile. Returns the bytes zeroed.
-  int64_t zero_written();
+  /// Zeroes the chunks of this PE's heap that meet [0, limit) and were marked written since they
+  /// were last zeroed (or since the heap was mapped), and clears their marks; the marks of the
+  /// chunks past `limit` are kept, for a later kernel that zeroes them. Between barriers only:
+  /// nobody may write this heap meanwhile. Returns the bytes zeroed.
+  int64_t zero_written(int64_t limit = INT64_MAX);
   static constexpr int64_t kDirtyChunk = 4096;
   /// Completes every operation this PE issued on the heap (MPI_Win_flush_all + MPI_Win_sync).
   void quiet();

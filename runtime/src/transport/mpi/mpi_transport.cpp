@@ -97,7 +97,8 @@ public:
   MpiGroup(MpiTransport &t, std::string name, std::vector<int> world_pe)
       : t_(t), name_(std::move(name)), world_pe_(std::move(world_pe)) {}
 
-  void map_heap(int me, int64_t bytes) override;
+  void map_heap(int me, int64_t bytes) override { map_heap_zeroing(me, bytes, INT64_MAX); }
+  void map_heap_zeroing(int me, int64_t bytes, int64_t zero_bytes) override;
   int64_t heap_bytes() const override { return bytes_; }
   std::byte *direct_base(int pe) override { return heap_ ? heap_->base(pe) : nullptr; }
   void note_written(int pe, int64_t offset, int64_t bytes) override {
@@ -298,12 +299,14 @@ MPI_Comm MpiGroup::comm() {
   return comm_;
 }
 
-void MpiGroup::map_heap(int, int64_t bytes) {
+void MpiGroup::map_heap_zeroing(int, int64_t bytes, int64_t zero_bytes) {
   if (!heap_ || heap_->size_bytes() < bytes) {
     heap_.reset();                                // collective free, same order on every member
     heap_ = t_.session().map_heap(comm(), bytes); // zeroed; ends in MPI_Barrier
   } else {
-    heap_->zero_written(); // only what was written since: the rest is still zero
+    // Only what was written since, and only below zero_bytes: the program writes the rest
+    // before it reads it (ir::Group::zero_bytes).
+    heap_->zero_written(zero_bytes);
   }
   bytes_ = bytes;
 }
