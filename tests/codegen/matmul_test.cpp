@@ -4,8 +4,7 @@
 // ranks 3 and 4; then every set_cube_tile_shapes / matmul check with its exact error type.
 #include "pto/pto.h"
 
-#include "llvm/lower_matmul_geometry.h"
-#include "support/naive.h"
+#include "matmul_check.h"
 #include "support/support.h"
 
 #include <doctest/doctest.h>
@@ -18,103 +17,7 @@
 
 using doctest::Contains;
 
-namespace {
-
-struct Case {
-  pto::DataType in = pto::DT_FP32, out = pto::DT_FP32;
-  std::vector<int64_t> a_shape, b_shape; ///< as stored (already transposed when *_trans)
-  bool a_trans = false, b_trans = false, relu = false;
-  int bias_rank = 0;                                    ///< 0: no bias; 1: [N]; 2: [1, N]
-  std::vector<int64_t> m{16, 32}, k{16, 32}, n{16, 32}; ///< the cube tile
-};
-
-/// Tolerance of a K-long dot product of inputs in [-1, 1]: the table's, with the absolute term
-/// grown by K (the fp32 accumulation error grows with the number of terms, and results that
-/// cancel to near zero have no meaningful relative error).
-support::Tolerance mm_tolerance(pto::DataType out, int64_t K) {
-  auto t = support::tolerance(out);
-  if (out == pto::DT_FP32)
-    t.abs = 1e-6 * static_cast<double>(K);
-  return t;
-}
-
-std::vector<int64_t> out_shape(const Case &c) {
-  size_t r = c.a_shape.size();
-  std::vector<int64_t> s;
-  for (size_t d = 0; d + 2 < r; ++d)
-    s.push_back(std::max(c.a_shape[d], c.b_shape[d]));
-  s.push_back(c.a_trans ? c.a_shape[r - 1] : c.a_shape[r - 2]);
-  s.push_back(c.b_trans ? c.b_shape[r - 2] : c.b_shape[r - 1]);
-  return s;
-}
-
-/// A vec tile of the output's rank for the final assemble.
-std::vector<int64_t> vec_tile(size_t rank) {
-  std::vector<int64_t> t(rank, 1);
-  t[rank - 2] = 16;
-  t[rank - 1] = 64;
-  return t;
-}
-
-std::vector<pto::SymbolicScalar> origin(size_t rank) {
-  return std::vector<pto::SymbolicScalar>(rank, pto::SymbolicScalar(0));
-}
-
-/// Runs the case as a kernel and compares it with naive::matmul; "" when it matches.
-std::string check(const Case &c, pto::RunMode mode, uint64_t seed) {
-  bool is_int = c.in == pto::DT_INT8;
-  double lo = is_int ? -128 : -1, hi = is_int ? 127 : 1;
-  auto a = naive::random_tensor(c.in, c.a_shape, seed, lo, hi);
-  auto b = naive::random_tensor(c.in, c.b_shape, seed + 1, lo, hi);
-  auto shape = out_shape(c);
-  int64_t N = shape.back();
-  std::vector<int64_t> bias_shape =
-      c.bias_rank == 1 ? std::vector<int64_t>{N} : std::vector<int64_t>{1, N};
-  auto bias =
-      naive::random_tensor(c.out, bias_shape, seed + 2, is_int ? -1000 : -1, is_int ? 1000 : 1);
-  pto::HostTensor y(c.out, shape);
-  pto::MatmulOptions o{.a_trans = c.a_trans, .b_trans = c.b_trans, .relu = c.relu};
-  auto setup = [&] {
-    pto::set_cube_tile_shapes(c.m, c.k, c.n);
-    pto::set_vec_tile_shapes(vec_tile(shape.size()));
-  };
-  if (c.bias_rank == 0) {
-    auto k = pto::jit(
-        "mm",
-        [&](pto::Tensor ta, pto::Tensor tb, pto::Tensor ty) {
-          setup();
-          pto::assemble(pto::matmul(ta, tb, c.out, o), origin(shape.size()), ty);
-        },
-        support::opts(mode));
-    k(a, b, y);
-  } else {
-    auto k = pto::jit(
-        "mm_bias",
-        [&](pto::Tensor ta, pto::Tensor tb, pto::Tensor tbias, pto::Tensor ty) {
-          setup();
-          auto oo = o;
-          oo.bias = tbias;
-          pto::assemble(pto::matmul(ta, tb, c.out, oo), origin(shape.size()), ty);
-        },
-        support::opts(mode));
-    k(a, b, bias, y);
-  }
-  auto nb = naive::from(bias);
-  auto want = naive::matmul(naive::from(a), naive::from(b), c.a_trans, c.b_trans,
-                            c.bias_rank ? &nb : nullptr, c.relu);
-  int64_t K = c.a_trans ? c.a_shape[c.a_shape.size() - 2] : c.a_shape.back();
-  return support::mismatch(y, want, mm_tolerance(c.out, K));
-}
-
-const std::pair<pto::DataType, pto::DataType> kPairs[] = {
-    {pto::DT_FP32, pto::DT_FP32}, {pto::DT_FP16, pto::DT_FP16}, {pto::DT_FP16, pto::DT_FP32},
-    {pto::DT_BF16, pto::DT_BF16}, {pto::DT_BF16, pto::DT_FP32}, {pto::DT_INT8, pto::DT_INT32}};
-
-std::string pair_name(pto::DataType in, pto::DataType out) {
-  return pto::name(in) + "->" + pto::name(out);
-}
-
-} // namespace
+using namespace matmul_check;
 
 TEST_CASE("matmul: every dtype pair matches a naive loop, with tails in M, K and N") {
   // M = 37, K = 70, N = 45 under a [16, 32] cube tile: 2 row blocks (tail 5), 2 column blocks
@@ -256,31 +159,6 @@ TEST_CASE("matmul: operands computed by fused ops, result used by an elementwise
   }
 }
 
-// ---- the CPU kernel's blocking (lower_matmul_geometry.h) -----------------------------------
-
-namespace {
-
-/// fp32, bf16 (vdpbf16ps where the target has AVX512_BF16), int8 and a narrow output (partial
-/// sums in scratch instead of C).
-const std::pair<pto::DataType, pto::DataType> kKernelPairs[] = {{pto::DT_FP32, pto::DT_FP32},
-                                                                {pto::DT_BF16, pto::DT_FP32},
-                                                                {pto::DT_INT8, pto::DT_INT32},
-                                                                {pto::DT_BF16, pto::DT_BF16}};
-
-Case kernel_case(pto::DataType in, pto::DataType out, int64_t M, int64_t K, int64_t N, bool at,
-                 bool bt) {
-  Case c;
-  c.in = in;
-  c.out = out;
-  c.a_trans = at;
-  c.b_trans = bt;
-  c.a_shape = at ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K};
-  c.b_shape = bt ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N};
-  return c;
-}
-
-} // namespace
-
 TEST_CASE("matmul kernel: sizes 1 to 100 against the register block, every dtype, transposes") {
   // 1, 7, 17, 33 and 100 in every position: none is a multiple of the 14 x 32 (AVX-512) or
   // 6 x 16 register block or of the 16 or 8 k units one packing step transposes; odd K leaves
@@ -302,49 +180,6 @@ TEST_CASE("matmul kernel: sizes 1 to 100 against the register block, every dtype
         CAPTURE(bt);
         CHECK(check(kernel_case(in, out, M, K, N, at, bt), mode, 71 + s) == "");
       }
-}
-
-TEST_CASE("matmul kernel: past every cache block (K chunks, row blocks, column blocks)") {
-  // The blocks this host's kernel uses, so each case crosses one block boundary with a tail
-  // that is a multiple of nothing: K > 2 chunks (accumulating in C, or in scratch for a bf16
-  // output), M past the row block, N past the column block.
-  for (auto mode : support::run_modes())
-    for (auto [in, out] : kKernelPairs) {
-      auto g = pto::codegen::matmul_geometry(in, 0, 0, 0);
-      const int64_t kce = g.kcu * g.kg;
-      CAPTURE(support::mode_name(mode));
-      CAPTURE(pair_name(in, out));
-      CAPTURE(kce);
-      CAPTURE(g.mc);
-      CAPTURE(g.nc);
-      CHECK(check(kernel_case(in, out, 9, 2 * kce + 3, 37, false, false), mode, 81) == "");
-      CHECK(check(kernel_case(in, out, 19, 2 * kce + 5, 21, true, true), mode, 82) == "");
-      CHECK(check(kernel_case(in, out, g.mc + 5, 7, 35, false, true), mode, 83) == "");
-      CHECK(check(kernel_case(in, out, 5, 3, g.nc + 19, true, false), mode, 84) == "");
-    }
-}
-
-TEST_CASE("matmul kernel: bf16 on vdpbf16ps and on fp32 FMAs, whichever the host would pick") {
-  // Both bf16 paths where the target has AVX512_BF16 (elsewhere both runs take the FMA path).
-  // Shapes no other case compiles, so the JIT cache holds no program built under the other
-  // setting.
-  struct Reset {
-    ~Reset() { pto::codegen::set_matmul_dpbf16_for_tests(std::nullopt); }
-  } reset;
-  for (bool dp : {true, false}) {
-    pto::codegen::set_matmul_dpbf16_for_tests(dp);
-    auto g = pto::codegen::matmul_geometry(pto::DT_BF16, 0, 0, 0);
-    const int64_t kce = g.kcu * g.kg, d = dp ? 0 : 1;
-    for (auto out : {pto::DT_FP32, pto::DT_BF16})
-      for (auto mode : support::run_modes()) {
-        CAPTURE(dp);
-        CAPTURE(pto::name(out));
-        CAPTURE(support::mode_name(mode));
-        CHECK(check(kernel_case(pto::DT_BF16, out, 23 + d, 2 * kce + 7, 29, false, false), mode,
-                    91) == "");
-        CHECK(check(kernel_case(pto::DT_BF16, out, 15, 31 + d, 47, true, true), mode, 92) == "");
-      }
-  }
 }
 
 // ---- errors --------------------------------------------------------------------------------
