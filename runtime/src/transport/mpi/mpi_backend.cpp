@@ -20,9 +20,10 @@ public:
   std::unique_ptr<transport::Transport> make_transport(int n_pes, transport::Host &host) override {
     mpi::Session &s = mpi::session();
     if (n_pes != s.size())
-      throw DistributedError(
-          "<runtime>", "World",
-          fmt::format("the world has {} PEs but mpirun started {} ranks", n_pes, s.size()));
+      throw DistributedError("<runtime>", "World",
+                             fmt::format("the world has {} PEs but its MPI backend was made for "
+                                         "{} (mpirun started {} ranks)",
+                                         n_pes, s.size(), s.size()));
     return mpi::make_transport(s, host);
   }
   void run(int n_pes, const std::function<void(int pe)> &body,

@@ -7,7 +7,8 @@
 // MPI_Win_lock_all(MPI_MODE_NOCHECK) epoch for its whole life. Design notes and sources:
 // /work/shared/reference/mpi_rma.md (OSHMPI's mapping, Open MPI's osc components, progress).
 //
-// Environment:
+// Environment (the same on every rank: the session compares both across the ranks at start,
+// since they select collective MPI calls, and a difference is a DistributedError on every rank):
 //   PTO_MPI_SHARED=0       never use the shared-memory window (exercises the RMA path on one node)
 //   PTO_MPI_PROGRESS=0     no progress thread (waits and barriers still poll MPI themselves) and
 //                          MPI_THREAD_FUNNELED: needed for `--mca osc pt2pt`, which refuses
