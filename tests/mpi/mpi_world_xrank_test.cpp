@@ -212,7 +212,7 @@ TEST_CASE("mpi: Session::differences names the ranks whose setting differs") {
 TEST_CASE("mpi_share_host_buffers: bad and differing counts are typed errors, no hang") {
   mpi::Session &s = mpi::session();
   const int n = s.size();
-  std::vector<char> buf(size_t(64 * n));
+  std::vector<char> buf(64 * size_t(n));
   std::vector<std::pair<void *, int64_t>> bufs;
   for (int p = 0; p < n; ++p)
     bufs.emplace_back(buf.data() + 64 * p, 64);
@@ -242,10 +242,10 @@ TEST_CASE("mpi_share_host_buffers: bad and differing counts are typed errors, no
   expect(differ, "the ranks pass different byte counts", false);
   // The good call still works: every rank gets rank p's bytes in buffer p.
   for (int i = 0; i < 64; ++i)
-    buf[size_t(64 * s.rank() + i)] = char(s.rank() * 3 + i);
+    buf[64 * size_t(s.rank()) + size_t(i)] = char(s.rank() * 3 + i);
   mpi_share_host_buffers(bufs);
   for (int p = 0; p < n; ++p)
-    CHECK(buf[size_t(64 * p + 5)] == char(p * 3 + 5));
+    CHECK(buf[64 * size_t(p) + 5] == char(p * 3 + 5));
 }
 
 // From here on a communicator of the session is abandoned on one rank (by design: a collective

@@ -318,8 +318,9 @@ std::string Session::differences(MPI_Comm comm, const std::string &mine, int64_t
   std::vector<int> lens(static_cast<size_t>(n)), displs(static_cast<size_t>(n));
   int64_t total = 0;
   for (int r = 0; r < n; ++r) {
-    same = same && all[size_t(2 * r)] == h[0] && all[size_t(2 * r + 1)] == h[1];
-    lens[size_t(r)] = int(all[size_t(2 * r + 1)]);
+    const uint64_t hash = all[2 * size_t(r)], len = all[2 * size_t(r) + 1];
+    same = same && hash == h[0] && len == h[1];
+    lens[size_t(r)] = int(len);
     displs[size_t(r)] = int(total);
     total += lens[size_t(r)];
   }
@@ -339,7 +340,7 @@ std::string Session::differences(MPI_Comm comm, const std::string &mine, int64_t
     std::string t = texts.substr(size_t(displs[size_t(r)]), size_t(lens[size_t(r)]));
     auto it = std::find_if(by_text.begin(), by_text.end(), [&](auto &e) { return e.first == t; });
     if (it == by_text.end())
-      by_text.push_back({std::move(t), {r}});
+      by_text.emplace_back(std::move(t), std::vector<int>{r});
     else
       it->second.push_back(r);
   }
