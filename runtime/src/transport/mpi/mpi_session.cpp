@@ -87,6 +87,7 @@ Session::Session() {
   check(MPI_Comm_dup(world_, &host_comm_), "MPI_Comm_dup");
   int node_size = 0;
   MPI_Comm_size(node_, &node_size);
+  shared_ = node_size == size_ && !env_is_zero("PTO_MPI_SHARED");
   const unsigned cpus = std::thread::hardware_concurrency();
   spin_polls_ = cpus > 0 && unsigned(node_size) <= cpus ? 1 << 15 : 64;
 
@@ -115,9 +116,10 @@ Session::Session() {
                                  "the same value",
                                  name, d);
   }
-  if (!setup_error_.empty())
+  if (!setup_error_.empty()) {
+    shared_ = false;
     return; // session() reports it on every rank; at exit the job ends non-zero
-  shared_ = node_size == size_ && !env_is_zero("PTO_MPI_SHARED");
+  }
   // Passive-target RMA over a network completes only while the target calls MPI (Open MPI has no
   // general asynchronous progress): a thread pokes the progress engine while this PE computes.
   if (!shared_ && provided == MPI_THREAD_MULTIPLE && want_progress)
