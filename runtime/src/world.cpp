@@ -148,16 +148,17 @@ std::unique_ptr<detail::WorldState> make_state(int n_pes, const WorldOptions &op
   if (!backend)
     throw DistributedError(loc, kWorldOp, "the backend is null");
   const int64_t timeout_ms = effective_timeout_ms(opts.deadlock_timeout_ms, loc);
-  try {
-    return detail::host_boundary(
-        loc, kWorldOp,
-        fmt::format("creating {} PE contexts on the {} backend", n_pes, backend->name()),
-        [&] { return std::make_unique<detail::WorldState>(n_pes, timeout_ms, *backend); });
-  } catch (const DistributedError &e) { // the backend refused the world: at the caller's line
-    if (e.where() != "<runtime>")
-      throw;
-    throw DistributedError(loc, kWorldOp, e.detail());
-  }
+  return detail::host_boundary(
+      loc, kWorldOp,
+      fmt::format("creating {} PE contexts on the {} backend", n_pes, backend->name()), [&] {
+        try {
+          return std::make_unique<detail::WorldState>(n_pes, timeout_ms, *backend);
+        } catch (const DistributedError &e) { // the backend's start-up checks: at the user's line
+          if (e.where() != "<runtime>")
+            throw;
+          throw DistributedError(loc, kWorldOp, e.detail());
+        }
+      });
 }
 } // namespace
 
