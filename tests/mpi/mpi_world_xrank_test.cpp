@@ -168,6 +168,24 @@ TEST_CASE("mpi: a barrier timeout names the PE that has not arrived") {
   run_ok(world);
 }
 
+TEST_CASE("mpi: PEs launching different kernels with the same shmem layout fail on every rank") {
+  mpi::Session &s = mpi::session();
+  const int n = s.size();
+  World world(n, {.deadlock_timeout_ms = kTimeoutMs}, make_mpi_backend(n));
+  const std::string m = error_of([&] {
+    world.run([&](int pe) {
+      pto_ctx *ctx = current_ctx();
+      begin_call(ctx, nullptr, pe == 1 ? "kernel_max" : "kernel_sum");
+      if (enter(ctx, n) == PTO_OK)
+        pto_rt_kernel_exit(ctx);
+      end_call(ctx);
+    });
+  });
+  CHECK(has(m, "launch different kernels at once: PE 0 runs kernel 'kernel_sum', PE 1 kernel "
+               "'kernel_max'"));
+  run_ok(world);
+}
+
 TEST_CASE("mpi: groups defined differently per rank are a DistributedError on every rank") {
   mpi::Session &s = mpi::session();
   const int n = s.size();
