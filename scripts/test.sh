@@ -138,6 +138,18 @@ mpi_checks() (
     done
   done
   PTO_MPI_PROGRESS=0 run -np 2 --mca osc pt2pt build/tests/test_mpi
+  # A setting that selects collective MPI calls, set on one rank only: an error on every rank
+  # (when MPI starts), a non-zero exit, no hang.
+  for var in PTO_MPI_SHARED PTO_MPI_PROGRESS; do
+    rc=0
+    out=$(run -np 1 env "$var=0" build/tests/test_mpi -tc=none : -np 1 build/tests/test_mpi \
+      -tc=none 2>&1) || rc=$?
+    if [ $rc -eq 0 ] || [ "$(grep -c "test_mpi: error: .*$var" <<<"$out")" -ne 2 ]; then
+      echo "$out"
+      echo "mpi: $var=0 on rank 0 only: rc $rc, want an error on both ranks"
+      exit 1
+    fi
+  done
   out=$(PTO_MPI_PROGRESS=0 run -np 4 --mca osc pt2pt build/samples/collectives --backend mpi --check)
   [ "$(grep -c 'check: PASS' <<<"$out")" -eq 4 ] || { echo "$out"; exit 1; }
   # Outside mpirun --backend mpi is a flag error (exit 2), not a crash.

@@ -107,8 +107,9 @@ std::string layout_difference(const char *a, const char *b, int pe_a, int pe_b) 
 struct Proposal {
   uint64_t hash = 0;
   int64_t bytes = 0;
-  int64_t layout_len = -1; ///< -1: no layout description
-  int64_t kernel_len = -1; ///< -1: no kernel name
+  uint64_t kernel_hash = 0; ///< of the kernel's name: every member must run the same kernel
+  int64_t layout_len = -1;  ///< -1: no layout description
+  int64_t kernel_len = -1;  ///< -1: no kernel name
 };
 
 // The message for proposals that differ between members 0 and p (texts: each member's layout and
@@ -117,6 +118,11 @@ std::string layout_mismatch(const detail::GroupState &g, const std::vector<Propo
                             const std::vector<std::string> &layout,
                             const std::vector<std::string> &kernel) {
   const int pe0 = g.world_pe[0], pe = g.world_pe[size_t(p)];
+  if (all[0].hash == all[size_t(p)].hash && all[0].bytes == all[size_t(p)].bytes)
+    return fmt::format("PEs {} and {} of group '{}' launch different kernels at once: PE {} runs "
+                       "kernel '{}', PE {} kernel '{}'; every PE of a group must launch the same "
+                       "kernels in the same order",
+                       pe0, pe, g.name, pe0, kernel[0], pe, kernel[size_t(p)]);
   std::string what = all[0].layout_len >= 0 && all[size_t(p)].layout_len >= 0
                          ? layout_difference(layout[0].c_str(), layout[size_t(p)].c_str(), pe0, pe)
                          : "";
@@ -137,7 +143,10 @@ int32_t enter_group(pto_ctx *ctx, detail::GroupState &g, int me, uint64_t hash, 
                     int64_t zero_bytes, const char *layout) {
   detail::WorldState &w = *ctx->world;
   constexpr const char *kWhat = "kernel entry barrier";
-  Proposal mine{hash, bytes, layout ? int64_t(std::strlen(layout)) : -1,
+  uint64_t kernel_hash = 1469598103934665603ull; // FNV-1a
+  for (const char *c = ctx->kernel_name ? ctx->kernel_name : ""; *c; ++c)
+    kernel_hash = (kernel_hash ^ uint64_t(static_cast<unsigned char>(*c))) * 1099511628211ull;
+  Proposal mine{hash, bytes, kernel_hash, layout ? int64_t(std::strlen(layout)) : -1,
                 ctx->kernel_name ? int64_t(std::strlen(ctx->kernel_name)) : -1};
   std::vector<Proposal> all(static_cast<size_t>(g.n_pes));
   w.progress.bump(); // this arrival
@@ -149,7 +158,8 @@ int32_t enter_group(pto_ctx *ctx, detail::GroupState &g, int me, uint64_t hash, 
   }
   int differs = 0;
   for (int p = 1; p < g.n_pes && !differs; ++p)
-    if (all[size_t(p)].hash != all[0].hash || all[size_t(p)].bytes != all[0].bytes)
+    if (all[size_t(p)].hash != all[0].hash || all[size_t(p)].bytes != all[0].bytes ||
+        all[size_t(p)].kernel_hash != all[0].kernel_hash)
       differs = p;
   if (differs) {
     // Every member sees the same proposals, so all exchange their texts (padded to the longest)

@@ -84,8 +84,8 @@ std::string trace_text(const detail::WorldState &w) {
     return dump(json{{"traceEvents", local_events(w, 0)}, {"displayTimeUnit", "ns"}});
   const int64_t t0_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(w.trace_t0.time_since_epoch()).count();
-  const std::vector<std::string> parts =
-      w.transport->gather_to_first(dump(json{{"t0_ns", t0_ns}, {"events", local_events(w, 0)}}));
+  const std::vector<std::string> parts = w.transport->gather_to_first(
+      dump(json{{"t0_ns", t0_ns}, {"events", local_events(w, 0)}}), 2 * w.deadlock_timeout_ms);
   if (parts.empty())
     return "";
   json events = json::array();
@@ -114,8 +114,13 @@ void World::write_trace(const std::string &path, std::source_location loc) const
     throw DistributedError(loc, kOp,
                            "cannot write the trace while the world is running; call it after "
                            "World::run returns");
-  const std::string text =
-      detail::host_boundary(loc, kOp, "formatting the trace", [&] { return trace_text(*state_); });
+  std::string text;
+  try { // the other processes did not all call it (MPI): at the caller's line
+    text = detail::host_boundary(loc, kOp, "formatting the trace",
+                                 [&] { return trace_text(*state_); });
+  } catch (const DistributedError &e) {
+    throw DistributedError(loc, kOp, e.detail());
+  }
   if (text.empty())
     return; // another process (the one with PE 0) writes the file
   errno = 0;

@@ -150,8 +150,15 @@ std::unique_ptr<detail::WorldState> make_state(int n_pes, const WorldOptions &op
   const int64_t timeout_ms = effective_timeout_ms(opts.deadlock_timeout_ms, loc);
   return detail::host_boundary(
       loc, kWorldOp,
-      fmt::format("creating {} PE contexts on the {} backend", n_pes, backend->name()),
-      [&] { return std::make_unique<detail::WorldState>(n_pes, timeout_ms, *backend); });
+      fmt::format("creating {} PE contexts on the {} backend", n_pes, backend->name()), [&] {
+        try {
+          return std::make_unique<detail::WorldState>(n_pes, timeout_ms, *backend);
+        } catch (const DistributedError &e) { // the backend's start-up checks: at the user's line
+          if (e.where() != "<runtime>")
+            throw;
+          throw DistributedError(loc, kWorldOp, e.detail());
+        }
+      });
 }
 } // namespace
 
@@ -260,7 +267,7 @@ void World::run(const std::function<void(int pe)> &fn, std::source_location loc)
     detail::tls_ctx = nullptr;
     ctx->finished.store(true, std::memory_order_release);
     w.progress.bump();
-    w.transport->wake_all(); // PEs waiting for this one at a barrier now know it will not come
+    w.transport->pe_returned(pe); // PEs waiting for it at a barrier now know it will not come
   };
   try {
     backend_->run(w.n_pes, body,
@@ -273,6 +280,9 @@ void World::run(const std::function<void(int pe)> &fn, std::source_location loc)
         fmt::format("starting {} PEs on the {} backend", w.n_pes, backend_->name()));
   }
 
+  // A failure another process announced while this one's PEs finished (MPI: a barrier another
+  // rank abandoned may still complete here) fails this run too.
+  w.transport->progress();
   // Root cause: the first PE to fail, if its own error is primary; else any primary error.
   const int first = w.first_failed_pe.load();
   if (first >= 0 && errors[size_t(first)] && !released[size_t(first)])
@@ -301,7 +311,9 @@ transport::WaitResult CorePolicy::check(std::span<const int> missing, int &culpr
     return transport::WaitResult::Aborted;
   if (group_)
     for (int p : missing)
-      if (w_.ctxs[size_t(group_->world_pe[size_t(p)])].finished.load(std::memory_order_acquire)) {
+      if (const int wpe = group_->world_pe[size_t(p)];
+          w_.ctxs[size_t(wpe)].finished.load(std::memory_order_acquire) ||
+          (!w_.is_local[size_t(wpe)] && w_.transport->returned_elsewhere(wpe))) {
         culprit = culprit_ = p;
         return transport::WaitResult::PeerGone;
       }

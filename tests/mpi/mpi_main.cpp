@@ -1,12 +1,23 @@
 // mpi_main.cpp - The entry point of test_mpi (run under mpirun): initializes the MPI session,
 // runs the doctest cases on every rank, and exits non-zero on every rank if any rank failed.
 #define DOCTEST_CONFIG_IMPLEMENT
+#include "pto/error.h"
+
 #include "transport/mpi/mpi_session.h"
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
+
 int main(int argc, char **argv) {
-  auto &s = pto::runtime::mpi::session();
+  pto::runtime::mpi::Session *sp = nullptr;
+  try {
+    sp = &pto::runtime::mpi::session();
+  } catch (const pto::Error &e) { // e.g. settings that differ across the ranks
+    std::printf("test_mpi: error: %s\n", e.what());
+    return 1;
+  }
+  auto &s = *sp;
   doctest::Context ctx(argc, argv);
   int failed = ctx.run() != 0 ? 1 : 0, any = 0;
   MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, s.world());

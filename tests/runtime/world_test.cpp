@@ -228,6 +228,19 @@ TEST_CASE("kernel_enter: PEs that declare different shmem layouts for a group ge
                        pto::DistributedError);
 }
 
+TEST_CASE("kernel_enter: PEs launching different kernels with one shmem layout get a "
+          "DistributedError naming both") {
+  World world(3);
+  CHECK_THROWS_WITH_AS(world.run([&](int pe) {
+    rt_kernel(
+        {{"world", 3, 64}}, [](pto_ctx *) -> int32_t { return PTO_OK; }, 0x600d, nullptr,
+        pe == 2 ? "kernel_max" : "kernel_sum");
+  }),
+                       doctest::Contains("launch different kernels at once: PE 0 runs kernel "
+                                         "'kernel_sum', PE 2 kernel 'kernel_max'"),
+                       pto::DistributedError);
+}
+
 TEST_CASE("kernel_enter: different heap sizes for one group are a DistributedError") {
   World world(2);
   CHECK_THROWS_WITH_AS(world.run([&](int pe) {

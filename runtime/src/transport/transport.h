@@ -186,6 +186,20 @@ public:
   /// Wakes every local PE sleeping in a transport call, so that it re-checks its WaitPolicy (a
   /// PE returned from its function: barriers waiting for it give up). Must not block.
   virtual void wake_all() = 0;
+  /// Local PE `world_pe` returned from its World::run function (normally or by throwing): tells
+  /// the PEs that wait for it at a barrier (their policy then reports PeerGone). Must not block.
+  /// The default wakes the local sleepers (wake_all).
+  virtual void pe_returned(int world_pe) {
+    (void)world_pe;
+    wake_all();
+  }
+  /// True when PE `world_pe` of another process is known to have returned from its function in
+  /// the current run (it will arrive at no barrier any more). Polled by the WaitPolicy for the
+  /// members a barrier still misses; false when unknown.
+  virtual bool returned_elsewhere(int world_pe) {
+    (void)world_pe;
+    return false;
+  }
   /// Runs pending communication work (MPI progress); the shared-memory transport has none.
   virtual void progress() = 0;
   /// The sum of the progress counts the other processes of the world published (each counts the
@@ -202,8 +216,12 @@ public:
   virtual void begin_run(int64_t timeout_ms) { (void)timeout_ms; }
   /// Collective over the processes: returns, on the first process (the one with world PE 0),
   /// every process's `mine` in process order; on the others nothing. One process: {mine}.
-  /// Throws pto::RuntimeError when the transport cannot move them.
-  virtual std::vector<std::string> gather_to_first(const std::string &mine) { return {mine}; }
+  /// Throws pto::DistributedError when the processes do not all call it within `timeout_ms`,
+  /// pto::RuntimeError when the transport cannot move them.
+  virtual std::vector<std::string> gather_to_first(const std::string &mine, int64_t timeout_ms) {
+    (void)timeout_ms;
+    return {mine};
+  }
 };
 
 /// The shared-memory transport (shm_transport.cpp): every PE a thread of this process, heaps

@@ -28,9 +28,13 @@ int mpi_size(std::source_location loc = std::source_location::current());
 
 /// After World::run on the MPI backend, makes every process's copy of buffer p equal to the one
 /// of the process that ran PE p (rank p): `bufs[p]` is {address, bytes}, with the same byte
-/// counts on every rank, n_pes entries. Collective over all ranks (MPI_Bcast from each rank in
-/// turn). Lets a host program check every PE's output on every rank. Throws
-/// pto::DistributedError (at `loc`) when bufs.size() differs from the number of ranks,
+/// counts on every rank, n_pes entries. Collective over all ranks (MPI_Ibcast from each rank in
+/// turn, polled: a rank that does not call it within twice the default deadlock timeout fails
+/// the others instead of hanging them). Lets a host program check every PE's output on every
+/// rank. Every rank checks every rank's arguments first (an MPI_Iallgather of the counts), so
+/// that each fails alike (at `loc`): pto::DistributedError when some rank's bufs.size() differs
+/// from the number of ranks, a byte count differs between ranks, or the ranks do not all call
+/// it; pto::ArgumentError for a negative count or a null address with a non-zero count;
 /// pto::RuntimeError when MPI fails.
 void mpi_share_host_buffers(const std::vector<std::pair<void *, int64_t>> &bufs,
                             std::source_location loc = std::source_location::current());

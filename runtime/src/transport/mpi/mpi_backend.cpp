@@ -2,12 +2,16 @@
 // runs it only, and the transport is the MPI one (mpi_transport.cpp).
 #include "pto/error.h"
 #include "pto/runtime/mpi.h"
+#include "pto/runtime/world.h"
 
 #include "mpi_session.h"
 
 #include <algorithm>
 #include <cstddef>
 #include <fmt/format.h>
+#include <functional>
+#include <string>
+#include <vector>
 
 namespace pto::runtime {
 
@@ -49,19 +53,67 @@ int mpi_size(std::source_location loc) { return session_at(loc, "mpi_size").size
 
 void mpi_share_host_buffers(const std::vector<std::pair<void *, int64_t>> &bufs,
                             std::source_location loc) {
-  mpi::Session &s = session_at(loc, "mpi_share_host_buffers");
-  if (int(bufs.size()) != s.size())
-    throw DistributedError(
-        loc, "mpi_share_host_buffers",
-        fmt::format("{} buffers for {} MPI ranks: one per PE expected", bufs.size(), s.size()));
+  constexpr const char *kOp = "mpi_share_host_buffers";
+  mpi::Session &s = session_at(loc, kOp);
+  const int n = s.size();
+  // Every rank checks every rank's arguments (one allgather of the counts and null flags), so
+  // that bad arguments on one rank fail every rank alike. Every collective here is polled with
+  // a deadline (Session::collective) on the session's host communicator: a rank that does not
+  // call it fails the others instead of leaving them blocked in MPI.
+  const int64_t timeout_ms = 2 * WorldOptions::kDefaultDeadlockTimeoutMs;
+  const MPI_Comm comm = s.host_comm();
+  auto polled = [&](const std::string &what, const std::function<int(MPI_Request *)> &start) {
+    try {
+      s.collective(comm, kOp, what, timeout_ms, start);
+    } catch (const Error &e) { // at the caller's line
+      if (dynamic_cast<const DistributedError *>(&e))
+        throw DistributedError(loc, kOp, e.detail());
+      throw RuntimeError(loc, kOp, e.detail());
+    }
+  };
+  const int w = 2 * n + 1;
+  std::vector<int64_t> mine(size_t(w), 0), all(size_t(w) * size_t(n), 0);
+  mine[0] = int64_t(bufs.size());
+  for (size_t p = 0; p < size_t(n) && p < bufs.size(); ++p) {
+    mine[1 + 2 * p] = bufs[p].second;
+    mine[2 + 2 * p] = bufs[p].first == nullptr ? 1 : 0;
+  }
+  polled("mpi_share_host_buffers (MPI_Iallgather of the counts)", [&](MPI_Request *r) {
+    return MPI_Iallgather(mine.data(), w, MPI_INT64_T, all.data(), w, MPI_INT64_T, comm, r);
+  });
+  auto at = [&](int rank, int k) { return all[size_t(rank) * size_t(w) + size_t(k)]; };
+  for (int r = 0; r < n; ++r)
+    if (at(r, 0) != n)
+      throw DistributedError(loc, kOp,
+                             fmt::format("rank {} passes {} buffers for {} MPI ranks: one per PE "
+                                         "expected",
+                                         r, at(r, 0), n));
+  for (int r = 0; r < n; ++r)
+    for (int p = 0; p < n; ++p) {
+      const int64_t bytes = at(r, 1 + 2 * p);
+      if (bytes < 0)
+        throw ArgumentError(loc, kOp,
+                            fmt::format("rank {} passes {} bytes for buffer {}: a byte count "
+                                        "must be >= 0",
+                                        r, bytes, p));
+      if (bytes > 0 && at(r, 2 + 2 * p))
+        throw ArgumentError(loc, kOp,
+                            fmt::format("rank {} passes a null address for buffer {} of {} "
+                                        "bytes",
+                                        r, p, bytes));
+      if (bytes != at(0, 1 + 2 * p))
+        throw DistributedError(loc, kOp,
+                               fmt::format("buffer {} has {} bytes on rank 0 but {} on rank {}: "
+                                           "every rank must pass the same byte counts",
+                                           p, at(0, 1 + 2 * p), bytes, r));
+    }
   constexpr int64_t kChunk = int64_t{1} << 30; // MPI counts are int
-  for (int p = 0; p < s.size(); ++p) {
+  for (int p = 0; p < n; ++p) {
     auto *base = static_cast<std::byte *>(bufs[size_t(p)].first);
     for (int64_t off = 0; off < bufs[size_t(p)].second; off += kChunk) {
       const int len = int(std::min(kChunk, bufs[size_t(p)].second - off));
-      const int rc = MPI_Bcast(base + off, len, MPI_BYTE, p, s.world());
-      if (rc != MPI_SUCCESS)
-        throw RuntimeError(loc, "mpi_share_host_buffers", "MPI_Bcast failed");
+      polled(fmt::format("mpi_share_host_buffers (MPI_Ibcast from rank {})", p),
+             [&](MPI_Request *r) { return MPI_Ibcast(base + off, len, MPI_BYTE, p, comm, r); });
     }
   }
 }

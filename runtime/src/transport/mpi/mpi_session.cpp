@@ -19,8 +19,11 @@ namespace pto::runtime::mpi {
 
 namespace {
 constexpr const char *kOp = "MPI backend";
-constexpr int64_t kAbortHdr = 64;  // the abort word's line
-constexpr int64_t kAbortMsg = 512; // bytes of message per sending rank, NUL-terminated
+constexpr int64_t kAbortHdr = 64;   // the abort word's line
+constexpr int64_t kAbortMsg = 512;  // bytes of message per sending rank, NUL-terminated
+constexpr int64_t kReturnedAt = 16; // the returned-run word in the abort window
+// How long the ranks wait for each other at MPI start (twice the default deadlock timeout).
+constexpr int64_t kSetupTimeoutMs = 60000;
 
 bool env_is_zero(const char *name) {
   const char *v = std::getenv(name);
@@ -92,6 +95,8 @@ Session::Session() {
   MPI_Comm_size(world_, &size_);
   check(MPI_Comm_split_type(world_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_),
         "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)");
+  check(MPI_Comm_dup(world_, &run_comm_), "MPI_Comm_dup");
+  check(MPI_Comm_dup(world_, &host_comm_), "MPI_Comm_dup");
   int node_size = 0;
   MPI_Comm_size(node_, &node_size);
   shared_ = node_size == size_ && !env_is_zero("PTO_MPI_SHARED");
@@ -120,6 +125,22 @@ Session::Session() {
   progress_word_ = reinterpret_cast<uint64_t *>(abort_mem_ + 8);
   MPI_Win_lock_all(MPI_MODE_NOCHECK, abort_win_);
   MPI_Barrier(world_);
+  // The settings that select collective MPI calls (the window kind; the thread level and the
+  // progress thread) must be the same on every rank, else the ranks call different collectives
+  // and block in MPI: compared here once, before any of them is used.
+  for (const char *name : {"PTO_MPI_SHARED", "PTO_MPI_PROGRESS"}) {
+    const char *v = std::getenv(name);
+    const std::string d =
+        differences(host_comm_, v && *v ? fmt::format("'{}'", v) : "", kSetupTimeoutMs, kOp);
+    if (!d.empty() && setup_error_.empty())
+      setup_error_ = fmt::format("{} differs across the MPI ranks ({}); every rank must run with "
+                                 "the same value",
+                                 name, d);
+  }
+  if (!setup_error_.empty()) {
+    shared_ = false;
+    return; // session() reports it on every rank; at exit the job ends non-zero
+  }
   // Passive-target RMA over a network completes only while the target calls MPI (Open MPI has no
   // general asynchronous progress): a thread pokes the progress engine while this PE computes.
   if (!shared_ && provided == MPI_THREAD_MULTIPLE && want_progress)
@@ -265,13 +286,108 @@ WaitOutcome Session::allreduce_minmax(MPI_Comm comm, int64_t *v, int count, bool
   return wait_request(*this, req, timeout_ms, stop_on_abort);
 }
 
-std::vector<std::string> Session::gather_to_root(const std::string &mine) {
+WaitOutcome Session::collective(MPI_Comm comm, const char *op, const std::string &what,
+                                int64_t timeout_ms, const std::function<int(MPI_Request *)> &start,
+                                bool stop_on_abort) {
+  {
+    std::lock_guard lock(mu_);
+    if (std::find(abandoned_.begin(), abandoned_.end(), comm) != abandoned_.end())
+      throw DistributedError("<runtime>", op,
+                             fmt::format("cannot run {}: an earlier collective call of this kind "
+                                         "did not meet the other MPI ranks, so the job cannot "
+                                         "go on",
+                                         what));
+  }
+  MPI_Request req = MPI_REQUEST_NULL;
+  check(start(&req), what.c_str());
+  const WaitOutcome r = wait_request(*this, req, timeout_ms, stop_on_abort);
+  if (r == WaitOutcome::Done)
+    return r;
+  {
+    std::lock_guard lock(mu_);
+    abandoned_.push_back(comm); // its request stays pending: never matched by another call
+  }
+  if (r == WaitOutcome::Aborted)
+    return r;
+  const std::string msg = fmt::format("the MPI ranks did not all call {} within {} ms; every "
+                                      "rank must make the same collective calls in the same order",
+                                      what, timeout_ms);
+  abort_all(rank_, msg);
+  throw DistributedError("<runtime>", op, msg);
+}
+
+namespace {
+uint64_t fnv1a(const std::string &s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s)
+    h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+} // namespace
+
+std::string Session::differences(MPI_Comm comm, const std::string &mine, int64_t timeout_ms,
+                                 const char *op) {
+  if (mine.size() > size_t(INT_MAX / 2))
+    throw RuntimeError("<runtime>", op,
+                       fmt::format("{} bytes to compare exceed an MPI count", mine.size()));
+  int n = 1;
+  MPI_Comm_size(comm, &n);
+  const uint64_t h[2] = {fnv1a(mine), mine.size()};
+  std::vector<uint64_t> all(static_cast<size_t>(2 * n));
+  collective(comm, op, "the ranks' agreement on their settings", timeout_ms, [&](MPI_Request *r) {
+    return MPI_Iallgather(h, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, comm, r);
+  });
+  bool same = true;
+  std::vector<int> lens(static_cast<size_t>(n)), displs(static_cast<size_t>(n));
+  int64_t total = 0;
+  for (int r = 0; r < n; ++r) {
+    const uint64_t hash = all[2 * size_t(r)], len = all[2 * size_t(r) + 1];
+    same = same && hash == h[0] && len == h[1];
+    lens[size_t(r)] = int(len);
+    displs[size_t(r)] = int(total);
+    total += lens[size_t(r)];
+  }
+  if (same)
+    return "";
+  if (total > INT_MAX)
+    throw RuntimeError("<runtime>", op,
+                       fmt::format("{} bytes to compare exceed an MPI count", total));
+  std::string texts(size_t(total), '\0');
+  collective(comm, op, "the ranks' agreement on their settings", timeout_ms, [&](MPI_Request *r) {
+    return MPI_Iallgatherv(mine.data(), int(mine.size()), MPI_CHAR, texts.data(), lens.data(),
+                           displs.data(), MPI_CHAR, comm, r);
+  });
+  // Ranks grouped by text, in order of their first rank.
+  std::vector<std::pair<std::string, std::vector<int>>> by_text;
+  for (int r = 0; r < n; ++r) {
+    std::string t = texts.substr(size_t(displs[size_t(r)]), size_t(lens[size_t(r)]));
+    auto it = std::find_if(by_text.begin(), by_text.end(), [&](auto &e) { return e.first == t; });
+    if (it == by_text.end())
+      by_text.emplace_back(std::move(t), std::vector<int>{r});
+    else
+      it->second.push_back(r);
+  }
+  std::string out;
+  for (const auto &[t, ranks] : by_text) {
+    if (!out.empty())
+      out += "; ";
+    out += fmt::format("rank{} {}: {}", ranks.size() > 1 ? "s" : "", fmt::join(ranks, ", "),
+                       t.empty() ? "unset" : t);
+  }
+  return out;
+}
+
+std::vector<std::string> Session::gather_to_root(const std::string &mine, int64_t timeout_ms,
+                                                 const char *op) {
   if (mine.size() > size_t(INT_MAX))
     throw RuntimeError("<runtime>", kOp,
                        fmt::format("{} bytes to gather exceed an MPI count", mine.size()));
   const int len = int(mine.size());
   std::vector<int> lens(size_t(rank_ == 0 ? size_ : 0)), displs(lens.size());
-  check(MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, world_), "MPI_Gather");
+  collective(host_comm_, op, "World::write_trace (collective on MPI)", timeout_ms,
+             [&](MPI_Request *r) {
+               return MPI_Igather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, host_comm_, r);
+             });
   std::string all;
   if (rank_ == 0) {
     int64_t total = 0;
@@ -284,13 +400,27 @@ std::vector<std::string> Session::gather_to_root(const std::string &mine) {
     }
     all.resize(size_t(total));
   }
-  check(MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0,
-                    world_),
-        "MPI_Gatherv");
+  collective(host_comm_, op, "World::write_trace (collective on MPI)", timeout_ms,
+             [&](MPI_Request *r) {
+               return MPI_Igatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(),
+                                   displs.data(), MPI_CHAR, 0, host_comm_, r);
+             });
   std::vector<std::string> out;
   for (int r = 0; r < int(lens.size()); ++r)
     out.push_back(all.substr(size_t(displs[size_t(r)]), size_t(lens[size_t(r)])));
   return out;
+}
+
+void Session::publish_returned(int64_t run) {
+  MPI_Accumulate(&run, 1, MPI_INT64_T, rank_, kReturnedAt, 1, MPI_INT64_T, MPI_REPLACE, abort_win_);
+  MPI_Win_flush(rank_, abort_win_);
+}
+
+int64_t Session::returned_run(int r) {
+  int64_t v = 0;
+  MPI_Fetch_and_op(nullptr, &v, MPI_INT64_T, r, kReturnedAt, MPI_NO_OP, abort_win_);
+  MPI_Win_flush(r, abort_win_);
+  return v;
 }
 
 void Session::shutdown() {
@@ -302,7 +432,7 @@ void Session::shutdown() {
     progress_.join();
   std::fflush(stdout);
   std::fflush(stderr);
-  const bool failed = aborted_by() != -1;
+  const bool failed = aborted_by() != -1 || !setup_error_.empty();
   // Every rank reaches here at exit; a rank that never does (stuck outside the runtime) must not
   // hang the job: after 10 s the watchdog aborts it, non-zero.
   std::atomic<bool> done{false};
@@ -352,6 +482,8 @@ Session &session() {
     g_session = new Session(); // never deleted: at_exit finalizes, static destructors may follow
     std::atexit(at_exit);
   });
+  if (!g_session->setup_error().empty())
+    throw DistributedError("<runtime>", kOp, g_session->setup_error());
   return *g_session;
 }
 

@@ -7,7 +7,8 @@
 // MPI_Win_lock_all(MPI_MODE_NOCHECK) epoch for its whole life. Design notes and sources:
 // /work/shared/reference/mpi_rma.md (OSHMPI's mapping, Open MPI's osc components, progress).
 //
-// Environment:
+// Environment (the same on every rank: the session compares both across the ranks at start,
+// since they select collective MPI calls, and a difference is a DistributedError on every rank):
 //   PTO_MPI_SHARED=0       never use the shared-memory window (exercises the RMA path on one node)
 //   PTO_MPI_PROGRESS=0     no progress thread (waits and barriers still poll MPI themselves) and
 //                          MPI_THREAD_FUNNELED: needed for `--mca osc pt2pt`, which refuses
@@ -21,6 +22,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mpi.h>
 #include <mutex>
@@ -109,12 +111,50 @@ public:
   /// failed rank releases the others (unless `stop_on_abort` is false); gives up after
   /// `timeout_ms` without completing.
   WaitOutcome barrier(MPI_Comm comm, int64_t timeout_ms, bool stop_on_abort = true);
-  /// Every rank's `mine` on rank 0, in rank order (MPI_Gather of the lengths, MPI_Gatherv of
-  /// the bytes); empty elsewhere. Collective over the world. Throws RuntimeError.
-  std::vector<std::string> gather_to_root(const std::string &mine);
+  /// Every rank's `mine` on rank 0, in rank order (MPI_Igather of the lengths, MPI_Igatherv of
+  /// the bytes, polled as collective() does); empty elsewhere. Collective over the world, on
+  /// host_comm(). Throws DistributedError (at `op`) when the ranks do not all call it within
+  /// `timeout_ms`, RuntimeError when MPI fails.
+  std::vector<std::string> gather_to_root(const std::string &mine, int64_t timeout_ms,
+                                          const char *op);
   /// MPI_Allreduce(MPI_MAX / MPI_MIN) of `v` over `comm` as a polled non-blocking collective.
   WaitOutcome allreduce_minmax(MPI_Comm comm, int64_t *v, int count, bool max, int64_t timeout_ms,
                                bool stop_on_abort = true);
+
+  /// The communicators of the runtime's own collectives, each for one kind of call only, so that
+  /// a collective one rank abandoned (timed out) is never matched by a different later one:
+  /// run_comm() for World::run's begin_run, host_comm() for host-side collectives (the trace
+  /// gather, mpi_share_host_buffers, agree()); world() for the exit barrier and tests.
+  MPI_Comm run_comm() const { return run_comm_; }
+  MPI_Comm host_comm() const { return host_comm_; }
+  /// Runs one non-blocking collective on `comm`: `start` issues it (returns the MPI error code),
+  /// then it is polled (MPI_Test, the abort word) until done. A collective this rank abandons (no
+  /// completion within `timeout_ms`) leaves `comm` unusable here: later calls on it throw at
+  /// once, and this rank aborts the job (abort_all), so that the others are released and every
+  /// rank exits non-zero. Throws DistributedError (at `op`) naming `what` on a timeout or when
+  /// `comm` is unusable, RuntimeError when MPI fails to start it. Returns Aborted (the request is
+  /// abandoned too) when another rank failed meanwhile and `stop_on_abort`.
+  WaitOutcome collective(MPI_Comm comm, const char *op, const std::string &what, int64_t timeout_ms,
+                         const std::function<int(MPI_Request *)> &start,
+                         bool stop_on_abort = false);
+  /// Compares `mine` (a setting or a definition this rank uses) across the ranks of `comm`
+  /// (collective(): an MPI_Iallgather of a hash, then of the texts when they differ). Returns ""
+  /// when every rank passed the same text, else which ranks passed what, e.g. "rank 0: '0';
+  /// ranks 1, 2: unset" (an empty text reads "unset"). Throws as collective().
+  std::string differences(MPI_Comm comm, const std::string &mine, int64_t timeout_ms,
+                          const char *op);
+  /// The error that made this process's MPI session unusable at start (settings the ranks do
+  /// not agree on), or "".
+  const std::string &setup_error() const { return setup_error_; }
+
+  /// The runs begun on this rank (every World's begin_run counts one; the ranks agree on it).
+  int64_t runs() const { return runs_; }
+  void count_run() { ++runs_; }
+  /// Publishes that this rank's PE returned from its function in run `run` (a word of the
+  /// abort window the other ranks read: returned_run()).
+  void publish_returned(int64_t run);
+  /// The last run in which rank `r`'s PE returned from its function (0: none).
+  int64_t returned_run(int r);
 
   /// Called at exit (atexit): frees the windows, stops the progress thread, finalizes MPI; if the
   /// job failed and the ranks cannot meet to finalize within a few seconds, MPI_Abort.
@@ -130,9 +170,14 @@ private:
   int rank_ = 0, size_ = 1;
   bool shared_ = false;
   MPI_Comm world_ = MPI_COMM_NULL, node_ = MPI_COMM_NULL;
+  MPI_Comm run_comm_ = MPI_COMM_NULL, host_comm_ = MPI_COMM_NULL;
+  std::vector<MPI_Comm> abandoned_; ///< communicators with a collective this rank gave up on
+  std::string setup_error_;
+  int64_t runs_ = 0;
   MPI_Win abort_win_ = MPI_WIN_NULL;
   /// This rank's abort window: an int32 word (0, or failed world rank + 1; -1: unknown) at byte
-  /// 0, the progress count (uint64) at byte 8, then kAbortMsg bytes of message per sending rank at
+  /// 0, the progress count (uint64) at byte 8, the run its PE last returned in (int64) at byte
+  /// 16, then kAbortMsg bytes of message per sending rank at
   /// kAbortHdr + sender * kAbortMsg.
   std::byte *abort_mem_ = nullptr;
   int32_t *abort_word_ = nullptr;

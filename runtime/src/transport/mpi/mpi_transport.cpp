@@ -11,10 +11,15 @@
 #include "mpi_session.h"
 #include "transport/transport.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sched.h>
+#include <span>
+#include <utility>
 #include <vector>
 
 namespace pto::runtime::mpi {
@@ -91,6 +96,15 @@ void relax(int64_t spins, int limit) {
 }
 
 class MpiTransport;
+
+// A group's communicator and its arrival words (one int32 per member, counting the collective
+// calls the member has entered on the communicator; an MpiHeap over it), made together.
+struct CommSet {
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::shared_ptr<MpiHeap> arrivals;
+  int32_t entered = 0; ///< this PE's collective calls on comm so far
+  int generation = -1; ///< MpiTransport::generation() when made
+};
 
 class MpiGroup final : public transport::Group {
 public:
@@ -179,6 +193,16 @@ public:
                        WaitPolicy &policy) override;
   void reset() override {}
 
+  const std::string &name() const { return name_; }
+  const std::vector<int> &members() const { return world_pe_; }
+  /// The group of every world PE in order (its communicator is made for every run).
+  bool spans_world() const;
+  /// Makes the group's communicator if it is missing or older than the transport's generation
+  /// (collective over the members: begin_run, while every rank is there).
+  void renew();
+  /// renew() would make a communicator.
+  bool stale() const;
+
 private:
   /// Counts a completed operation for the other ranks' deadlock detectors.
   void counted();
@@ -190,13 +214,21 @@ private:
     heap_->mark_written(pe, offset + int64_t(lo), offset + int64_t(hi) + 1);
   }
   MPI_Comm comm();
-  WaitResult complete(MPI_Request &req, WaitPolicy &policy);
+  /// Counts this PE's arrival at the group's next collective (in its arrival word, which the
+  /// other members read) and returns the count.
+  int32_t arrive();
+  WaitResult complete(MPI_Request &req, WaitPolicy &policy, int32_t arrival);
+  /// The members that have not arrived at this PE's collective number `arrival` (refreshed at
+  /// most every few ms, after the first few ms of a wait): for messages and for PeerGone.
+  std::span<const int> missing(int32_t arrival);
 
   MpiTransport &t_;
   std::string name_;
   std::vector<int> world_pe_;
-  MPI_Comm comm_ = MPI_COMM_NULL; ///< made at the group's first collective call
-  int comm_generation_ = 0;       ///< MpiTransport::generation() when comm_ was made
+  CommSet c_; ///< made in begin_run
+  int me_ = -1;
+  std::vector<int> missing_;
+  std::chrono::steady_clock::time_point wait_start_{}, next_refresh_{};
   std::shared_ptr<MpiHeap> heap_;
   int64_t bytes_ = 0;
 };
@@ -208,17 +240,33 @@ public:
   const char *name() const override { return "mpi"; }
   std::unique_ptr<transport::Group> make_group(const std::string &name,
                                                const std::vector<int> &world_pe) override {
-    return std::make_unique<MpiGroup>(*this, name, world_pe);
+    auto g = std::make_unique<MpiGroup>(*this, name, world_pe);
+    groups_.push_back(g.get()); // alive as long as the transport (the registry keeps them)
+    return g;
   }
   void abort(int world_pe, const std::string &what) override {
     seen_abort_.store(true);
     s_.abort_all(world_pe >= 0 ? world_pe : s_.rank(), what);
   }
   void wake_all() override {} // nobody sleeps: every wait polls its policy
+  void pe_returned(int) override { s_.publish_returned(s_.runs()); }
+  bool returned_elsewhere(int world_pe) override {
+    return world_pe >= 0 && size_t(world_pe) < returned_.size() && returned_[size_t(world_pe)];
+  }
+  /// Reads whether world rank `r`'s PE returned from its function in this run (for
+  /// returned_elsewhere).
+  void refresh_returned(int r) {
+    if (returned_.size() != size_t(s_.size()))
+      returned_.assign(size_t(s_.size()), 0);
+    returned_[size_t(r)] = s_.returned_run(r) >= s_.runs() ? 1 : 0;
+  }
+  /// The communicator made in begin_run for a group of every world PE that did not exist yet
+  /// (the world group is registered at its first use, inside a run); empty once taken.
+  CommSet take_spare() { return std::exchange(spare_, CommSet{}); }
   void progress() override { poll(); }
   uint64_t remote_progress() override { return s_.others_progress(); }
-  std::vector<std::string> gather_to_first(const std::string &mine) override {
-    return s_.gather_to_root(mine);
+  std::vector<std::string> gather_to_first(const std::string &mine, int64_t timeout_ms) override {
+    return s_.gather_to_root(mine, timeout_ms, "World::write_trace");
   }
   void reset() override {} // begin_run: the ranks agree on the previous run's fate first
   void begin_run(int64_t timeout_ms) override;
@@ -238,8 +286,10 @@ public:
       host_.remote_failed(failed, s_.abort_message());
   }
 
-  /// Polls `ready`, MPI and `policy` until `ready` holds or the policy gives up.
-  template <class Ready> WaitResult poll_until(Ready &&ready, WaitPolicy &policy) {
+  /// Polls `ready`, MPI and `policy` until `ready` holds or the policy gives up; `missing()`
+  /// gives the policy the group-local PEs not arrived (empty for signal waits).
+  template <class Ready, class Missing>
+  WaitResult poll_until(Ready &&ready, WaitPolicy &policy, Missing &&missing) {
     for (int64_t spins = 0;; ++spins) {
       if (ready()) {
         s_.count_progress();
@@ -248,11 +298,14 @@ public:
       if ((spins & 15) == 0) {
         poll();
         int culprit = -1;
-        if (const WaitResult r = policy.check({}, culprit); r != WaitResult::Done)
+        if (const WaitResult r = policy.check(missing(), culprit); r != WaitResult::Done)
           return ready() ? WaitResult::Done : r;
       }
       relax(spins, s_.spin_polls());
     }
+  }
+  template <class Ready> WaitResult poll_until(Ready &&ready, WaitPolicy &policy) {
+    return poll_until(ready, policy, [] { return std::span<const int>(); });
   }
 
 private:
@@ -260,43 +313,162 @@ private:
   transport::Host &host_;
   std::atomic<bool> seen_abort_{false};
   int generation_ = 0;
+  std::vector<MpiGroup *> groups_; ///< in creation order
+  CommSet spare_;                  ///< see take_spare
+  std::vector<char> returned_;     ///< by world rank: its PE returned in this run
 };
+
+uint64_t text_hash(const std::string &t) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : t)
+    h = (h ^ c) * 1099511628211ull;
+  return h;
+}
 
 // Every rank is between runs here, so every abort of the previous run has landed (abort_all
 // completes its RMA before the failing PE's run returns) and none of the next run can have been
-// sent. The ranks agree whether any saw one; if so each clears its abort word, they meet again
-// (so that nobody starts the run before every word is clear), and the groups get new
-// communicators: the old ones may hold a barrier or allgather that a released PE left pending.
+// sent. One MPI_Iallreduce (on the session's run communicator, polled) tells the ranks whether
+// any saw a failure and whether they define the same groups (World::create_group: a hash of
+// every name and member list, compared by its maximum and minimum). After a failure each clears
+// its abort word, they meet again (so that nobody starts the run before every word is clear),
+// and the groups get new communicators: the old ones may hold a barrier or allgather that a
+// released PE left pending. Communicators are made here, while every rank is present, never
+// at a collective inside the run (MPI_Comm_create_group blocks until every member calls it).
 void MpiTransport::begin_run(int64_t timeout_ms) {
-  int64_t failed = seen_abort_.load() || s_.aborted_by() != -1 ? 1 : 0;
-  auto fail = [&](const char *when) {
-    throw DistributedError("<runtime>", "World::run",
-                           fmt::format("the MPI ranks did not all start this run within {} ms "
-                                       "({}); every rank must call World::run",
-                                       timeout_ms, when));
-  };
-  if (s_.allreduce_minmax(s_.world(), &failed, 1, /*max=*/true, timeout_ms,
-                          /*stop_on_abort=*/false) != WaitOutcome::Done)
-    fail("agreeing on the previous run");
-  if (!failed)
-    return;
-  s_.clear_abort();
-  seen_abort_.store(false);
-  ++generation_;
-  if (s_.barrier(s_.world(), timeout_ms, /*stop_on_abort=*/false) != WaitOutcome::Done)
-    fail("recovering from the failed previous run");
+  constexpr const char *kRunOp = "World::run";
+  std::string defs;
+  for (const MpiGroup *g : groups_)
+    if (!g->spans_world() || g->name() != "world")
+      defs += fmt::format("'{}' with PEs [{}]; ", g->name(), fmt::join(g->members(), ", "));
+  const auto h = int64_t(text_hash(defs) >> 2); // non-negative, so that -h is too
+  int64_t v[3] = {seen_abort_.load() || s_.aborted_by() != -1 ? 1 : 0, h, -h};
+  const MPI_Comm rc = s_.run_comm();
+  s_.collective(rc, kRunOp, "World::run", timeout_ms, [&](MPI_Request *r) {
+    return MPI_Iallreduce(MPI_IN_PLACE, v, 3, MPI_INT64_T, MPI_MAX, rc, r);
+  });
+  if (v[1] != -v[2]) {
+    if (!defs.empty())
+      defs.resize(defs.size() - 2);
+    const std::string d = s_.differences(rc, defs, timeout_ms, kRunOp);
+    throw DistributedError("<runtime>", kRunOp,
+                           fmt::format("the MPI ranks define different groups (World::create_group:"
+                                       " {}); every rank must create the same groups, with the "
+                                       "same PEs in the same order",
+                                       d.empty() ? "their definitions hash differently" : d));
+  }
+  if (v[0]) {
+    s_.clear_abort();
+    seen_abort_.store(false);
+    ++generation_;
+    s_.collective(rc, kRunOp, "World::run (recovering from the failed previous run)", timeout_ms,
+                  [&](MPI_Request *r) { return MPI_Ibarrier(rc, r); });
+  }
+  // The group of every PE first (made whether or not this rank registered it yet), then the
+  // others in creation order: the same sequence on every rank. Making them blocks in MPI until
+  // every member calls it, so the ranks first meet once more (polled): a rank that abandoned
+  // this begin_run's allreduce (its timeout; the late ones then completed it with its
+  // contribution) never comes, and the others time out here instead of blocking.
+  MpiGroup *world = nullptr;
+  for (MpiGroup *g : groups_)
+    if (g->spans_world() && g->name() == "world")
+      world = g;
+  bool stale = !world && spare_.generation != generation_;
+  for (const MpiGroup *g : groups_)
+    stale = stale || g->stale();
+  if (stale)
+    s_.collective(rc, kRunOp, "World::run", timeout_ms,
+                  [&](MPI_Request *r) { return MPI_Ibarrier(rc, r); });
+  if (world)
+    world->renew();
+  else if (spare_.generation != generation_) {
+    std::vector<int> all(size_t(s_.size()));
+    for (int r = 0; r < s_.size(); ++r)
+      all[size_t(r)] = r;
+    spare_.comm = s_.group_comm(all, /*fresh=*/true);
+    spare_.arrivals = s_.map_heap(spare_.comm, 4);
+    spare_.entered = 0;
+    spare_.generation = generation_;
+  }
+  for (MpiGroup *g : groups_)
+    if (g != world)
+      g->renew();
+  returned_.assign(size_t(s_.size()), 0);
+  s_.count_run();
 }
 
 void MpiGroup::counted() { t_.session().count_progress(); }
 
+bool MpiGroup::spans_world() const {
+  if (int(world_pe_.size()) != t_.session().size())
+    return false;
+  for (size_t i = 0; i < world_pe_.size(); ++i)
+    if (world_pe_[i] != int(i))
+      return false;
+  return true;
+}
+
+bool MpiGroup::stale() const {
+  return c_.generation != t_.generation() &&
+         std::find(world_pe_.begin(), world_pe_.end(), t_.session().rank()) != world_pe_.end();
+}
+
+void MpiGroup::renew() {
+  if (c_.generation == t_.generation())
+    return;
+  me_ = int(std::find(world_pe_.begin(), world_pe_.end(), t_.session().rank()) - world_pe_.begin());
+  if (me_ >= int(world_pe_.size()))
+    return; // not a member: no communicator here
+  // Never another World's (or an earlier generation's) communicator: a failed run may have left
+  // a collective pending on it.
+  c_.comm = t_.session().group_comm(world_pe_, /*fresh=*/true);
+  c_.arrivals = t_.session().map_heap(c_.comm, 4); // this member's arrival count
+  c_.entered = 0;
+  c_.generation = t_.generation();
+}
+
 MPI_Comm MpiGroup::comm() {
-  if (comm_ == MPI_COMM_NULL || comm_generation_ != t_.generation()) {
-    // Never another World's (or an earlier generation's) communicator: a failed run may have
-    // left a collective pending on it.
-    comm_ = t_.session().group_comm(world_pe_, /*fresh=*/true);
-    comm_generation_ = t_.generation();
+  if (c_.generation != t_.generation()) {
+    // The world group, registered inside this run: begin_run made its communicator.
+    CommSet spare = t_.take_spare();
+    if (spare.generation == t_.generation() && spans_world()) {
+      c_ = std::move(spare);
+      me_ = t_.session().rank();
+    } else {
+      renew(); // not expected: blocks until every member gets here
+    }
   }
-  return comm_;
+  return c_.comm;
+}
+
+int32_t MpiGroup::arrive() {
+  comm();
+  c_.arrivals->add_signal(0, 1);
+  wait_start_ = std::chrono::steady_clock::now();
+  next_refresh_ = wait_start_ + std::chrono::milliseconds(5);
+  missing_.clear();
+  return ++c_.entered;
+}
+
+std::span<const int> MpiGroup::missing(int32_t arrival) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_refresh_)
+    return missing_;
+  next_refresh_ = now + std::chrono::milliseconds(20);
+  // Who returned first, then who arrived: a PE counts its arrival before it can return, so a
+  // PE seen returned whose arrival is not seen never arrived.
+  for (size_t p = 0; p < world_pe_.size(); ++p)
+    if (int(p) != me_)
+      t_.refresh_returned(world_pe_[p]);
+  missing_.clear();
+  for (int p = 0; p < int(world_pe_.size()); ++p) {
+    if (p == me_)
+      continue;
+    int32_t seen = 0;
+    c_.arrivals->atomic(p, 0, transport::Amo::Fetch, pto_dtype(DT_INT32), nullptr, nullptr, &seen);
+    if (seen < arrival)
+      missing_.push_back(p);
+  }
+  return missing_;
 }
 
 void MpiGroup::map_heap_zeroing(int, int64_t bytes, int64_t zero_bytes) {
@@ -315,38 +487,40 @@ WaitResult MpiGroup::wait(int, transport::WaitCondition &cond, WaitPolicy &polic
   return t_.poll_until([&] { return cond.ready(); }, policy);
 }
 
-WaitResult MpiGroup::complete(MPI_Request &req, WaitPolicy &policy) {
+WaitResult MpiGroup::complete(MPI_Request &req, WaitPolicy &policy, int32_t arrival) {
   // On a verdict other than Done the request stays pending: the job is over (an abort ends it,
-  // and a stall is reported as a DeadlockError on every rank).
+  // and a stall is reported as a DeadlockError on every rank); begin_run then renews comm.
   return t_.poll_until(
       [&] {
         int flag = 0;
         MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
         return flag != 0;
       },
-      policy);
+      policy, [&] { return missing(arrival); });
 }
 
 WaitResult MpiGroup::barrier(int, WaitPolicy &policy) {
   if (heap_)
     heap_->quiet();
+  const int32_t arrival = arrive();
   MPI_Request req = MPI_REQUEST_NULL;
   if (MPI_Ibarrier(comm(), &req) != MPI_SUCCESS)
     throw RuntimeError("<runtime>", "MPI backend",
                        fmt::format("MPI_Ibarrier of group '{}' failed", name_));
-  return complete(req, policy);
+  return complete(req, policy, arrival);
 }
 
 WaitResult MpiGroup::allgather(int, const void *mine, size_t bytes, void *all, WaitPolicy &policy) {
   if (bytes > size_t(INT_MAX))
     throw RuntimeError("<runtime>", "MPI backend",
                        fmt::format("an allgather of {} bytes per PE exceeds an MPI count", bytes));
+  const int32_t arrival = arrive();
   MPI_Request req = MPI_REQUEST_NULL;
   if (MPI_Iallgather(mine, int(bytes), MPI_BYTE, all, int(bytes), MPI_BYTE, comm(), &req) !=
       MPI_SUCCESS)
     throw RuntimeError("<runtime>", "MPI backend",
                        fmt::format("MPI_Iallgather of group '{}' failed", name_));
-  return complete(req, policy);
+  return complete(req, policy, arrival);
 }
 
 } // namespace
