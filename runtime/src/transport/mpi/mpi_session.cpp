@@ -2,6 +2,7 @@
 // communicators per group, polled barriers and the progress thread.
 #include "mpi_session.h"
 
+#include "pto/env.h"
 #include "pto/error.h"
 #include "pto/runtime/mpi.h"
 
@@ -21,9 +22,9 @@ constexpr const char *kOp = "MPI backend";
 constexpr int64_t kAbortHdr = 64;  // the abort word's line
 constexpr int64_t kAbortMsg = 512; // bytes of message per sending rank, NUL-terminated
 
+// PTO_MPI_SHARED and PTO_MPI_PROGRESS (0 or 1) were checked when the World was made (env.h).
 bool env_is_zero(const char *name) {
-  const char *v = std::getenv(name);
-  return v && std::strcmp(v, "0") == 0;
+  return env::read_choice(env::var(name), std::source_location::current()) == "0";
 }
 
 [[noreturn]] void mpi_fail(const char *what, int rc) {
