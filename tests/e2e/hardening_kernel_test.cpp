@@ -136,6 +136,30 @@ size_t count(const std::string &text, const std::string &what) {
 // ---- compile cache: bounded, and code freed when nothing holds it -------------------------
 // JIT only: the interpreter holds no machine code.
 
+TEST_CASE("hardening kernel: a moved-from Kernel is an ArgumentError at the call, not a crash") {
+  auto x = ramp({4, 8});
+  pto::HostTensor y(pto::DT_FP32, {4, 8});
+  for (auto m : support::run_modes()) {
+    CAPTURE(std::string(support::mode_name(m)));
+    auto k = add_kernel("moved_kernel", support::opts(m));
+    auto copy = k; // copies share the specializations
+    copy(x, y, 1.0);
+    auto moved = std::move(k);
+    CHECK(k.stats().traces == 0); // NOLINT(bugprone-use-after-move)
+    CHECK(k.last_ir().empty());   // NOLINT(bugprone-use-after-move)
+    const int line = __LINE__ + 1;
+    auto call = [&] { k(x, y, 1.0); }; // NOLINT(bugprone-use-after-move)
+    support::expect_error<pto::ArgumentError>(call, "hardening_kernel_test.cpp", line, "jit",
+                                              "this pto::Kernel was moved from");
+    moved(x, y, 2.0);
+    CHECK(is_x_plus(x, y, 2.0));
+    CHECK(moved.stats().traces == 2); // 1.0 (through the copy) and 2.0
+    k = std::move(moved);             // a moved-from Kernel can be assigned again
+    k(x, y, 3.0);
+    CHECK(is_x_plus(x, y, 3.0));
+  }
+}
+
 TEST_CASE("hardening kernel: 300 distinct short-lived kernels keep JIT memory bounded") {
   // Nothing cached at the start: what is alive then belongs to kernels other tests keep.
   CacheLimit limit(0);
