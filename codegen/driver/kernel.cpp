@@ -1,5 +1,6 @@
 // kernel.cpp - pto::jit's host side: signature keys, tracing, compile-once, argument checks
 // and the call into an Executable on the calling PE.
+#include "pto/env.h"
 #include "pto/jit.h"
 #include "pto/runtime/context.h"
 
@@ -66,15 +67,9 @@ public:
 };
 
 RunMode run_mode_from_env(const std::source_location &loc, const std::string &kernel) {
-  const char *m = std::getenv("PTO_RUN_MODE");
-  if (!m || !*m || std::string(m) == "jit")
-    return RunMode::Jit;
-  if (std::string(m) == "interpret")
-    return RunMode::Interpret;
-  throw ArgumentError(loc, "PTO_RUN_MODE",
-                      fmt::format("unknown value '{}' (tracing kernel '{}'); expected one of: "
-                                  "jit, interpret",
-                                  m, kernel));
+  const auto m = env::read_choice(env::var("PTO_RUN_MODE"), loc,
+                                  fmt::format(" (tracing kernel '{}')", kernel));
+  return m == "interpret" ? RunMode::Interpret : RunMode::Jit;
 }
 
 std::string dims_str(const std::vector<int64_t> &d) {

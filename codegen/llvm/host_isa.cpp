@@ -2,6 +2,7 @@
 // check with the backend.
 #include "llvm/host_isa.h"
 
+#include "pto/env.h"
 #include "pto/error.h"
 
 #include <llvm/ADT/StringMap.h>
@@ -31,8 +32,8 @@ const std::map<std::string, bool> &host_features() {
 
 /// PTO_ISA on this host.
 std::variant<JitTarget, IsaRefusal> resolve_env() {
-  const char *v = std::getenv("PTO_ISA");
-  return resolve_jit_target(v ? v : "", llvm::sys::getHostCPUName().str(), host_features());
+  return resolve_jit_target(env::raw(env::var("PTO_ISA")).value_or(""),
+                            llvm::sys::getHostCPUName().str(), host_features());
 }
 
 std::mutex g_mu;

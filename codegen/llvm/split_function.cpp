@@ -5,6 +5,7 @@
 #include <llvm/Transforms/Utils/CodeExtractor.h>
 
 #include <algorithm>
+#include <optional>
 #include <unordered_set>
 
 namespace pto::codegen {
@@ -58,14 +59,23 @@ int outline_chunks(llvm::Function &f, std::vector<Chunk> chunks) {
   std::stable_sort(chunks.begin(), chunks.end(),
                    [](const Chunk &a, const Chunk &b) { return a.depth > b.depth; });
   int made = 0;
+  // The analysis cache scans all of `f`: built once per nesting level, not once per chunk (that
+  // was quadratic in the program's size). Extraction keeps it valid for the chunks of the same
+  // level (they are disjoint); a level's extractions add call blocks the next (outer) level must
+  // see, so the cache is rebuilt when the level changes.
+  std::optional<llvm::CodeExtractorAnalysisCache> cache;
+  int cache_depth = -1;
   for (const Chunk &c : chunks) {
     const auto blocks = blocks_of(c, ret);
     llvm::CodeExtractor ce(blocks, /*DT=*/nullptr, /*AggregateArgs=*/false, nullptr, nullptr,
                            nullptr, false, false, nullptr, "chunk");
     if (!ce.isEligible())
       continue;
-    llvm::CodeExtractorAnalysisCache cache(f);
-    if (llvm::Function *out = ce.extractCodeRegion(cache)) {
+    if (!cache || cache_depth != c.depth) {
+      cache.emplace(f);
+      cache_depth = c.depth;
+    }
+    if (llvm::Function *out = ce.extractCodeRegion(*cache)) {
       out->addFnAttr(llvm::Attribute::NoInline);
       out->addFnAttr(llvm::Attribute::NoUnwind);
       ++made;

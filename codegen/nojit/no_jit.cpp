@@ -2,6 +2,7 @@
 // interpreter-only test binary links this instead of pto_llvm, so that the interpreter, the
 // passes and the library routines are built, sanitized and tested with no LLVM in the process.
 // A kernel that asks for the JIT gets a CompileError saying so.
+#include "pto/env.h"
 #include "pto/error.h"
 #include "pto/jit.h"
 
@@ -28,8 +29,7 @@ std::shared_ptr<const Executable> compile_jit(const PlannedProgram &pp, const Co
 void check_isa_env(const std::source_location &loc, const std::string &kernel) {
   // No JIT to cap: only a value that names no level is an error (resolved on a host with no
   // features, any level would be refused as missing them).
-  const char *v = std::getenv("PTO_ISA");
-  const std::string request = v ? v : "";
+  const std::string request = env::raw(env::var("PTO_ISA")).value_or("");
   const auto &names = isa_names();
   if (request.empty() || std::find(names.begin(), names.end(), request) != names.end())
     return;

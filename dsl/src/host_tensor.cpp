@@ -3,6 +3,7 @@
 #include "pto/host_tensor.h"
 
 #include "pto/element.h"
+#include "pto/env.h"
 #include "pto/error.h"
 #include "pto/size_math.h"
 
@@ -58,18 +59,12 @@ HostTensorGuard HostTensor::default_guard(std::source_location loc) {
   int g = g_default_guard.load(std::memory_order_acquire);
   if (g >= 0)
     return static_cast<HostTensorGuard>(g);
-  const char *e = std::getenv("PTO_HOST_TENSOR_GUARD");
-  std::string v = e ? e : "";
-  HostTensorGuard parsed;
-  if (v.empty() || v == "none")
-    parsed = HostTensorGuard::None;
-  else if (v == "canary")
-    parsed = HostTensorGuard::Canary;
-  else if (v == "pages")
-    parsed = HostTensorGuard::Pages;
-  else
-    throw ArgumentError(loc, "HostTensor",
-                        "PTO_HOST_TENSOR_GUARD='" + v + "' is not one of none, canary, pages");
+  const std::string v =
+      env::read_choice(env::var("PTO_HOST_TENSOR_GUARD"), loc, " (creating a HostTensor)")
+          .value_or("none");
+  const HostTensorGuard parsed = v == "canary"  ? HostTensorGuard::Canary
+                                 : v == "pages" ? HostTensorGuard::Pages
+                                                : HostTensorGuard::None;
   int expected = -1; // a concurrent set_default_guard wins
   g_default_guard.compare_exchange_strong(expected, static_cast<int>(parsed));
   return static_cast<HostTensorGuard>(g_default_guard.load(std::memory_order_acquire));

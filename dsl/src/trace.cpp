@@ -1,6 +1,7 @@
 // trace.cpp - The tracing recorder, Tensor accessors (incl. element reads) and tile-shape
 // capture. Traced control flow is in control.cpp.
 #include "pto/control.h"
+#include "pto/env.h"
 #include "pto/ir/recorder.h"
 #include "pto/tile.h"
 
@@ -98,12 +99,30 @@ void Recorder::emit(Op op) {
       flush_deferred(root);
   }
   check_op(op);
+  count_op(op);
   if (UserOpScope::active()) // the composite the user called names its inner ops
     op.user_op = UserOpScope::active();
   scopes_.back()->push_back(std::move(op));
 }
 
+void Recorder::count_op(const Op &op) {
+  if (max_ops_ == 0)
+    max_ops_ = env::read_integer(env::var("PTO_MAX_OPS"), op.where,
+                                 fmt::format(" (tracing kernel '{}')", prog_.name))
+                   .value_or(kMaxKernelOps);
+  if (++n_ops_ <= max_ops_)
+    return;
+  throw CompileError(
+      op.where, op.user_op ? op.user_op : op_info(op.kind).name,
+      fmt::format("kernel '{}' traces more than {} ops (the limit{}); this is op {}. JIT compile "
+                  "time grows with the program (a few ms per op): split the work into several "
+                  "kernels, or use pto::loop instead of a host loop, or raise PTO_MAX_OPS",
+                  prog_.name, max_ops_, max_ops_ == kMaxKernelOps ? "" : ", from PTO_MAX_OPS",
+                  n_ops_));
+}
+
 void Recorder::emit_check(Op op) {
+  count_op(op);
   check_symbols(op.holds, op.label.c_str(), op.where);
   bool reads = mentions(op.holds, SymKind::TensorElement);
   for (auto &a : op.args) {
@@ -261,6 +280,7 @@ SymbolicScalar Recorder::open_loop(Op loop_op) {
                                    "most {} loops may be nested",
                                    frames_.size(), kMaxLoopDepth));
   flush_deferred();
+  count_op(loop_op);
   check_symbols(loop_op.start, "loop", loop_op.where);
   check_symbols(loop_op.stop, "loop", loop_op.where);
   check_symbols(loop_op.step, "loop", loop_op.where);

@@ -4,6 +4,7 @@
 
 #include "pto/dtype.h"
 #include "pto/element.h"
+#include "pto/env.h"
 #include "pto/runtime/signal.h"
 
 #include <algorithm>
@@ -206,8 +207,7 @@ Isa host_isa() {
     const Isa host = __builtin_cpu_supports("avx512f") ? Isa::Avx512
                      : __builtin_cpu_supports("avx2")  ? Isa::Avx2
                                                        : Isa::Base;
-    const char *env = std::getenv("PTO_ISA");
-    const std::string cap = env ? env : "";
+    const std::string cap = env::raw(env::var("PTO_ISA")).value_or("");
     if (cap == "avx2")
       return std::min(host, Isa::Avx2);
     if (cap == "sse4" || cap == "sse2")

@@ -1,6 +1,7 @@
 // kernel_entry.cpp - The collective kernel entry and exit (abi.h): the members of each group
 // agree on the layout of its shmem tensors (an allgather through the transport), map its heap
 // (zero when the kernel starts), and meet at barriers; failures become typed errors here.
+#include "pto/env.h"
 #include "pto/runtime/abi.h"
 
 #include "boundary.h"
@@ -286,10 +287,10 @@ int32_t pto_rt_heap_table(pto_ctx *ctx, int32_t group, int32_t n_ranges, const i
           fmt::format("heap table of undeclared group {} ({} groups)", group, ctx->groups.size()));
     detail::GroupState &gs = *ctx->groups[size_t(group)];
     transport::Group &g = *gs.t;
-    const char *env = std::getenv("PTO_SHMEM_DIRECT");
     // Every peer's heap directly addressable (shared memory; MPI shared-memory windows), and not
-    // while tracing: the runtime calls record the timeline's put and get events.
-    bool direct = !(env && std::strcmp(env, "0") == 0) &&
+    // while tracing: the runtime calls record the timeline's put and get events. PTO_SHMEM_DIRECT
+    // was checked when the World was made (env.h); a value set since is an error here.
+    bool direct = pto::env::read_choice(pto::env::var("PTO_SHMEM_DIRECT"), {}) != "0" &&
                   !ctx->world->tracing.load(std::memory_order_relaxed);
     for (int pe = 0; pe < gs.n_pes && direct; ++pe)
       direct = g.direct_base(pe) != nullptr;

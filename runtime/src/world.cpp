@@ -2,6 +2,8 @@
 // the group registry). Kernel entry and exit are in kernel_entry.cpp.
 #include "pto/runtime/world.h"
 
+#include "pto/env.h"
+
 #include "boundary.h"
 #include "world_state.h"
 
@@ -124,20 +126,12 @@ int64_t effective_timeout_ms(int64_t requested, const std::source_location &loc)
     throw DistributedError(
         loc, kWorldOp,
         fmt::format("deadlock_timeout_ms must be in [1, {}] (one year), got {}", max, requested));
+  // Every PTO_* variable is checked here too (the transport's own, PTO_MPI_*, on every
+  // transport), so that a typo fails at once rather than in the first kernel call.
+  env::check_all(loc, " (creating a World)");
   if (requested != WorldOptions::kDefaultDeadlockTimeoutMs)
     return requested;
-  const char *env = std::getenv("PTO_DEADLOCK_TIMEOUT_MS");
-  if (!env || !*env) // empty means unset, as for every PTO_* variable
-    return requested;
-  errno = 0;
-  char *end = nullptr;
-  const long long v = std::strtoll(env, &end, 10);
-  if (errno != 0 || end == env || *end != '\0' || v <= 0 || v > max)
-    throw ArgumentError(loc, kWorldOp,
-                        fmt::format("PTO_DEADLOCK_TIMEOUT_MS='{}' is not an integer number of "
-                                    "milliseconds in [1, {}] (one year)",
-                                    env, max));
-  return v;
+  return env::read_integer(env::var("PTO_DEADLOCK_TIMEOUT_MS"), loc).value_or(requested);
 }
 
 // The world's shared state, after the checks of its arguments.

@@ -1,6 +1,7 @@
 // sample.cpp - See sample.h.
 #include "sample.h"
 
+#include "pto/env.h"
 #include "pto/runtime/mpi.h"
 
 #include <algorithm>
@@ -217,8 +218,8 @@ pto::JitOptions jit_options(const CommonFlags &f) {
 std::string mode_name(const CommonFlags &f) {
   if (f.interpret)
     return "interpret";
-  const char *env = std::getenv("PTO_RUN_MODE");
-  return env && *env ? env : "jit";
+  // For the banner only: a bad value is reported at the first kernel call, at the sample's line.
+  return pto::env::raw(pto::env::var("PTO_RUN_MODE")).value_or("jit");
 }
 
 int64_t default_per_pe(const CLI::App &app, const std::string &flag, int64_t value, int64_t base,

@@ -805,7 +805,7 @@ const std::vector<KnownExcess> kKnownExcesses = {
 void check(const char *op, const Format &f, const Measured &m, bool binary) {
   const std::string what = describe(op, f, m, binary);
   INFO(what);
-  const bool report = std::getenv("PTO_ULP_REPORT") != nullptr;
+  const bool report = support::env_flag("PTO_ULP_REPORT");
   if (report)
     MESSAGE(what);
   CHECK(m.n >= (f.bits() == 16 && !binary ? 65536 : 100000));

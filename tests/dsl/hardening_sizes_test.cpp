@@ -108,6 +108,37 @@ TEST_CASE("HostTensor::get/set: an index outside [0, numel) is a ShapeError nami
   CHECK(x.get(2) == 0);
 }
 
+TEST_CASE("HostTensor moves: the moved-from tensor is HostTensor(), never data-less with a size") {
+  auto is_empty = [](const pto::HostTensor &t) {
+    return t.numel() == 0 && t.shape().empty() && t.data() == nullptr && t.size_bytes() == 0 &&
+           t.guard_intact();
+  };
+  for (auto guard :
+       {pto::HostTensorGuard::None, pto::HostTensorGuard::Canary, pto::HostTensorGuard::Pages}) {
+    pto::HostTensor x(pto::DT_FP32, {8, 16}, guard);
+    x.set(127, 4.5);
+    pto::HostTensor moved(std::move(x)); // NOLINT(performance-move-const-arg)
+    CHECK(is_empty(x));                  // NOLINT(bugprone-use-after-move)
+    CHECK(moved.numel() == 128);
+    CHECK(moved.get(127) == 4.5);
+    CHECK(moved.guard() == guard);
+    int line = __LINE__ + 1;
+    auto get = [&] { (void)x.get(0); }; // NOLINT(bugprone-use-after-move)
+    support::expect_error<pto::ShapeError>(get, kFile, line, "HostTensor::get", "[0, 0)");
+    pto::HostTensor assigned(pto::DT_INT32, {2});
+    assigned = std::move(moved);
+    CHECK(is_empty(moved)); // NOLINT(bugprone-use-after-move)
+    CHECK(assigned.dtype() == pto::DT_FP32);
+    CHECK(assigned.get(127) == 4.5);
+    CHECK(assigned.guard_intact());
+    line = __LINE__ + 1;
+    auto set = [&] { moved.set(0, 1.0); }; // NOLINT(bugprone-use-after-move)
+    support::expect_error<pto::ShapeError>(set, kFile, line, "HostTensor::set", "[0, 0)");
+    pto::HostTensor copy = assigned; // copies share the data
+    CHECK(copy.data() == assigned.data());
+  }
+}
+
 TEST_CASE("HostTensor guards: canaries catch writes just before and after the data") {
   for (pto::DataType dt : {pto::DT_INT8, pto::DT_FP16, pto::DT_FP32, pto::DT_DOUBLE}) {
     for (int64_t n : {0, 1, 7, 64, 65}) { // empty, below, at and past one cache line of data

@@ -504,27 +504,20 @@ const KnownIssue *known(const std::string &key, bool skip) {
   return nullptr;
 }
 
-std::vector<std::string> split_list(const char *s) {
-  std::vector<std::string> v;
-  std::stringstream ss(s ? s : "");
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty())
-      v.push_back(item);
-  return v;
-}
-
 } // namespace
 
 TEST_CASE("fuzz: hostile random programs end in a typed error or the oracle's values") {
   const uint64_t seed = support::env_u64("PTO_FUZZ_SEED", 1);
   const uint64_t count = support::env_u64("PTO_FUZZ_CASES", 300);
   const uint64_t first = support::env_u64("PTO_FUZZ_FIRST", 0);
-  const bool strict = support::env_u64("PTO_FUZZ_STRICT", 0) != 0;
-  const bool describe_each = support::env_u64("PTO_FUZZ_DESCRIBE", 0) != 0;
-  const char *log_path = std::getenv("PTO_FUZZ_LOG");
-  const std::vector<std::string> only = split_list(std::getenv("PTO_FUZZ_KINDS"));
+  const bool strict = support::env_flag("PTO_FUZZ_STRICT");
+  const bool describe_each = support::env_flag("PTO_FUZZ_DESCRIBE");
+  const std::string log_path = support::env_text("PTO_FUZZ_LOG");
+  const std::vector<std::string> only =
+      support::env_list("PTO_FUZZ_KINDS", {"prop", "window", "valid", "shape", "loop", "shmem",
+                                           "collective", "host", "call"});
   std::ofstream log;
-  if (log_path && *log_path)
+  if (!log_path.empty())
     log.open(log_path, std::ios::app);
   const bool campaign = log.is_open();
 

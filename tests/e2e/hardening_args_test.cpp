@@ -318,9 +318,8 @@ TEST_CASE("World: a deadlock timeout past its maximum is refused; an empty varia
     ::setenv("PTO_DEADLOCK_TIMEOUT_MS", v, 1);
     const int line = __LINE__ + 1;
     auto make = [&] { pto::runtime::World bad(2); };
-    support::expect_error<pto::ArgumentError>(make, kFile, line, "World",
-                                              "is not an integer number of milliseconds in [1, "
-                                              "31536000000]");
+    support::expect_error<pto::ArgumentError>(make, kFile, line, "PTO_DEADLOCK_TIMEOUT_MS",
+                                              "expected a decimal integer in [1, 31536000000]");
   }
   if (saved)
     ::setenv("PTO_DEADLOCK_TIMEOUT_MS", keep.c_str(), 1);

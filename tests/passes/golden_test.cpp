@@ -11,6 +11,7 @@
 #include "pto/pto.h"
 
 #include "passes/planned.h"
+#include "support/support.h"
 
 #include <doctest/doctest.h>
 
@@ -82,7 +83,7 @@ std::string dumps(const pto::codegen::Compiled &c) {
 /// Compares `got` with golden/<name>.txt (PTO_GOLDEN_UPDATE=1: writes it instead).
 void check_golden(const std::string &name, const std::string &got) {
   const std::string path = std::string(PTO_GOLDEN_DIR) + "/" + name + ".txt";
-  if (const char *u = std::getenv("PTO_GOLDEN_UPDATE"); u && std::string(u) == "1") {
+  if (support::env_flag("PTO_GOLDEN_UPDATE")) {
     std::ofstream(path) << got;
     MESSAGE("wrote " << path);
     return;

@@ -232,8 +232,8 @@ TEST_CASE("World: constructor errors start with the caller's file:line") {
   ::setenv("PTO_DEADLOCK_TIMEOUT_MS", "-1", 1);
   CHECK(at_this_file(
       thrown<pto::ArgumentError>([] { World w(2); }),
-      "World: PTO_DEADLOCK_TIMEOUT_MS='-1' is not an integer number of milliseconds in "
-      "[1, 31536000000]"));
+      "PTO_DEADLOCK_TIMEOUT_MS: '-1' is not a decimal integer (creating a World); expected a "
+      "decimal integer in [1, 31536000000]"));
   ::unsetenv("PTO_DEADLOCK_TIMEOUT_MS");
   World world(2);
   CHECK(at_this_file(thrown<pto::DistributedError>([&] { world.context(2); }),

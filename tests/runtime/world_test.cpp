@@ -97,7 +97,7 @@ TEST_CASE("World: PTO_DEADLOCK_TIMEOUT_MS replaces the default timeout only") {
   CHECK(World(2).deadlock_timeout_ms() == 1234);
   CHECK(World(2, {.deadlock_timeout_ms = 200}).deadlock_timeout_ms() == 200);
   ::setenv("PTO_DEADLOCK_TIMEOUT_MS", "12ms", 1);
-  CHECK_THROWS_WITH_AS(World(2), doctest::Contains("PTO_DEADLOCK_TIMEOUT_MS='12ms'"),
+  CHECK_THROWS_WITH_AS(World(2), doctest::Contains("PTO_DEADLOCK_TIMEOUT_MS: '12ms'"),
                        pto::ArgumentError);
   ::unsetenv("PTO_DEADLOCK_TIMEOUT_MS");
   CHECK(World(2).deadlock_timeout_ms() == WorldOptions::kDefaultDeadlockTimeoutMs);

@@ -1,6 +1,9 @@
 // support.cpp - See support.h.
 #include "support/support.h"
 
+#include "pto/env.h"
+
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -73,8 +76,7 @@ std::string mismatch(const pto::HostTensor &got, const naive::Array &want, Toler
 }
 
 std::vector<pto::RunMode> run_modes() {
-  const char *e = std::getenv("PTO_TEST_INTERPRET_ONLY");
-  if (e && std::string(e) == "1")
+  if (env_flag("PTO_TEST_INTERPRET_ONLY"))
     return {pto::RunMode::Interpret};
   return {pto::RunMode::Interpret, pto::RunMode::Jit};
 }
@@ -89,8 +91,23 @@ pto::JitOptions opts(pto::RunMode m, std::vector<pto::TensorSpec> specs) {
 }
 
 uint64_t env_u64(const char *name, uint64_t def) {
-  const char *e = std::getenv(name);
-  return e && *e ? std::strtoull(e, nullptr, 10) : def;
+  const pto::env::Var v{name, pto::env::Kind::Integer, {}, 0, INT64_MAX, false, "a test's count"};
+  return static_cast<uint64_t>(pto::env::read_integer(v, {}).value_or(static_cast<int64_t>(def)));
+}
+
+bool env_flag(const char *name) {
+  const pto::env::Var v{name, pto::env::Kind::Choice, {"0", "1"}, 0, 0, false, "a test's switch"};
+  return pto::env::read_choice(v, {}) == "1";
+}
+
+std::vector<std::string> env_list(const char *name, const std::vector<std::string> &values) {
+  const pto::env::Var v{name, pto::env::Kind::List, values, 0, 0, false, "a test's selection"};
+  return pto::env::read_list(v, {}).value_or(std::vector<std::string>{});
+}
+
+std::string env_text(const char *name) {
+  const pto::env::Var v{name, pto::env::Kind::Text, {}, 0, 0, false, "a test's path"};
+  return pto::env::read_text(v).value_or("");
 }
 
 bool alloc_failure_aborts() { return PTO_ASAN || PTO_RUNNING_ON_VALGRIND; }

@@ -43,8 +43,16 @@ const char *mode_name(pto::RunMode m);
 /// JitOptions with the given run mode (and optional specs).
 pto::JitOptions opts(pto::RunMode m, std::vector<pto::TensorSpec> specs = {});
 
+/// The test suites' own PTO_* variables, read by the library's one parser (pto/env.h): a bad
+/// value is a pto::ArgumentError naming the variable, the value and what is accepted.
 /// The unsigned decimal value of environment variable `name`, or `def` when unset or empty.
 uint64_t env_u64(const char *name, uint64_t def);
+/// True when `name` is 1, false when it is 0, unset or empty.
+bool env_flag(const char *name);
+/// The items of comma-separated list `name` (each one of `values`); empty when unset or empty.
+std::vector<std::string> env_list(const char *name, const std::vector<std::string> &values);
+/// The text of `name` (a path), or empty when unset.
+std::string env_text(const char *name);
 
 /// True when this process's allocator aborts, instead of throwing std::bad_alloc, on a request
 /// it cannot serve: built with AddressSanitizer (scripts/asan_tests.sh) or run under valgrind

@@ -44,6 +44,7 @@
 //   PTO_JIT_CACHE_MB=N          the compile cache's bound in MiB (0: keep no unused code)
 #pragma once
 
+#include "pto/error.h"
 #include "pto/host_tensor.h"
 #include "pto/tensor.h"
 
@@ -187,11 +188,19 @@ public:
   template <class... Args> void operator()(detail::FirstTensor first, Args &&...rest) {
     call(first.loc, first.tensor, rest...);
   }
-  KernelStats stats() const { return core_->stats(); }
-  std::string last_ir() const { return core_->last_ir(); }
+  /// Counters of this kernel's traces and compiles (all zero for a moved-from Kernel).
+  KernelStats stats() const { return core_ ? core_->stats() : KernelStats{}; }
+  /// The IR of the last trace ("" for a moved-from Kernel).
+  std::string last_ir() const { return core_ ? core_->last_ir() : std::string(); }
 
 private:
   template <class... Args> void call(std::source_location loc, Args &...args) {
+    // Moves (defaulted) leave no core behind: calling a moved-from Kernel is an ArgumentError,
+    // never a null dereference. Copies share the core (and its specializations).
+    if (!core_)
+      throw ArgumentError(loc, "jit",
+                          "this pto::Kernel was moved from; call the Kernel it was moved into "
+                          "(or keep a copy: copies share the compiled specializations)");
     std::vector<HostTensor *> tensors;
     std::vector<std::string> constants;
     (collect(args, tensors, constants), ...);

@@ -31,6 +31,14 @@ inline constexpr int kMaxCondPaths = 64;
 /// CompileError at the loop (codegen and the interpreter walk loop bodies one level each).
 inline constexpr int kMaxLoopDepth = 64;
 
+/// Ops one kernel may trace (every op call, loop and run-time check; every pass of a loop body
+/// with pto::cond paths counts), unless PTO_MAX_OPS sets another limit in [1, 2^30]. Tracing
+/// op kMaxKernelOps + 1 is a CompileError at its line naming the kernel and the limit: JIT
+/// compile time is about linear in the program's size, a few ms per op (bench/RESULTS.md,
+/// "JIT compile time against program size"), so the limit keeps it to minutes. Nesting is bounded
+/// by kMaxLoopDepth (and cond paths by kMaxCondPaths per loop body).
+inline constexpr int64_t kMaxKernelOps = 50000;
+
 /// `for (auto i : pto::loop(start, stop, step)) { ... }` records one loop whose index `i` is a
 /// run-time SymbolicScalar (start, start+step, ... while < stop). Bounds may be symbolic, including
 /// tensor elements (Tensor::at); they are evaluated once, when the loop starts. Throws

@@ -22,6 +22,7 @@
 #include <memory>
 #include <source_location>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pto {
@@ -46,6 +47,18 @@ public:
   /// environment says).
   HostTensor(DataType dtype, std::vector<int64_t> shape, HostTensorGuard guard,
              std::source_location loc = std::source_location::current());
+  /// Copies share the data (as the kernel arguments they are passed as do).
+  HostTensor(const HostTensor &) = default;
+  HostTensor &operator=(const HostTensor &) = default;
+  /// Moves leave `o` equal to HostTensor(): no data, rank 0, numel 0 (so get/set on it are a
+  /// ShapeError, never a read through a null pointer).
+  HostTensor(HostTensor &&o) noexcept { swap(o); }
+  HostTensor &operator=(HostTensor &&o) noexcept {
+    HostTensor taken(std::move(o));
+    swap(taken);
+    return *this;
+  }
+  ~HostTensor() = default;
 
   DataType dtype() const { return dtype_; }
   const std::vector<int64_t> &shape() const { return shape_; }
@@ -84,6 +97,16 @@ public:
   static void set_default_guard(HostTensorGuard guard);
 
 private:
+  /// Exchanges every field with `o` (the one place that lists them for the moves).
+  void swap(HostTensor &o) noexcept {
+    std::swap(dtype_, o.dtype_);
+    shape_.swap(o.shape_);
+    std::swap(numel_, o.numel_);
+    std::swap(guard_, o.guard_);
+    std::swap(before_bytes_, o.before_bytes_);
+    std::swap(after_bytes_, o.after_bytes_);
+    data_.swap(o.data_);
+  }
   void allocate(int64_t bytes, const std::source_location &loc);
   double load(int64_t i) const;
   void store(int64_t i, double v);

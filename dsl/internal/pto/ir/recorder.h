@@ -120,6 +120,9 @@ public:
 private:
   void start_pass(LoopFrame &f);
   void check_op(const Op &op) const;
+  /// Counts one more op of the program (every pass of a loop body counts): CompileError at the
+  /// op's line when the kernel passes kMaxKernelOps (PTO_MAX_OPS), see control.h.
+  void count_op(const Op &op);
   void check_cond_inputs(const LoopFrame &f, const SymbolicScalar &c,
                          const std::source_location &loc) const;
 
@@ -133,6 +136,8 @@ private:
   /// Watched roots used since the last flush (use() is const: it only notes them).
   mutable std::vector<ValueId> deferred_used_;
   bool flushing_ = false;
+  int64_t n_ops_ = 0;   ///< ops traced so far (count_op)
+  int64_t max_ops_ = 0; ///< the limit, read from PTO_MAX_OPS at the first op
   friend class RecorderAccess;
 
 public:

@@ -2,6 +2,7 @@
 // communicators per group, polled barriers and the progress thread.
 #include "mpi_session.h"
 
+#include "pto/env.h"
 #include "pto/error.h"
 #include "pto/runtime/mpi.h"
 
@@ -25,9 +26,9 @@ constexpr int64_t kReturnedAt = 16; // the returned-run word in the abort window
 // How long the ranks wait for each other at MPI start (twice the default deadlock timeout).
 constexpr int64_t kSetupTimeoutMs = 60000;
 
+// PTO_MPI_SHARED and PTO_MPI_PROGRESS (0 or 1) were checked when the World was made (env.h).
 bool env_is_zero(const char *name) {
-  const char *v = std::getenv(name);
-  return v && std::strcmp(v, "0") == 0;
+  return env::read_choice(env::var(name), std::source_location::current()) == "0";
 }
 
 [[noreturn]] void mpi_fail(const char *what, int rc) {

@@ -1,0 +1,219 @@
+// env.cpp - See env.h. No fmt here: base depends on the standard library only.
+#include "pto/env.h"
+
+#include "pto/error.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace pto::env {
+
+namespace {
+
+constexpr int64_t kOneYearMs = int64_t{31536000000};
+
+std::string join(const std::vector<std::string> &v) {
+  std::string s;
+  for (const auto &x : v)
+    s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+std::string accepted(const Var &v) {
+  switch (v.kind) {
+  case Kind::Choice:
+    return "one of: " + join(v.values);
+  case Kind::List:
+    return "a comma-separated list of: " + join(v.values) + (v.all_ok ? ", or all" : "");
+  case Kind::Integer:
+    return "a decimal integer in [" + std::to_string(v.lo) + ", " + std::to_string(v.hi) + "]";
+  case Kind::Text:
+    break;
+  }
+  return "any text";
+}
+
+[[noreturn]] void reject(const Var &v, const std::string &value, const std::string &why,
+                         const std::source_location &loc, const std::string &context) {
+  throw ArgumentError(loc, v.name,
+                      "'" + value + "' " + why + context + "; expected " + accepted(v));
+}
+
+void expect_kind(const Var &v, Kind k) {
+  if (v.kind != k)
+    throw InternalError("<env>", v.name, "read as the wrong kind (a ptojit bug)");
+}
+
+} // namespace
+
+const std::vector<Var> &variables() {
+  static const std::vector<Var> vars{
+      {"PTO_RUN_MODE",
+       Kind::Choice,
+       {"jit", "interpret"},
+       0,
+       0,
+       false,
+       "the executor of every kernel; default jit"},
+      {"PTO_DUMP",
+       Kind::List,
+       {"ir", "tiles", "plan", "llvm", "asm"},
+       0,
+       0,
+       true,
+       "the pipeline stages to write"},
+      {"PTO_DUMP_DIR", Kind::Text, {}, 0, 0, false, "where the dumps go; default ."},
+      {"PTO_JIT_CACHE_MB",
+       Kind::Integer,
+       {},
+       0,
+       (int64_t{1} << 40) - 1,
+       false,
+       "bound of the compile cache in MiB, 0 to keep no unused code; default 64"},
+      {"PTO_ISA",
+       Kind::Choice,
+       {"native", "avx512", "avx2", "sse4", "sse2"},
+       0,
+       0,
+       false,
+       "the instruction set the JIT compiles for; default native"},
+      {"PTO_MAX_OPS",
+       Kind::Integer,
+       {},
+       1,
+       int64_t{1} << 30,
+       false,
+       "ops one kernel may trace; default 50000 (pto::kMaxKernelOps)"},
+      {"PTO_SHMEM_DIRECT",
+       Kind::Choice,
+       {"0", "1"},
+       0,
+       0,
+       false,
+       "0: every put and get goes through the runtime; default 1"},
+      {"PTO_DEADLOCK_TIMEOUT_MS",
+       Kind::Integer,
+       {},
+       1,
+       kOneYearMs,
+       false,
+       "milliseconds with no progress before a DeadlockError; default 30000"},
+      {"PTO_HOST_TENSOR_GUARD",
+       Kind::Choice,
+       {"none", "canary", "pages"},
+       0,
+       0,
+       false,
+       "what surrounds a new HostTensor's data; default none"},
+      {"PTO_MPI_SHARED",
+       Kind::Choice,
+       {"0", "1"},
+       0,
+       0,
+       false,
+       "MPI transport: 0 never uses shared-memory windows; default 1"},
+      {"PTO_MPI_PROGRESS",
+       Kind::Choice,
+       {"0", "1"},
+       0,
+       0,
+       false,
+       "MPI transport: 0 runs no progress thread; default 1"},
+  };
+  return vars;
+}
+
+const Var &var(const char *name) {
+  const auto &vars = variables();
+  auto it = std::find_if(vars.begin(), vars.end(),
+                         [&](const Var &v) { return std::string(v.name) == name; });
+  if (it == vars.end())
+    throw InternalError("<env>", name, "not in the table of PTO_* variables (a ptojit bug)");
+  return *it;
+}
+
+std::optional<std::string> raw(const Var &v) {
+  const char *s = std::getenv(v.name);
+  if (!s || !*s)
+    return std::nullopt;
+  return std::string(s);
+}
+
+std::optional<std::string> read_choice(const Var &v, const std::source_location &loc,
+                                       const std::string &context) {
+  expect_kind(v, Kind::Choice);
+  auto s = raw(v);
+  if (s && std::find(v.values.begin(), v.values.end(), *s) == v.values.end())
+    reject(v, *s, "is not a known value", loc, context);
+  return s;
+}
+
+std::optional<std::vector<std::string>> read_list(const Var &v, const std::source_location &loc,
+                                                  const std::string &context) {
+  expect_kind(v, Kind::List);
+  auto s = raw(v);
+  if (!s)
+    return std::nullopt;
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (true) {
+    const size_t comma = s->find(',', at);
+    const std::string item = s->substr(at, comma == std::string::npos ? comma : comma - at);
+    if (item.empty())
+      reject(v, *s, "has an empty item", loc, context);
+    if (v.all_ok && item == "all")
+      out.insert(out.end(), v.values.begin(), v.values.end());
+    else if (std::find(v.values.begin(), v.values.end(), item) != v.values.end())
+      out.push_back(item);
+    else
+      reject(v, *s, "names '" + item + "', which is not a known value", loc, context);
+    if (comma == std::string::npos)
+      break;
+    at = comma + 1;
+  }
+  return out;
+}
+
+std::optional<int64_t> read_integer(const Var &v, const std::source_location &loc,
+                                    const std::string &context) {
+  expect_kind(v, Kind::Integer);
+  auto s = raw(v);
+  if (!s)
+    return std::nullopt;
+  // Digits only, accumulated with an overflow check: no sign, space, base prefix or suffix.
+  int64_t x = 0;
+  for (char c : *s) {
+    if (c < '0' || c > '9')
+      reject(v, *s, "is not a decimal integer", loc, context);
+    if (x > (v.hi - (c - '0')) / 10)
+      reject(v, *s, "is out of range", loc, context);
+    x = x * 10 + (c - '0');
+  }
+  if (x < v.lo || x > v.hi)
+    reject(v, *s, "is out of range", loc, context);
+  return x;
+}
+
+std::optional<std::string> read_text(const Var &v) {
+  expect_kind(v, Kind::Text);
+  return raw(v);
+}
+
+void check_all(const std::source_location &loc, const std::string &context) {
+  for (const Var &v : variables())
+    switch (v.kind) {
+    case Kind::Choice:
+      read_choice(v, loc, context);
+      break;
+    case Kind::List:
+      read_list(v, loc, context);
+      break;
+    case Kind::Integer:
+      read_integer(v, loc, context);
+      break;
+    case Kind::Text:
+      break;
+    }
+}
+
+} // namespace pto::env
