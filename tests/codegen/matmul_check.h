@@ -109,16 +109,16 @@ inline std::string pair_name(pto::DataType in, pto::DataType out) {
   return pto::name(in) + "->" + pto::name(out);
 }
 
-
 /// fp32, bf16 (vdpbf16ps where the target has AVX512_BF16), int8 and a narrow output (partial
 /// sums in scratch instead of C).
-inline const std::pair<pto::DataType, pto::DataType> kKernelPairs[] = {{pto::DT_FP32, pto::DT_FP32},
-                                                                {pto::DT_BF16, pto::DT_FP32},
-                                                                {pto::DT_INT8, pto::DT_INT32},
-                                                                {pto::DT_BF16, pto::DT_BF16}};
+inline const std::pair<pto::DataType, pto::DataType> kKernelPairs[] = {
+    {pto::DT_FP32, pto::DT_FP32},
+    {pto::DT_BF16, pto::DT_FP32},
+    {pto::DT_INT8, pto::DT_INT32},
+    {pto::DT_BF16, pto::DT_BF16}};
 
-inline Case kernel_case(pto::DataType in, pto::DataType out, int64_t M, int64_t K, int64_t N, bool at,
-                 bool bt) {
+inline Case kernel_case(pto::DataType in, pto::DataType out, int64_t M, int64_t K, int64_t N,
+                        bool at, bool bt) {
   Case c;
   c.in = in;
   c.out = out;

@@ -3,9 +3,8 @@
 // and bf16 on both of its paths (vdpbf16ps and fp32 FMAs on widened operands), in each run mode
 // against naive::matmul. JIT-only (it asks the LLVM backend for its geometry), so it is not in
 // test_interp.
-#include "matmul_check.h"
-
 #include "llvm/lower_matmul_geometry.h"
+#include "matmul_check.h"
 
 #include <doctest/doctest.h>
 
