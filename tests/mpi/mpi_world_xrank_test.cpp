@@ -3,8 +3,9 @@
 // than the others, a PE that computes past the timeout at a barrier, groups and settings that
 // differ per rank, mpi_share_host_buffers with bad or differing counts, write_trace and
 // World::run called on one rank only. Each ends in a typed error on every rank involved, never a
-// hang; short deadlock timeouts. Named to run after the other MPI files (doctest orders by file):
-// its last cases leave a communicator of the session abandoned on one rank.
+// hang; short deadlock timeouts. The last two cases leave a communicator of the session abandoned
+// on one rank: they are in the test suite "abandons", which mpi_main.cpp runs after every other
+// case.
 #include "pto/error.h"
 #include "pto/runtime/context.h"
 #include "pto/runtime/mpi.h"
@@ -270,8 +271,10 @@ TEST_CASE("mpi_share_host_buffers: bad and differing counts are typed errors, no
 }
 
 // From here on a communicator of the session is abandoned on one rank (by design: a collective
-// one rank gave up on must never be matched again); every rank clears its abort word after.
-TEST_CASE("mpi: write_trace on one rank only is a DistributedError there, no hang") {
+// one rank gave up on must never be matched again); every rank clears its abort word after. Test
+// suite "abandons": run after every other case of test_mpi (mpi_main.cpp).
+TEST_CASE("mpi: write_trace on one rank only is a DistributedError there, no hang" *
+          doctest::test_suite("abandons")) {
   mpi::Session &s = mpi::session();
   const int n = s.size();
   World world(n, {.deadlock_timeout_ms = kTimeoutMs}, make_mpi_backend(n));
@@ -300,7 +303,8 @@ TEST_CASE("mpi: write_trace on one rank only is a DistributedError there, no han
   meet(s);
 }
 
-TEST_CASE("mpi: World::run on one rank only is a DistributedError there; the job stays sane") {
+TEST_CASE("mpi: World::run on one rank only is a DistributedError there; the job stays sane" *
+          doctest::test_suite("abandons")) {
   mpi::Session &s = mpi::session();
   const int n = s.size();
   World world(n, {.deadlock_timeout_ms = kTimeoutMs}, make_mpi_backend(n));
