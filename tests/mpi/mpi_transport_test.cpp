@@ -279,16 +279,3 @@ TEST_CASE("zero_written(limit) zeroes the written chunks below the limit, keeps 
   CHECK(word(3) == 0);
   barrier(s, s.world());
 }
-
-// Ranks with different PTO_MPI_SHARED would allocate their heaps with different collective calls
-// (MPI_Win_allocate_shared / MPI_Win_allocate) and block in MPI forever: the Session compares
-// every rank's choice first and fails on every rank with this message.
-TEST_CASE("window_kind_mismatch names the ranks on each window kind, empty when all agree") {
-  CHECK(window_kind_mismatch({1, 1, 1}).empty());
-  CHECK(window_kind_mismatch({0, 0}).empty());
-  CHECK(window_kind_mismatch({}).empty());
-  const std::string m = window_kind_mismatch({0, 1, 0, 1});
-  CHECK(m.find("ranks [0, 2] use plain RMA windows (PTO_MPI_SHARED=0), ranks [1, 3] "
-               "shared-memory windows") != std::string::npos);
-  CHECK(m.find("set PTO_MPI_SHARED alike on every rank") != std::string::npos);
-}

@@ -60,18 +60,6 @@ void relax(int64_t &spins, int limit) {
 
 bool launched_by_mpirun() { return pto::runtime::launched_by_mpirun(); }
 
-std::string window_kind_mismatch(const std::vector<int> &shared) {
-  std::vector<int> plain, windows;
-  for (size_t r = 0; r < shared.size(); ++r)
-    (shared[r] ? windows : plain).push_back(int(r));
-  if (plain.empty() || windows.empty())
-    return "";
-  return fmt::format("the ranks disagree on PTO_MPI_SHARED: ranks [{}] use plain RMA windows "
-                     "(PTO_MPI_SHARED=0), ranks [{}] shared-memory windows; every rank must "
-                     "use the same window kind: set PTO_MPI_SHARED alike on every rank",
-                     fmt::join(plain, ", "), fmt::join(windows, ", "));
-}
-
 int64_t Layout::elements() const {
   int64_t e = 1;
   for (int d = 0; d < n; ++d)
@@ -101,15 +89,6 @@ Session::Session() {
   int node_size = 0;
   MPI_Comm_size(node_, &node_size);
   shared_ = node_size == size_ && !env_is_zero("PTO_MPI_SHARED");
-  {
-    // Every rank must choose the same window kind (see window_kind_mismatch).
-    const int mine = shared_ ? 1 : 0;
-    std::vector<int> all(size_t(size_), 0);
-    check(MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, world_),
-          "MPI_Allgather (window kind)");
-    if (const std::string m = window_kind_mismatch(all); !m.empty())
-      throw DistributedError("<runtime>", kOp, m);
-  }
   const unsigned cpus = std::thread::hardware_concurrency();
   spin_polls_ = cpus > 0 && unsigned(node_size) <= cpus ? 1 << 15 : 64;
 

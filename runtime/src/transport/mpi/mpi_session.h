@@ -35,12 +35,6 @@ namespace pto::runtime::mpi {
 /// True when this process was started by mpirun / mpiexec (Open MPI, MPICH or PMIx variables).
 bool launched_by_mpirun();
 
-/// The message for ranks that disagree on the window kind, `shared[r]` being rank r's choice
-/// (1: shared-memory windows, 0: plain RMA windows, PTO_MPI_SHARED=0), or "" when all agree.
-/// The two kinds are allocated by different collective MPI calls, so ranks that differ would
-/// block in MPI forever: the Session throws this as a DistributedError on every rank instead.
-std::string window_kind_mismatch(const std::vector<int> &shared);
-
 /// A target-side layout: up to 4 dims, innermost last, strides in elements; `esize` bytes per
 /// element of MPI type `type`. An origin buffer is always the same elements packed contiguously.
 struct Layout {
