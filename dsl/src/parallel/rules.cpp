@@ -403,6 +403,14 @@ DTensor unary(RuleIndex r, const Input &x, const Strategy &s, SrcLoc loc) {
   at.fn = static_cast<int>(r - kNeg);
   return apply(kRules[r], {x}, s, at, loc);
 }
+/// An op over one axis: reductions (with keepdim) and the softmax-like ops (keepdim unused).
+DTensor along_axis(RuleIndex r, const Input &x, int axis, bool keepdim, const Strategy &s,
+                   SrcLoc loc) {
+  Attrs at;
+  at.axis = axis;
+  at.keepdim = keepdim;
+  return apply(kRules[r], {x}, s, at, loc);
+}
 } // namespace
 
 } // namespace pto::parallel::detail
@@ -449,38 +457,22 @@ DTensor abs(const Input &x, const Strategy &s, SrcLoc loc) { return unary(kAbs, 
 DTensor sqrt(const Input &x, const Strategy &s, SrcLoc loc) { return unary(kSqrt, x, s, loc); }
 
 DTensor sum(const Input &x, int axis, bool keepdim, const Strategy &s, SrcLoc loc) {
-  Attrs at;
-  at.axis = axis;
-  at.keepdim = keepdim;
-  return apply(kRules[kSum], {x}, s, at, loc);
+  return along_axis(kSum, x, axis, keepdim, s, loc);
 }
 DTensor amax(const Input &x, int axis, bool keepdim, const Strategy &s, SrcLoc loc) {
-  Attrs at;
-  at.axis = axis;
-  at.keepdim = keepdim;
-  return apply(kRules[kAmax], {x}, s, at, loc);
+  return along_axis(kAmax, x, axis, keepdim, s, loc);
 }
 DTensor softmax(const Input &x, int axis, const Strategy &s, SrcLoc loc) {
-  Attrs at;
-  at.axis = axis;
-  return apply(kRules[kSoftmax], {x}, s, at, loc);
+  return along_axis(kSoftmax, x, axis, false, s, loc);
 }
 DTensor log_softmax(const Input &x, int axis, const Strategy &s, SrcLoc loc) {
-  Attrs at;
-  at.axis = axis;
-  return apply(kRules[kLogSoftmax], {x}, s, at, loc);
+  return along_axis(kLogSoftmax, x, axis, false, s, loc);
 }
 DTensor amin(const Input &x, int axis, bool keepdim, const Strategy &s, SrcLoc loc) {
-  Attrs at;
-  at.axis = axis;
-  at.keepdim = keepdim;
-  return apply(kRules[kAmin], {x}, s, at, loc);
+  return along_axis(kAmin, x, axis, keepdim, s, loc);
 }
 DTensor mean(const Input &x, int axis, bool keepdim, const Strategy &s, SrcLoc loc) {
-  Attrs at;
-  at.axis = axis;
-  at.keepdim = keepdim;
-  return apply(kRules[kMean], {x}, s, at, loc);
+  return along_axis(kMean, x, axis, keepdim, s, loc);
 }
 DTensor permute(const Input &x, const std::vector<int> &perm, const Strategy &s, SrcLoc loc) {
   Attrs at;
