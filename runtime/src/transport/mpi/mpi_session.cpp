@@ -14,6 +14,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <optional>
 #include <sched.h>
 
 namespace pto::runtime::mpi {
@@ -109,9 +110,9 @@ Session::Session() {
   // progress thread) must be the same on every rank, else the ranks call different collectives
   // and block in MPI: compared here once, before any of them is used.
   for (const char *name : {"PTO_MPI_SHARED", "PTO_MPI_PROGRESS"}) {
-    const char *v = std::getenv(name);
+    const std::optional<std::string> v = env::raw(env::var(name));
     const std::string d =
-        differences(host_comm_, v && *v ? fmt::format("'{}'", v) : "", kSetupTimeoutMs, kOp);
+        differences(host_comm_, v ? fmt::format("'{}'", *v) : "", kSetupTimeoutMs, kOp);
     if (!d.empty() && setup_error_.empty())
       setup_error_ = fmt::format("{} differs across the MPI ranks ({}); every rank must run with "
                                  "the same value",
