@@ -1,5 +1,7 @@
 // ops_doc.cpp - Renders docs/ops.md and docs/sharding_ops.md from the op registry, and lists
 // what would make them untrue (see op_registry.h).
+#include "pto/parallel.h"
+
 #include "op_registry.h"
 
 #include <cmath>
@@ -245,25 +247,61 @@ std::string render_ops_md() {
 }
 
 std::string render_sharding_md() {
+  const std::vector<pto::parallel::RuleInfo> rules = pto::parallel::rules();
+  // The rules that compute a seed-table name: those whose op is `parallel::` + the short name of
+  // a ptojit row for it, or whose own MindSpore name is it.
+  auto rules_of = [&](std::string_view ms) {
+    std::string out;
+    for (const auto &rule : rules) {
+      bool match = rule.mindspore == ms;
+      for (const auto *r : rows_for(ms))
+        match = match || rule.op == "parallel::" + std::string(short_name(r->fn));
+      if (match && out.find("`" + rule.op + "`") == std::string::npos)
+        out += (out.empty() ? "" : ", ") + ("`" + rule.op + "`");
+    }
+    return out;
+  };
   std::ostringstream os;
   os << "# MindSpore distributed operators in ptojit\n\n"
-     << "<!-- Generated from tools/op_registry.cpp by gen_ops_doc; do not edit (README: "
+     << "<!-- Generated from tools/op_registry.cpp and pto::parallel's rule table "
+        "(dsl/src/parallel/rules.cpp) by gen_ops_doc; do not edit (README: "
         "\"Regenerating the docs\"). -->\n\n"
      << "Every operator name of the sharding operator table (`shared/reference/sharding.md` beside "
-        "the repository: MindSpore "
-        "r1.1's operators with a sharding strategy) and the ptojit op(s) that compute it on one "
-        "PE. ptojit has no sharding strategies yet (DESIGN §4: `pto::parallel` comes later): a "
-        "kernel computes the local slice and calls the collectives of `pto/collectives.h` where "
-        "MindSpore would insert them; the constraints of sharding.md apply to such hand-written "
-        "splits as they do to strategies. The ops and their semantics are in "
-        "[ops.md](ops.md).\n\n"
-     << "| MindSpore | ptojit | notes |\n|---|---|---|\n";
+        "the repository: MindSpore r1.1's operators with a sharding strategy), the ptojit op(s) "
+        "that compute it on one PE, and the `pto::parallel` rule that runs it with a strategy "
+        "(`pto/parallel.h`; the model, the strategies and the errors are in "
+        "[sharding.md](sharding.md)). "
+     << rules.size()
+     << " rules exist. A name with no rule yet is run by hand: a kernel computes the local slice "
+        "and calls the collectives of `pto/collectives.h` where MindSpore would insert them. The "
+        "ops and their semantics are in [ops.md](ops.md).\n\n"
+     << "| MindSpore | ptojit | pto::parallel rule | notes |\n|---|---|---|---|\n";
+  size_t covered = 0;
   for (const auto &s : sharding_names()) {
     std::string fns;
     for (const auto *r : rows_for(s.name))
       fns += (fns.empty() ? "" : ", ") + ("`" + std::string(r->fn) + "`");
-    os << "| " << s.name << " | " << cell(fns) << " | " << cell(s.notes) << " |\n";
+    const std::string rule = rules_of(s.name);
+    covered += rule.empty() ? 0 : 1;
+    os << "| " << s.name << " | " << cell(fns) << " | " << cell(rule) << " | " << cell(s.notes)
+       << " |\n";
   }
+  os << "\n"
+     << covered << " of " << sharding_names().size()
+     << " names have a rule.\n\n## The rule table\n\n"
+     << "Each rule: its inputs, whether a strategy may be given (MindSpore's `shard`), the "
+        "communication a split costs, and what the op does with an input that carries a pending "
+        "Partial on a mesh axis no factor of the op uses (\"resolve\": an allreduce over that "
+        "axis first). Exactness against one PE: movement, max and min are bitwise; a split "
+        "summed factor (matmul's k, a reduced axis, the softmax axis) adds the PEs' partial "
+        "results in mesh-coordinate order, a reassociation of the one-PE sum "
+        "([sharding.md](sharding.md), \"Determinism and tolerance\").\n\n"
+     << "| rule | MindSpore | inputs | strategy | communication of a split | pending partials |\n"
+     << "|---|---|---|---|---|---|\n";
+  for (const auto &r : rules)
+    os << "| `" << r.op << "` | " << r.mindspore << " | " << r.arity << " | "
+       << (r.takes_strategy ? "yes" : "no (follows its input)") << " | " << cell(r.cost) << " | "
+       << cell(r.partials) << " |\n";
   return os.str();
 }
 

@@ -8,6 +8,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 namespace par = pto::parallel;
 using pto::Tensor;
 
@@ -306,4 +308,84 @@ TEST_CASE("parallel: assemble writes each PE's uneven slice at its balanced offs
         CHECK(outs[size_t(p)].get(i) == want);
       }
   }
+}
+
+TEST_CASE("parallel: every elementwise rule of the seed table, split on both mesh axes") {
+  // x in (-0.9, 0.9) (asin, acos, atanh defined), p = 1.25 + |x| (acosh, log, sqrt, rsqrt,
+  // reciprocal defined), row [1, 16] broadcast over rows; every value exact in fp32.
+  auto x = sharded::data({8, 16}, 21), p = sharded::data({8, 16}, 22),
+       row = sharded::data({1, 16}, 23);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    x.set(i, x.get(i) * 0.875);
+    p.set(i, 1.25 + std::fabs(p.get(i)));
+  }
+  for (int64_t i = 0; i < row.numel(); ++i)
+    row.set(i, row.get(i) == 0 ? 0.5 : row.get(i));
+  sharded::against_oracle(
+      "elementwise_all", 4,
+      [](Tensor a, Tensor b, Tensor r, Tensor y) {
+        sharded::tiles();
+        auto xs = par::shard(a, kMesh2x2, {"a", "b"});
+        auto ps = par::shard(b, kMesh2x2, {"a", "b"});
+        // Floats: one sum of every unary op on its domain and every float binary op.
+        std::vector<par::DTensor> f = {
+            par::acos(xs),          par::asin(xs),          par::atanh(xs),
+            par::atan(xs),          par::asinh(xs),         par::cos(xs),
+            par::sin(xs),           par::tan(xs),           par::cosh(xs),
+            par::sinh(xs),          par::erf(xs),           par::erfc(xs),
+            par::expm1(xs),         par::log1p(ps),         par::log(ps),
+            par::acosh(ps),         par::rsqrt(ps),         par::reciprocal(ps),
+            par::square(xs),        par::softplus(xs),      par::softsign(xs),
+            par::bessel_i0e(xs),    par::bessel_i1e(xs),    par::ceil(xs),
+            par::floor(xs),         par::round(xs),         par::sign(xs),
+            par::relu6(xs),         par::elu(xs, 0.5),      par::atan2(xs, ps),
+            par::div_no_nan(xs, r), par::floor_div(xs, ps), par::remainder(xs, ps),
+            par::fmod(xs, ps),      par::pow(ps, xs)};
+        par::DTensor acc = f[0];
+        for (size_t i = 1; i < f.size(); ++i)
+          acc = par::add(acc, f[i]);
+        CHECK(acc.layout().to_string() == "[8@a, 16@b]");
+        // Bools: comparisons and logic, each weighted by its own power of two.
+        std::vector<par::DTensor> c = {par::lt(xs, r),
+                                       par::le(xs, r),
+                                       par::gt(xs, r),
+                                       par::ge(xs, r),
+                                       par::eq(par::floor(xs), r),
+                                       par::ne(xs, r)};
+        c.push_back(par::logical_and(c[0], c[5]));
+        c.push_back(par::logical_or(c[2], c[4]));
+        c.push_back(par::logical_not(c[1]));
+        Tensor out = par::full_tensor(acc);
+        for (size_t i = 0; i < c.size(); ++i)
+          out = pto::add(out, pto::mul(pto::cast(par::full_tensor(c[i]), pto::DT_FP32),
+                                       double(int64_t(1) << (i + 4))));
+        pto::assemble(out, {0, 0}, y);
+      },
+      {x, p, row}, {8, 16}, kExact);
+}
+
+TEST_CASE("parallel: non-decreasing unary ops keep a pending max or min, bitwise") {
+  // Values with ties, signed zeros and halves: floor, ceil, round, sign and relu6 commute with
+  // max and min exactly (-0 < +0, NaN to NaN), so their pending partial is not resolved first.
+  pto::HostTensor x(pto::DT_FP32, {4, 16});
+  const double v[] = {-0.0, 0.0, -0.5, 0.5, 2.5, -2.5, -1.0, 7.5, -0.25, 0.25, 1.5, -6.5};
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.set(i, v[(i * 7 + i / 16) % 12]);
+  sharded::against_oracle(
+      "monotone_partials", 4,
+      [](Tensor a, Tensor y) {
+        sharded::tiles();
+        auto xs = par::shard(a, kMesh4, {{}, "x"});
+        auto mx = par::amax(xs, 1, true), mn = par::amin(xs, 1, true);
+        CHECK(mx.layout().to_string() == "[4, 1] {P(max)@x}");
+        std::vector<par::DTensor> kept = {par::floor(mx), par::ceil(mn), par::round(mx),
+                                          par::sign(mn), par::relu6(mx)};
+        for (const auto &k : kept)
+          CHECK(k.layout().to_string().find("P(m") != std::string::npos);
+        Tensor out = par::full_tensor(kept[0]);
+        for (size_t i = 1; i < kept.size(); ++i)
+          out = pto::concat({out, par::full_tensor(kept[i])}, 1);
+        pto::assemble(out, {0, 0}, y);
+      },
+      {x}, {4, 5}, kExact);
 }

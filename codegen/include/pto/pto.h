@@ -12,6 +12,7 @@
 #include "pto/matmul.h"
 #include "pto/nn_ops.h"
 #include "pto/ops.h"
+#include "pto/parallel.h"
 #include "pto/reduce_ops.h"
 #include "pto/shape_ops.h"
 #include "pto/sort_ops.h"

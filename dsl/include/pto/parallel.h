@@ -216,37 +216,138 @@ struct MatmulOptions {
 DTensor matmul(const Input &a, const Input &b, const Strategy &strategy = {},
                MatmulOptions opts = {}, SrcLoc loc = SrcLoc::current());
 
-/// Elementwise binary ops with numpy broadcasting (MindSpore Add, Sub, Mul, RealDiv, Maximum,
-/// Minimum): factors aligned from the right; a dim of size 1 broadcast against a larger one is
-/// not a factor of that operand and must not be split. Partials accepted (result Partial of the
-/// same op): add/sub P(sum) on both operands; mul P(sum) on one with the other replicated on
-/// that axis; div P(sum) numerator over a replicated denominator; maximum/minimum P(max)/P(min)
-/// on any operand with the others replicated or of the same partial. Anything else is resolved
-/// first (so P(sum) + replicated is correct: DTensor #163193).
+/// Elementwise binary ops with numpy broadcasting, the seed table's (MindSpore's names in the
+/// comments): pto::NAME on the slices, so dtypes, edge values and errors are pto::NAME's. Factors
+/// aligned from the right; a dim of size 1 broadcast against a larger one is not a factor of that
+/// operand and must not be split; every other split is allowed and costs no communication.
+/// Partials accepted (result Partial of the same op): add/sub P(sum) on both operands; mul P(sum)
+/// on one with the other replicated on that axis; div P(sum) numerator over a replicated
+/// denominator; maximum/minimum P(max)/P(min) on any operand with the others replicated or of the
+/// same partial. Anything else is resolved first (so P(sum) + replicated is correct: DTensor
+/// #163193).
 DTensor add(const Input &a, const Input &b, const Strategy &strategy = {},
-            SrcLoc loc = SrcLoc::current());
+            SrcLoc loc = SrcLoc::current()); ///< Add, TensorAdd
 DTensor sub(const Input &a, const Input &b, const Strategy &strategy = {},
-            SrcLoc loc = SrcLoc::current());
+            SrcLoc loc = SrcLoc::current()); ///< Sub
 DTensor mul(const Input &a, const Input &b, const Strategy &strategy = {},
-            SrcLoc loc = SrcLoc::current());
+            SrcLoc loc = SrcLoc::current()); ///< Mul
 DTensor div(const Input &a, const Input &b, const Strategy &strategy = {},
-            SrcLoc loc = SrcLoc::current());
+            SrcLoc loc = SrcLoc::current()); ///< RealDiv, Div
 DTensor maximum(const Input &a, const Input &b, const Strategy &strategy = {},
-                SrcLoc loc = SrcLoc::current());
+                SrcLoc loc = SrcLoc::current()); ///< Maximum
 DTensor minimum(const Input &a, const Input &b, const Strategy &strategy = {},
-                SrcLoc loc = SrcLoc::current());
+                SrcLoc loc = SrcLoc::current()); ///< Minimum
+DTensor atan2(const Input &y, const Input &x, const Strategy &strategy = {},
+              SrcLoc loc = SrcLoc::current()); ///< Atan2
+DTensor div_no_nan(const Input &a, const Input &b, const Strategy &strategy = {},
+                   SrcLoc loc = SrcLoc::current()); ///< DivNoNan
+DTensor floor_div(const Input &a, const Input &b, const Strategy &strategy = {},
+                  SrcLoc loc = SrcLoc::current()); ///< FloorDiv
+DTensor remainder(const Input &a, const Input &b, const Strategy &strategy = {},
+                  SrcLoc loc = SrcLoc::current()); ///< FloorMod
+DTensor fmod(const Input &a, const Input &b, const Strategy &strategy = {},
+             SrcLoc loc = SrcLoc::current()); ///< Mod
+DTensor pow(const Input &a, const Input &b, const Strategy &strategy = {},
+            SrcLoc loc = SrcLoc::current()); ///< Pow
+DTensor eq(const Input &a, const Input &b, const Strategy &strategy = {},
+           SrcLoc loc = SrcLoc::current()); ///< Equal
+DTensor ne(const Input &a, const Input &b, const Strategy &strategy = {},
+           SrcLoc loc = SrcLoc::current()); ///< NotEqual
+DTensor lt(const Input &a, const Input &b, const Strategy &strategy = {},
+           SrcLoc loc = SrcLoc::current()); ///< Less
+DTensor le(const Input &a, const Input &b, const Strategy &strategy = {},
+           SrcLoc loc = SrcLoc::current()); ///< LessEqual
+DTensor gt(const Input &a, const Input &b, const Strategy &strategy = {},
+           SrcLoc loc = SrcLoc::current()); ///< Greater
+DTensor ge(const Input &a, const Input &b, const Strategy &strategy = {},
+           SrcLoc loc = SrcLoc::current()); ///< GreaterEqual
+DTensor logical_and(const Input &a, const Input &b, const Strategy &strategy = {},
+                    SrcLoc loc = SrcLoc::current()); ///< LogicalAnd
+DTensor logical_or(const Input &a, const Input &b, const Strategy &strategy = {},
+                   SrcLoc loc = SrcLoc::current()); ///< LogicalOr
 
-/// Elementwise unary ops (MindSpore Neg, Exp, Gelu, ReLU, Sigmoid, Tanh, Abs, Sqrt): every
-/// strategy allowed (seed table: "none"). Neg keeps P(sum), relu keeps P(max); other partials
-/// are resolved first.
-DTensor neg(const Input &x, const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
-DTensor exp(const Input &x, const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
-DTensor gelu(const Input &x, const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
-DTensor relu(const Input &x, const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
-DTensor sigmoid(const Input &x, const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
-DTensor tanh(const Input &x, const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
-DTensor abs(const Input &x, const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
-DTensor sqrt(const Input &x, const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+/// Elementwise unary ops, the seed table's (MindSpore's names in the comments; seed table:
+/// "none", every strategy allowed, no communication): pto::NAME on the slice, so dtypes, edge
+/// values and errors are pto::NAME's. Neg keeps P(sum); relu keeps P(max); floor, ceil, round,
+/// sign and relu6 keep P(max) and P(min) (exact: they are non-decreasing with -0 < +0); other
+/// partials are resolved first.
+DTensor neg(const Input &x, const Strategy &strategy = {},
+            SrcLoc loc = SrcLoc::current()); ///< Neg
+DTensor exp(const Input &x, const Strategy &strategy = {},
+            SrcLoc loc = SrcLoc::current()); ///< Exp
+DTensor gelu(const Input &x, const Strategy &strategy = {},
+             SrcLoc loc = SrcLoc::current()); ///< GeLU, Gelu
+DTensor relu(const Input &x, const Strategy &strategy = {},
+             SrcLoc loc = SrcLoc::current()); ///< ReLU, ReLUV2 (the output only)
+DTensor sigmoid(const Input &x, const Strategy &strategy = {},
+                SrcLoc loc = SrcLoc::current()); ///< Sigmoid
+DTensor tanh(const Input &x, const Strategy &strategy = {},
+             SrcLoc loc = SrcLoc::current()); ///< Tanh
+DTensor abs(const Input &x, const Strategy &strategy = {},
+            SrcLoc loc = SrcLoc::current()); ///< Abs
+DTensor sqrt(const Input &x, const Strategy &strategy = {},
+             SrcLoc loc = SrcLoc::current()); ///< Sqrt
+DTensor acos(const Input &x, const Strategy &strategy = {},
+             SrcLoc loc = SrcLoc::current()); ///< ACos
+DTensor acosh(const Input &x, const Strategy &strategy = {},
+              SrcLoc loc = SrcLoc::current()); ///< Acosh
+DTensor asin(const Input &x, const Strategy &strategy = {},
+             SrcLoc loc = SrcLoc::current()); ///< Asin
+DTensor asinh(const Input &x, const Strategy &strategy = {},
+              SrcLoc loc = SrcLoc::current()); ///< Asinh
+DTensor atan(const Input &x, const Strategy &strategy = {},
+             SrcLoc loc = SrcLoc::current()); ///< Atan
+DTensor atanh(const Input &x, const Strategy &strategy = {},
+              SrcLoc loc = SrcLoc::current()); ///< Atanh
+DTensor bessel_i0e(const Input &x, const Strategy &strategy = {},
+                   SrcLoc loc = SrcLoc::current()); ///< BesselI0e
+DTensor bessel_i1e(const Input &x, const Strategy &strategy = {},
+                   SrcLoc loc = SrcLoc::current()); ///< BesselI1e
+DTensor ceil(const Input &x, const Strategy &strategy = {},
+             SrcLoc loc = SrcLoc::current()); ///< Ceil
+DTensor cos(const Input &x, const Strategy &strategy = {},
+            SrcLoc loc = SrcLoc::current()); ///< Cos
+DTensor cosh(const Input &x, const Strategy &strategy = {},
+             SrcLoc loc = SrcLoc::current()); ///< Cosh
+DTensor erf(const Input &x, const Strategy &strategy = {},
+            SrcLoc loc = SrcLoc::current()); ///< Erf
+DTensor erfc(const Input &x, const Strategy &strategy = {},
+             SrcLoc loc = SrcLoc::current()); ///< Erfc
+DTensor expm1(const Input &x, const Strategy &strategy = {},
+              SrcLoc loc = SrcLoc::current()); ///< Expm1
+DTensor floor(const Input &x, const Strategy &strategy = {},
+              SrcLoc loc = SrcLoc::current()); ///< Floor
+DTensor log(const Input &x, const Strategy &strategy = {},
+            SrcLoc loc = SrcLoc::current()); ///< Log
+DTensor log1p(const Input &x, const Strategy &strategy = {},
+              SrcLoc loc = SrcLoc::current()); ///< Log1p
+DTensor logical_not(const Input &x, const Strategy &strategy = {},
+                    SrcLoc loc = SrcLoc::current()); ///< LogicalNot
+DTensor reciprocal(const Input &x, const Strategy &strategy = {},
+                   SrcLoc loc = SrcLoc::current()); ///< Reciprocal, Inv
+DTensor relu6(const Input &x, const Strategy &strategy = {},
+              SrcLoc loc = SrcLoc::current()); ///< ReLU6
+DTensor round(const Input &x, const Strategy &strategy = {},
+              SrcLoc loc = SrcLoc::current()); ///< Round (half to even, as pto::round)
+DTensor rsqrt(const Input &x, const Strategy &strategy = {},
+              SrcLoc loc = SrcLoc::current()); ///< Rsqrt
+DTensor sign(const Input &x, const Strategy &strategy = {},
+             SrcLoc loc = SrcLoc::current()); ///< Sign
+DTensor sin(const Input &x, const Strategy &strategy = {},
+            SrcLoc loc = SrcLoc::current()); ///< Sin
+DTensor sinh(const Input &x, const Strategy &strategy = {},
+             SrcLoc loc = SrcLoc::current()); ///< Sinh
+DTensor softplus(const Input &x, const Strategy &strategy = {},
+                 SrcLoc loc = SrcLoc::current()); ///< Softplus
+DTensor softsign(const Input &x, const Strategy &strategy = {},
+                 SrcLoc loc = SrcLoc::current()); ///< Softsign
+DTensor square(const Input &x, const Strategy &strategy = {},
+               SrcLoc loc = SrcLoc::current()); ///< Square
+DTensor tan(const Input &x, const Strategy &strategy = {},
+            SrcLoc loc = SrcLoc::current()); ///< Tan
+/// Elu (pto::elu with `alpha`): as the unary ops above; partials are resolved first.
+DTensor elu(const Input &x, double alpha = 1.0, const Strategy &strategy = {},
+            SrcLoc loc = SrcLoc::current());
 
 /// ReduceSum / ReduceMax over one axis (pto::sum / pto::amax on the slices; keepdim as theirs).
 /// A split reduced axis gives a Partial(sum) / Partial(max) output (MindSpore inserts the
@@ -285,5 +386,21 @@ DTensor permute(const Input &x, const std::vector<int> &perm, const Strategy &st
 /// StrategyError saying so (the output layout follows the input's).
 DTensor reshape(const Input &x, const std::vector<int64_t> &shape, const Strategy &strategy = {},
                 SrcLoc loc = SrcLoc::current());
+
+/// One row of the rule table, as tools and docs read it (docs/sharding_ops.md is generated from
+/// it): the op as written, the seed table's MindSpore name, the number of inputs, whether a
+/// strategy may be given, the communication a split costs, and per pending Partial(sum|max|min|
+/// prod) input what the op does with it ("resolve": allreduce first; otherwise the rule that
+/// keeps it pending).
+struct RuleInfo {
+  std::string op;
+  std::string mindspore;
+  int arity = 0;
+  bool takes_strategy = true;
+  std::string cost;
+  std::string partials; ///< e.g. "sum: kept when every input has it; max, min, prod: resolve"
+};
+/// Every rule of the table, in table order.
+std::vector<RuleInfo> rules();
 
 } // namespace pto::parallel

@@ -49,7 +49,8 @@ struct Attrs {
   std::vector<int> perm;
   std::vector<int64_t> shape;
   MatmulOptions mm;
-  int fn = 0; ///< the unary or binary function (rules.cpp's tables)
+  int fn = 0;         ///< the unary or binary function (rules.cpp's tables)
+  double alpha = 1.0; ///< elu's alpha
 };
 
 struct Rule;

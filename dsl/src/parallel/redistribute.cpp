@@ -199,9 +199,11 @@ Tensor as_rows(const Tensor &x, SrcLoc loc) {
 }
 
 /// Piece j (j in [0, size(axis))) of every PE that differs from this one only in its
-/// coordinate on `axis`: an allgather over the world, then views at symbolic row offsets.
+/// coordinate on `axis`: an allgather over the world, then views at symbolic row offsets. The
+/// collectives move no bool: bools travel as int8 0/1 and come back as bool (exact).
 std::vector<Tensor> axis_pieces(const Tensor &rows, const Mesh &mesh, int axis, SrcLoc loc) {
-  auto g = dist::allgather(rows, {}, loc);
+  const bool as_int8 = rows.dtype(loc) == DT_BOOL;
+  auto g = dist::allgather(as_int8 ? pto::cast(rows, DT_INT8, loc) : rows, {}, loc);
   const int64_t r = rows.shape(0, loc).concrete();
   std::vector<int64_t> shape;
   for (int d = 0; d < rows.dim(loc); ++d)
@@ -213,7 +215,8 @@ std::vector<Tensor> axis_pieces(const Tensor &rows, const Mesh &mesh, int axis, 
     SymbolicScalar q = me + (SymbolicScalar(j) - c) * SymbolicScalar(mesh.stride(axis));
     std::vector<SymbolicScalar> off(shape.size(), SymbolicScalar(0));
     off[0] = q * SymbolicScalar(r);
-    pieces.push_back(pto::view(g, shape, off, {}, loc));
+    Tensor piece = pto::view(g, shape, off, {}, loc);
+    pieces.push_back(as_int8 ? pto::cast(piece, DT_BOOL, loc) : piece);
   }
   return pieces;
 }

@@ -8,6 +8,7 @@
 #include "pto/reduce_ops.h"
 #include "pto/shape_ops.h"
 #include "pto/size_math.h"
+#include "pto/sort_ops.h"
 
 #include "parallel_internal.h"
 
@@ -239,15 +240,28 @@ Tensor local_matmul(const Call &c) {
 }
 
 using BinaryFn = Tensor (*)(const Operand &, const Operand &, SrcLoc);
-constexpr BinaryFn kBinary[] = {pto::add, pto::sub, pto::mul, pto::div, pto::maximum, pto::minimum};
+constexpr BinaryFn kBinary[] = {
+#define PTO_PAR_BINARY(NAME, MS, PARTIALS) pto::NAME,
+#define PTO_PAR_UNARY(NAME, MS, PARTIALS)
+#include "elementwise_rules.def"
+#undef PTO_PAR_BINARY
+#undef PTO_PAR_UNARY
+};
 Tensor local_binary(const Call &c) {
   return kBinary[c.attrs.fn](Operand(c.locals[0], c.loc), Operand(c.locals[1], c.loc), c.loc);
 }
 
 using UnaryFn = Tensor (*)(const Tensor &, SrcLoc);
-constexpr UnaryFn kUnary[] = {pto::neg,     pto::exp,  pto::gelu, pto::relu,
-                              pto::sigmoid, pto::tanh, pto::abs,  pto::sqrt};
+/// pto::round has an overload with decimals: the one-argument form is meant.
+constexpr UnaryFn kUnary[] = {
+#define PTO_PAR_BINARY(NAME, MS, PARTIALS)
+#define PTO_PAR_UNARY(NAME, MS, PARTIALS) static_cast<UnaryFn>(pto::NAME),
+#include "elementwise_rules.def"
+#undef PTO_PAR_BINARY
+#undef PTO_PAR_UNARY
+};
 Tensor local_unary(const Call &c) { return kUnary[c.attrs.fn](c.locals[0], c.loc); }
+Tensor local_elu(const Call &c) { return pto::elu(c.locals[0], c.attrs.alpha, c.loc); }
 
 Tensor local_sum(const Call &c) {
   return pto::sum(c.locals[0], c.attrs.axis, {.keepdim = c.attrs.keepdim}, c.loc);
@@ -309,7 +323,13 @@ Tensor local_reshape(const Call &c) {
 constexpr std::array<PartialRule, 4> kResolve = {R, R, R, R};
 constexpr std::array<PartialRule, 4> kLinearAll = {PartialRule::LINEAR_ALL, R, R, R};
 constexpr std::array<PartialRule, 4> kLinearOne = {PartialRule::LINEAR_ONE, R, R, R};
+constexpr std::array<PartialRule, 4> kLinearFirst = {PartialRule::LINEAR_FIRST, R, R, R};
 constexpr std::array<PartialRule, 4> kMaxMonotone = {R, PartialRule::MONOTONE, R, R};
+constexpr std::array<PartialRule, 4> kMinMonotone = {R, R, PartialRule::MONOTONE, R};
+/// f(max x_i) == max f(x_i) and likewise for min, bit for bit, for an f that is non-decreasing
+/// in IEEE 754's order with -0 < +0 and maps NaN to NaN (floor, ceil, round, sign, relu6).
+constexpr std::array<PartialRule, 4> kMaxMinMonotone = {R, PartialRule::MONOTONE,
+                                                        PartialRule::MONOTONE, R};
 
 } // namespace
 
@@ -317,34 +337,14 @@ constexpr std::array<PartialRule, 4> kMaxMonotone = {R, PartialRule::MONOTONE, R
 const Rule kRules[] = {
     {"parallel::matmul", "MatMul", 2, true, kLinearOne, sig_matmul, local_matmul,
      "m, n: none; k: Partial(sum), allreduce of the output when a consumer needs it"},
-    {"parallel::add", "Add", 2, true, kLinearAll, sig_elementwise, local_binary, "none"},
-    {"parallel::sub", "Sub", 2, true, kLinearAll, sig_elementwise, local_binary, "none"},
-    {"parallel::mul", "Mul", 2, true, kLinearOne, sig_elementwise, local_binary, "none"},
-    {"parallel::div",
-     "RealDiv",
-     2,
-     true,
-     {PartialRule::LINEAR_FIRST, R, R, R},
-     sig_elementwise,
-     local_binary,
-     "none"},
-    {"parallel::maximum", "Maximum", 2, true, kMaxMonotone, sig_elementwise, local_binary, "none"},
-    {"parallel::minimum",
-     "Minimum",
-     2,
-     true,
-     {R, R, PartialRule::MONOTONE, R},
-     sig_elementwise,
-     local_binary,
-     "none"},
-    {"parallel::neg", "Neg", 1, true, kLinearAll, sig_elementwise, local_unary, "none"},
-    {"parallel::exp", "Exp", 1, true, kResolve, sig_elementwise, local_unary, "none"},
-    {"parallel::gelu", "GeLU", 1, true, kResolve, sig_elementwise, local_unary, "none"},
-    {"parallel::relu", "ReLU", 1, true, kMaxMonotone, sig_elementwise, local_unary, "none"},
-    {"parallel::sigmoid", "Sigmoid", 1, true, kResolve, sig_elementwise, local_unary, "none"},
-    {"parallel::tanh", "Tanh", 1, true, kResolve, sig_elementwise, local_unary, "none"},
-    {"parallel::abs", "Abs", 1, true, kResolve, sig_elementwise, local_unary, "none"},
-    {"parallel::sqrt", "Sqrt", 1, true, kResolve, sig_elementwise, local_unary, "none"},
+#define PTO_PAR_BINARY(NAME, MS, PARTIALS)                                                         \
+  {"parallel::" #NAME, MS, 2, true, PARTIALS, sig_elementwise, local_binary, "none"},
+#define PTO_PAR_UNARY(NAME, MS, PARTIALS)                                                          \
+  {"parallel::" #NAME, MS, 1, true, PARTIALS, sig_elementwise, local_unary, "none"},
+#include "elementwise_rules.def"
+#undef PTO_PAR_BINARY
+#undef PTO_PAR_UNARY
+    {"parallel::elu", "Elu", 1, true, kResolve, sig_elementwise, local_elu, "none"},
     {"parallel::sum", "ReduceSum", 1, true, kResolve, sig_sum, local_sum,
      "reduced axis: Partial(sum), allreduce when needed"},
     {"parallel::amax", "ReduceMax", 1, true, kResolve, sig_amax, local_amax,
@@ -365,20 +365,12 @@ const Rule kRules[] = {
 namespace {
 enum RuleIndex : size_t {
   kMatMul,
-  kAdd,
-  kSub,
-  kMul,
-  kDiv,
-  kMaximum,
-  kMinimum,
-  kNeg,
-  kExp,
-  kGelu,
-  kRelu,
-  kSigmoid,
-  kTanh,
-  kAbs,
-  kSqrt,
+#define PTO_PAR_BINARY(NAME, MS, PARTIALS) k_##NAME,
+#define PTO_PAR_UNARY(NAME, MS, PARTIALS) k_##NAME,
+#include "elementwise_rules.def"
+#undef PTO_PAR_BINARY
+#undef PTO_PAR_UNARY
+  kElu,
   kSum,
   kAmax,
   kAmin,
@@ -390,17 +382,18 @@ enum RuleIndex : size_t {
   kRuleCount
 };
 static_assert(std::size(kRules) == kRuleCount, "kRules and RuleIndex must list the same ops");
-static_assert(std::size(kBinary) == kMinimum - kAdd + 1);
-static_assert(std::size(kUnary) == kSqrt - kNeg + 1);
+constexpr size_t kFirstBinary = k_add, kFirstUnary = k_neg;
+static_assert(std::size(kBinary) == kFirstUnary - kFirstBinary);
+static_assert(std::size(kUnary) == kElu - kFirstUnary);
 
 DTensor binary(RuleIndex r, const Input &a, const Input &b, const Strategy &s, SrcLoc loc) {
   Attrs at;
-  at.fn = static_cast<int>(r - kAdd);
+  at.fn = static_cast<int>(r - kFirstBinary);
   return apply(kRules[r], {a, b}, s, at, loc);
 }
 DTensor unary(RuleIndex r, const Input &x, const Strategy &s, SrcLoc loc) {
   Attrs at;
-  at.fn = static_cast<int>(r - kNeg);
+  at.fn = static_cast<int>(r - kFirstUnary);
   return apply(kRules[r], {x}, s, at, loc);
 }
 /// An op over one axis: reductions (with keepdim) and the softmax-like ops (keepdim unused).
@@ -426,35 +419,54 @@ DTensor matmul(const Input &a, const Input &b, const Strategy &strategy, MatmulO
   return apply(kRules[kMatMul], {a, b}, strategy, at, loc);
 }
 
-DTensor add(const Input &a, const Input &b, const Strategy &s, SrcLoc loc) {
-  return binary(kAdd, a, b, s, loc);
-}
-DTensor sub(const Input &a, const Input &b, const Strategy &s, SrcLoc loc) {
-  return binary(kSub, a, b, s, loc);
-}
-DTensor mul(const Input &a, const Input &b, const Strategy &s, SrcLoc loc) {
-  return binary(kMul, a, b, s, loc);
-}
-DTensor div(const Input &a, const Input &b, const Strategy &s, SrcLoc loc) {
-  return binary(kDiv, a, b, s, loc);
-}
-DTensor maximum(const Input &a, const Input &b, const Strategy &s, SrcLoc loc) {
-  return binary(kMaximum, a, b, s, loc);
-}
-DTensor minimum(const Input &a, const Input &b, const Strategy &s, SrcLoc loc) {
-  return binary(kMinimum, a, b, s, loc);
+#define PTO_PAR_BINARY(NAME, MS, PARTIALS)                                                         \
+  DTensor NAME(const Input &a, const Input &b, const Strategy &s, SrcLoc loc) {                    \
+    return binary(k_##NAME, a, b, s, loc);                                                         \
+  }
+#define PTO_PAR_UNARY(NAME, MS, PARTIALS)                                                          \
+  DTensor NAME(const Input &x, const Strategy &s, SrcLoc loc) { return unary(k_##NAME, x, s, loc); }
+#include "elementwise_rules.def"
+#undef PTO_PAR_BINARY
+#undef PTO_PAR_UNARY
+
+std::vector<RuleInfo> rules() {
+  auto text = [](PartialRule r) {
+    switch (r) {
+    case PartialRule::RESOLVE:
+      return "resolve";
+    case PartialRule::LINEAR_ALL:
+      return "kept when every input has it";
+    case PartialRule::LINEAR_ONE:
+      return "kept when one input has it and the others are replicated";
+    case PartialRule::LINEAR_FIRST:
+      return "kept when input 0 has it and the others are replicated";
+    case PartialRule::MONOTONE:
+      return "kept (the others replicated or of the same partial)";
+    }
+    return "?";
+  };
+  std::vector<RuleInfo> out;
+  for (const Rule &r : kRules) {
+    std::string partials, resolved;
+    for (size_t i = 0; i < r.partials.size(); ++i) {
+      const char *op = name(static_cast<PartialOp>(i));
+      if (r.partials[i] == PartialRule::RESOLVE)
+        resolved += (resolved.empty() ? "" : ", ") + std::string(op);
+      else
+        partials += fmt::format("{}{}: {}", partials.empty() ? "" : "; ", op, text(r.partials[i]));
+    }
+    if (!resolved.empty())
+      partials += fmt::format("{}{}: resolve", partials.empty() ? "" : "; ", resolved);
+    out.push_back({r.op, r.mindspore, r.arity, r.takes_strategy, r.cost, partials});
+  }
+  return out;
 }
 
-DTensor neg(const Input &x, const Strategy &s, SrcLoc loc) { return unary(kNeg, x, s, loc); }
-DTensor exp(const Input &x, const Strategy &s, SrcLoc loc) { return unary(kExp, x, s, loc); }
-DTensor gelu(const Input &x, const Strategy &s, SrcLoc loc) { return unary(kGelu, x, s, loc); }
-DTensor relu(const Input &x, const Strategy &s, SrcLoc loc) { return unary(kRelu, x, s, loc); }
-DTensor sigmoid(const Input &x, const Strategy &s, SrcLoc loc) {
-  return unary(kSigmoid, x, s, loc);
+DTensor elu(const Input &x, double alpha, const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.alpha = alpha;
+  return apply(kRules[kElu], {x}, s, at, loc);
 }
-DTensor tanh(const Input &x, const Strategy &s, SrcLoc loc) { return unary(kTanh, x, s, loc); }
-DTensor abs(const Input &x, const Strategy &s, SrcLoc loc) { return unary(kAbs, x, s, loc); }
-DTensor sqrt(const Input &x, const Strategy &s, SrcLoc loc) { return unary(kSqrt, x, s, loc); }
 
 DTensor sum(const Input &x, int axis, bool keepdim, const Strategy &s, SrcLoc loc) {
   return along_axis(kSum, x, axis, keepdim, s, loc);
