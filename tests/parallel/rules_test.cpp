@@ -389,3 +389,36 @@ TEST_CASE("parallel: non-decreasing unary ops keep a pending max or min, bitwise
       },
       {x}, {4, 5}, kExact);
 }
+
+TEST_CASE("parallel: Cast, OnesLike, ZerosLike, BiasAdd, BroadcastTo, ExpandDims, Squeeze") {
+  auto x = sharded::data({8, 16}, 31), bias = sharded::data({16}, 32),
+       w = sharded::data({16, 16}, 33);
+  sharded::against_oracle(
+      "movement_rules", 4,
+      [](Tensor a, Tensor b, Tensor c, Tensor y) {
+        sharded::tiles();
+        pto::set_vec_tile_shapes(1, 8, 16); // the rank-3 ops need a rank-3 tile
+        auto xs = par::shard(a, kMesh2x2, {"a", "b"});
+        auto u = par::unsqueeze(xs, 1);
+        CHECK(u.layout().to_string() == "[8@a, 1, 16@b]");
+        auto q = par::squeeze(u, {1});
+        CHECK(q.layout().to_string() == "[8@a, 16@b]");
+        auto bt = par::broadcast_to(par::unsqueeze(xs, 0), {3, 8, 16});
+        CHECK(bt.layout().to_string() == "[3, 8@a, 16@b]");
+        auto ba = par::bias_add(xs, b, pto::DataFormat::NHWC);
+        CHECK(ba.layout().to_string() == "[8@a, 16@b]");
+        auto ct = par::cast(par::cast(xs, pto::DT_BF16), pto::DT_FP32);
+        auto ones = par::ones_like(xs), zeros = par::zeros_like(xs);
+        // A pending P(sum) passes through ExpandDims / Squeeze and resolves at full_tensor.
+        auto h = par::matmul(par::shard(a, kMesh2x2, {{}, "b"}), c, {{1, 2}, {2, 1}});
+        auto hu = par::squeeze(par::unsqueeze(h, 0));
+        CHECK(hu.layout().to_string().find("P(sum)") != std::string::npos);
+        Tensor out = pto::add(par::full_tensor(q), pto::sum(par::full_tensor(bt), 0));
+        out = pto::add(out, pto::mul(par::full_tensor(ba), 0.5));
+        out = pto::add(out, pto::mul(par::full_tensor(ct), 0.25));
+        out = pto::add(out, pto::add(par::full_tensor(ones), par::full_tensor(zeros)));
+        out = pto::add(out, par::full_tensor(hu));
+        pto::assemble(out, {0, 0}, y);
+      },
+      {x, bias, w}, {8, 16}, sharded::kSumTolerance);
+}

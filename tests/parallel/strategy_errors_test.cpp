@@ -217,3 +217,49 @@ TEST_CASE("parallel errors: meshes and operands") {
       },
       kFile, line, "parallel::shard", "dim 1 names axis 'dp', already used");
 }
+
+TEST_CASE("parallel errors: shapes of BroadcastTo, BiasAdd, ExpandDims and Squeeze") {
+  int line = 0;
+  support::expect_error<pto::ShapeError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          line = __LINE__ + 1;
+          par::broadcast_to(par::shard(x, kMesh, {"dp", {}}), {16, 8});
+        });
+      },
+      kFile, line, "parallel::broadcast_to",
+      "dim 1 of [16, 32] is 32: it must be 1 or the target's 8");
+  support::expect_error<pto::ShapeError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          line = __LINE__ + 1;
+          par::broadcast_to(par::shard(x, kMesh, {"dp", {}}), {32});
+        });
+      },
+      kFile, line, "parallel::broadcast_to", "target [32] has fewer dims than [16, 32]");
+  support::expect_error<pto::ShapeError>(
+      [&] {
+        trace([&](Tensor x, Tensor w) {
+          line = __LINE__ + 1;
+          par::bias_add(par::shard(x, kMesh, {"dp", {}}),
+                        pto::reshape(pto::view(w, {1, 16}, {0, 0}), {16}));
+        });
+      },
+      kFile, line, "parallel::bias_add", "must have x's 32 channels");
+  support::expect_error<pto::ShapeError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          line = __LINE__ + 1;
+          par::unsqueeze(par::shard(x, kMesh, {"dp", {}}), 3);
+        });
+      },
+      kFile, line, "parallel::unsqueeze", "axis 3 is out of range for rank 3");
+  support::expect_error<pto::ShapeError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          line = __LINE__ + 1;
+          par::squeeze(par::shard(x, kMesh, {"dp", {}}), {-3});
+        });
+      },
+      kFile, line, "parallel::squeeze", "axis -3 is out of range for rank 2");
+}

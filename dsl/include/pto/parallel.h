@@ -27,6 +27,7 @@
 #pragma once
 
 #include "pto/dtype.h"
+#include "pto/nn_ops.h"
 #include "pto/tensor.h"
 
 #include <cstdint>
@@ -348,6 +349,32 @@ DTensor tan(const Input &x, const Strategy &strategy = {},
 /// Elu (pto::elu with `alpha`): as the unary ops above; partials are resolved first.
 DTensor elu(const Input &x, double alpha = 1.0, const Strategy &strategy = {},
             SrcLoc loc = SrcLoc::current());
+
+/// Cast (pto::cast to `dtype`): elementwise, every strategy allowed; pending partials are
+/// resolved first (a cast is not linear). MindSpore ignores a Cast strategy; ptojit applies it.
+DTensor cast(const Input &x, DataType dtype, const Strategy &strategy = {},
+             SrcLoc loc = SrcLoc::current());
+/// OnesLike / ZerosLike (pto::ones_like / zeros_like): x's layout, every strategy allowed.
+DTensor ones_like(const Input &x, const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+DTensor zeros_like(const Input &x, const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+/// BiasAdd (pto::bias_add): bias [C] shares x's channel factor (dim 1 for NCHW, the last for
+/// NHWC); every dim may be split, the bias alike on the channel. A pending P(sum) x is resolved
+/// first (the bias is added once). ShapeError as pto::bias_add.
+DTensor bias_add(const Input &x, const Input &bias, DataFormat format = DataFormat::NCHW,
+                 const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+/// BroadcastTo (pto::expand to `shape`, right-aligned; -1 keeps the dim): a dim equal to its
+/// target keeps its split; broadcast size-1 dims and new leading dims are replicated. Pure
+/// movement: pending partials stay pending. ShapeError for a dim that is neither 1 nor the
+/// target.
+DTensor broadcast_to(const Input &x, const std::vector<int64_t> &shape,
+                     const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+/// ExpandDims (pto::unsqueeze at `dim`, in [-rank-1, rank]) and Squeeze (pto::squeeze of the
+/// size-1 dims among `dims`, all when empty): every other dim keeps its split; pure movement, so
+/// pending partials stay pending. ShapeError for a dim out of range.
+DTensor unsqueeze(const Input &x, int dim, const Strategy &strategy = {},
+                  SrcLoc loc = SrcLoc::current());
+DTensor squeeze(const Input &x, const std::vector<int> &dims = {}, const Strategy &strategy = {},
+                SrcLoc loc = SrcLoc::current());
 
 /// ReduceSum / ReduceMax over one axis (pto::sum / pto::amax on the slices; keepdim as theirs).
 /// A split reduced axis gives a Partial(sum) / Partial(max) output (MindSpore inserts the

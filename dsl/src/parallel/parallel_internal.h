@@ -3,6 +3,7 @@
 // (redistribute.cpp). docs/sharding.md describes the model.
 #pragma once
 
+#include "pto/nn_ops.h"
 #include "pto/parallel.h"
 
 #include <array>
@@ -49,8 +50,11 @@ struct Attrs {
   std::vector<int> perm;
   std::vector<int64_t> shape;
   MatmulOptions mm;
-  int fn = 0;         ///< the unary or binary function (rules.cpp's tables)
-  double alpha = 1.0; ///< elu's alpha
+  int fn = 0;                           ///< the unary or binary function (rules.cpp's tables)
+  double alpha = 1.0;                   ///< elu's alpha; the fill value of ones_like / zeros_like
+  std::vector<int> dims;                ///< squeeze's dims
+  DataType dtype = DT_BOTTOM;           ///< cast's target
+  DataFormat format = DataFormat::NCHW; ///< bias_add's
 };
 
 struct Rule;

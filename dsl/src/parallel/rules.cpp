@@ -180,11 +180,11 @@ Signature sig_permute(const Shapes &s, const Attrs &a, SrcLoc loc) {
 }
 
 /// Groups of consecutive dims with equal products: a 1:1 group keeps its factor; the dims of
-/// any other group are WHOLE in the input and fresh (unsplit) factors in the output.
-Signature sig_reshape(const Shapes &s, const Attrs &a, SrcLoc loc) {
-  const auto &in = s[0];
-  const auto &out = a.shape;
-  const char *op = "parallel::reshape";
+/// any other group are WHOLE in the input and fresh (unsplit) factors in the output. Size-1 dims
+/// stand apart (ExpandDims / Squeeze keep every other dim's split): an input one is a factor of
+/// its own that the output drops, an output one is a kept size-1 dim (-1).
+Signature reshape_signature(const std::vector<int64_t> &in, const std::vector<int64_t> &out,
+                            const char *op, SrcLoc loc) {
   auto numel = [&](const std::vector<int64_t> &v) {
     int64_t n = 1;
     for (int64_t x : v)
@@ -200,33 +200,126 @@ Signature sig_reshape(const Shapes &s, const Attrs &a, SrcLoc loc) {
                                  dims_str(out), numel(out)));
   Signature sig;
   sig.in.emplace_back(in.size(), -1);
-  size_t i = 0, j = 0;
-  while (i < in.size() || j < out.size()) {
-    const size_t i0 = i, j0 = j;
-    int64_t p = i < in.size() ? in[i++] : 1, q = j < out.size() ? out[j++] : 1;
-    while (p != q) {
-      if (p < q && i < in.size())
-        p *= in[i++];
-      else if (j < out.size())
-        q *= out[j++];
-      else
-        p *= in[i++];
-    }
-    if (i - i0 == 1 && j - j0 == 1) {
-      sig.in[0][i0] = static_cast<int>(sig.factors.size());
-      sig.out.push_back(static_cast<int>(sig.factors.size()));
-      sig.factors.push_back({in[i0]});
+  sig.out.assign(out.size(), -1);
+  std::vector<size_t> ii, jj; // the dims other than 1
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (in[d] != 1) {
+      ii.push_back(d);
       continue;
     }
-    for (size_t d = i0; d < i; ++d) {
-      sig.in[0][d] = static_cast<int>(sig.factors.size());
-      sig.factors.push_back({in[d], FactorKind::WHOLE});
+    sig.in[0][d] = static_cast<int>(sig.factors.size());
+    sig.factors.push_back({1});
+  }
+  for (size_t d = 0; d < out.size(); ++d)
+    if (out[d] != 1)
+      jj.push_back(d);
+  size_t i = 0, j = 0;
+  while (i < ii.size() || j < jj.size()) {
+    const size_t i0 = i, j0 = j;
+    int64_t p = i < ii.size() ? in[ii[i++]] : 1, q = j < jj.size() ? out[jj[j++]] : 1;
+    while (p != q) {
+      if (p < q && i < ii.size())
+        p *= in[ii[i++]];
+      else if (j < jj.size())
+        q *= out[jj[j++]];
+      else
+        p *= in[ii[i++]];
     }
-    for (size_t d = j0; d < j; ++d) {
-      sig.out.push_back(static_cast<int>(sig.factors.size()));
-      sig.factors.push_back({out[d]});
+    const bool kept = i - i0 == 1 && j - j0 == 1;
+    for (size_t k = i0; k < i; ++k) {
+      sig.in[0][ii[k]] = static_cast<int>(sig.factors.size());
+      sig.factors.push_back({in[ii[k]], kept ? FactorKind::FREE : FactorKind::WHOLE});
+    }
+    if (kept) {
+      sig.out[jj[j0]] = sig.in[0][ii[i0]];
+      continue;
+    }
+    for (size_t k = j0; k < j; ++k) {
+      sig.out[jj[k]] = static_cast<int>(sig.factors.size());
+      sig.factors.push_back({out[jj[k]]});
     }
   }
+  return sig;
+}
+Signature sig_reshape(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  return reshape_signature(s[0], a.shape, "parallel::reshape", loc);
+}
+/// ExpandDims: a size-1 dim inserted at attrs.axis (in [-rank-1, rank]).
+Signature sig_unsqueeze(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  const char *op = "parallel::unsqueeze";
+  std::vector<int64_t> out = s[0];
+  const int dim = norm_axis(a.axis, out.size() + 1, op, loc);
+  out.insert(out.begin() + dim, 1);
+  return reshape_signature(s[0], out, op, loc);
+}
+/// Squeeze: the size-1 dims among attrs.dims removed (all size-1 dims when empty), as
+/// pto::squeeze; a result with no dim left keeps [1].
+Signature sig_squeeze(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  const char *op = "parallel::squeeze";
+  std::vector<bool> drop(s[0].size(), a.dims.empty());
+  for (int d : a.dims)
+    drop[static_cast<size_t>(norm_axis(d, s[0].size(), op, loc))] = true;
+  std::vector<int64_t> out;
+  for (size_t d = 0; d < s[0].size(); ++d)
+    if (!drop[d] || s[0][d] != 1)
+      out.push_back(s[0][d]);
+  if (out.empty())
+    out.push_back(1);
+  return reshape_signature(s[0], out, op, loc);
+}
+
+/// BroadcastTo (attrs.shape, right-aligned; -1 keeps the dim): an input dim equal to its target
+/// shares the output's factor, a size-1 input dim broadcast to more is no factor of the input,
+/// and new leading dims are fresh (unsplit) factors of the output.
+Signature sig_broadcast_to(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  const char *op = "parallel::broadcast_to";
+  const auto &in = s[0];
+  if (a.shape.size() < in.size())
+    throw ShapeError(
+        loc, op, fmt::format("target {} has fewer dims than {}", dims_str(a.shape), dims_str(in)));
+  const size_t lead = a.shape.size() - in.size();
+  Signature sig;
+  sig.in.emplace_back(in.size(), -1);
+  for (size_t d = 0; d < a.shape.size(); ++d) {
+    const int64_t want = a.shape[d] == -1 && d >= lead ? in[d - lead] : a.shape[d];
+    if (want < 1)
+      throw ShapeError(loc, op, fmt::format("target {} has a dim < 1", dims_str(a.shape)));
+    sig.out.push_back(static_cast<int>(sig.factors.size()));
+    sig.factors.push_back({want});
+    if (d < lead)
+      continue;
+    const int64_t have = in[d - lead];
+    if (have == want)
+      sig.in[0][d - lead] = sig.out.back();
+    else if (have != 1)
+      throw ShapeError(loc, op,
+                       fmt::format("dim {} of {} is {}: it must be 1 or the target's {}", d - lead,
+                                   dims_str(in), have, want));
+  }
+  return sig;
+}
+
+/// BiasAdd: every dim of x a factor; bias [C] shares the channel factor (dim 1 for NCHW, the
+/// last for NHWC, as pto::bias_add).
+Signature sig_bias_add(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  const char *op = "parallel::bias_add";
+  if (s[0].size() < 2 || s[0].size() > 4 || s[1].size() != 1)
+    throw ShapeError(
+        loc, op,
+        fmt::format("x {} must have rank 2-4 and bias {} rank 1", dims_str(s[0]), dims_str(s[1])));
+  const size_t c = a.format == DataFormat::NHWC ? s[0].size() - 1 : 1;
+  if (s[1][0] != s[0][c])
+    throw ShapeError(loc, op,
+                     fmt::format("bias {} must have x's {} channels (x {})", dims_str(s[1]),
+                                 s[0][c], dims_str(s[0])));
+  Signature sig;
+  sig.in.emplace_back();
+  for (size_t d = 0; d < s[0].size(); ++d) {
+    sig.factors.push_back({s[0][d]});
+    sig.in[0].push_back(static_cast<int>(d));
+    sig.out.push_back(static_cast<int>(d));
+  }
+  sig.in.push_back({static_cast<int>(c)});
   return sig;
 }
 
@@ -262,6 +355,17 @@ constexpr UnaryFn kUnary[] = {
 };
 Tensor local_unary(const Call &c) { return kUnary[c.attrs.fn](c.locals[0], c.loc); }
 Tensor local_elu(const Call &c) { return pto::elu(c.locals[0], c.attrs.alpha, c.loc); }
+Tensor local_cast(const Call &c) { return pto::cast(c.locals[0], c.attrs.dtype, c.loc); }
+Tensor local_full_like(const Call &c) {
+  return pto::full_like(c.locals[0], c.attrs.alpha, DT_BOTTOM, c.loc);
+}
+Tensor local_bias_add(const Call &c) {
+  return pto::bias_add(c.locals[0], c.locals[1], c.attrs.format, c.loc);
+}
+Tensor local_broadcast_to(const Call &c) {
+  std::vector<SymbolicScalar> shape(c.out_local_shape.begin(), c.out_local_shape.end());
+  return pto::expand(c.locals[0], shape, c.loc);
+}
 
 Tensor local_sum(const Call &c) {
   return pto::sum(c.locals[0], c.attrs.axis, {.keepdim = c.attrs.keepdim}, c.loc);
@@ -325,6 +429,9 @@ constexpr std::array<PartialRule, 4> kLinearAll = {PartialRule::LINEAR_ALL, R, R
 constexpr std::array<PartialRule, 4> kLinearOne = {PartialRule::LINEAR_ONE, R, R, R};
 constexpr std::array<PartialRule, 4> kLinearFirst = {PartialRule::LINEAR_FIRST, R, R, R};
 constexpr std::array<PartialRule, 4> kMaxMonotone = {R, PartialRule::MONOTONE, R, R};
+/// Pure movement of one input commutes with every elementwise reduction: any partial is kept.
+constexpr std::array<PartialRule, 4> kMovement = {PartialRule::LINEAR_ALL, PartialRule::LINEAR_ALL,
+                                                  PartialRule::LINEAR_ALL, PartialRule::LINEAR_ALL};
 constexpr std::array<PartialRule, 4> kMinMonotone = {R, R, PartialRule::MONOTONE, R};
 /// f(max x_i) == max f(x_i) and likewise for min, bit for bit, for an f that is non-decreasing
 /// in IEEE 754's order with -0 < +0 and maps NaN to NaN (floor, ceil, round, sign, relu6).
@@ -345,6 +452,16 @@ const Rule kRules[] = {
 #undef PTO_PAR_BINARY
 #undef PTO_PAR_UNARY
     {"parallel::elu", "Elu", 1, true, kResolve, sig_elementwise, local_elu, "none"},
+    {"parallel::cast", "Cast", 1, true, kResolve, sig_elementwise, local_cast, "none"},
+    {"parallel::ones_like", "OnesLike", 1, true, kResolve, sig_elementwise, local_full_like,
+     "none"},
+    {"parallel::zeros_like", "ZerosLike", 1, true, kResolve, sig_elementwise, local_full_like,
+     "none"},
+    {"parallel::bias_add", "BiasAdd", 2, true, kResolve, sig_bias_add, local_bias_add, "none"},
+    {"parallel::broadcast_to", "BroadcastTo", 1, true, kMovement, sig_broadcast_to,
+     local_broadcast_to, "none (new leading and broadcast dims are replicated)"},
+    {"parallel::unsqueeze", "ExpandDims", 1, true, kMovement, sig_unsqueeze, local_reshape, "none"},
+    {"parallel::squeeze", "Squeeze", 1, true, kMovement, sig_squeeze, local_reshape, "none"},
     {"parallel::sum", "ReduceSum", 1, true, kResolve, sig_sum, local_sum,
      "reduced axis: Partial(sum), allreduce when needed"},
     {"parallel::amax", "ReduceMax", 1, true, kResolve, sig_amax, local_amax,
@@ -371,6 +488,13 @@ enum RuleIndex : size_t {
 #undef PTO_PAR_BINARY
 #undef PTO_PAR_UNARY
   kElu,
+  kCast,
+  kOnesLike,
+  kZerosLike,
+  kBiasAdd,
+  kBroadcastTo,
+  kUnsqueeze,
+  kSqueeze,
   kSum,
   kAmax,
   kAmin,
@@ -460,6 +584,44 @@ std::vector<RuleInfo> rules() {
     out.push_back({r.op, r.mindspore, r.arity, r.takes_strategy, r.cost, partials});
   }
   return out;
+}
+
+DTensor cast(const Input &x, DataType dtype, const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.dtype = dtype;
+  return apply(kRules[kCast], {x}, s, at, loc);
+}
+DTensor ones_like(const Input &x, const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.alpha = 1.0;
+  return apply(kRules[kOnesLike], {x}, s, at, loc);
+}
+DTensor zeros_like(const Input &x, const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.alpha = 0.0;
+  return apply(kRules[kZerosLike], {x}, s, at, loc);
+}
+DTensor bias_add(const Input &x, const Input &bias, DataFormat format, const Strategy &s,
+                 SrcLoc loc) {
+  Attrs at;
+  at.format = format;
+  return apply(kRules[kBiasAdd], {x, bias}, s, at, loc);
+}
+DTensor broadcast_to(const Input &x, const std::vector<int64_t> &shape, const Strategy &s,
+                     SrcLoc loc) {
+  Attrs at;
+  at.shape = shape;
+  return apply(kRules[kBroadcastTo], {x}, s, at, loc);
+}
+DTensor unsqueeze(const Input &x, int dim, const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.axis = dim;
+  return apply(kRules[kUnsqueeze], {x}, s, at, loc);
+}
+DTensor squeeze(const Input &x, const std::vector<int> &dims, const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.dims = dims;
+  return apply(kRules[kSqueeze], {x}, s, at, loc);
 }
 
 DTensor elu(const Input &x, double alpha, const Strategy &s, SrcLoc loc) {
