@@ -102,12 +102,13 @@ inline void tiles() {
   pto::set_cube_tile_shapes({16, 16}, {16, 16}, {16, 16});
 }
 
-/// Runs `body` (a kernel function: the inputs, then the output) in every run mode on a 1-PE
-/// world (the oracle) and on `n` PEs, and CHECKs that every PE's output equals the oracle's.
+/// Runs `body` (a kernel function: the inputs, then the output) in every run mode (or `modes`) on a
+/// 1-PE world (the oracle) and on `n` PEs, and CHECKs that every PE's output equals the oracle's.
 template <class Body>
 void against_oracle(const char *name, int n, const Body &body, std::vector<pto::HostTensor> inputs,
-                    const std::vector<int64_t> &out_shape, support::Tolerance tol) {
-  for (auto mode : support::run_modes()) {
+                    const std::vector<int64_t> &out_shape, support::Tolerance tol,
+                    const std::vector<pto::RunMode> &modes = support::run_modes()) {
+  for (auto mode : modes) {
     CAPTURE(support::mode_name(mode));
     auto k = pto::jit(name, body, support::opts(mode));
     pto::runtime::World one(1);

@@ -287,7 +287,10 @@ Tensor allgather_axis(const Tensor &x, const Mesh &mesh, int axis, int dim,
   auto rows = as_rows(padded, loc);
   const int rdim = x.dim(loc) >= 2 ? dim : dim + 1;
   auto pieces = axis_pieces(rows, mesh, axis, loc);
+  std::vector<Tensor> kept; // a split into more parts than elements leaves empty pieces
   for (size_t j = 0; j < pieces.size(); ++j) {
+    if (sizes[j] == 0)
+      continue;
     std::vector<int64_t> shape;
     for (int d = 0; d < rows.dim(loc); ++d)
       shape.push_back(rows.shape(d, loc).concrete(loc));
@@ -296,8 +299,9 @@ Tensor allgather_axis(const Tensor &x, const Mesh &mesh, int axis, int dim,
       pieces[j] = pto::view(pieces[j], shape,
                             std::vector<SymbolicScalar>(shape.size(), SymbolicScalar(0)), {}, loc);
     }
+    kept.push_back(pieces[j]);
   }
-  auto out = pto::concat(pieces, rdim, loc);
+  auto out = kept.size() == 1 ? kept[0] : pto::concat(kept, rdim, loc);
   if (x.dim(loc) < 2)
     out = pto::reshape(out, {out.shape(1, loc)}, {}, loc);
   auto v = valid;

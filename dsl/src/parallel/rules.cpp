@@ -355,6 +355,25 @@ constexpr UnaryFn kUnary[] = {
 };
 Tensor local_unary(const Call &c) { return kUnary[c.attrs.fn](c.locals[0], c.loc); }
 Tensor local_elu(const Call &c) { return pto::elu(c.locals[0], c.attrs.alpha, c.loc); }
+/// ExpandDims / Squeeze on the slice itself (unlike a reshape, they keep an uneven split's
+/// run-time valid extents): the dims to drop are the GLOBAL size-1 dims, since a slice of an
+/// unevenly split dim may be 1 long too.
+Tensor local_unsqueeze(const Call &c) { return pto::unsqueeze(c.locals[0], c.attrs.axis, c.loc); }
+Tensor local_squeeze(const Call &c) {
+  std::vector<int> dims;
+  const int r = c.locals[0].dim(c.loc);
+  for (int d = 0; d < r; ++d) {
+    const bool listed =
+        c.attrs.dims.empty() || std::find_if(c.attrs.dims.begin(), c.attrs.dims.end(), [&](int x) {
+                                  return (x < 0 ? x + r : x) == d;
+                                }) != c.attrs.dims.end();
+    if (listed && c.sig.factors[static_cast<size_t>(c.sig.in[0][static_cast<size_t>(d)])].size == 1)
+      dims.push_back(d);
+  }
+  if (dims.empty())
+    return c.locals[0];
+  return pto::squeeze(c.locals[0], dims, c.loc);
+}
 Tensor local_cast(const Call &c) { return pto::cast(c.locals[0], c.attrs.dtype, c.loc); }
 Tensor local_full_like(const Call &c) {
   return pto::full_like(c.locals[0], c.attrs.alpha, DT_BOTTOM, c.loc);
@@ -460,8 +479,9 @@ const Rule kRules[] = {
     {"parallel::bias_add", "BiasAdd", 2, true, kResolve, sig_bias_add, local_bias_add, "none"},
     {"parallel::broadcast_to", "BroadcastTo", 1, true, kMovement, sig_broadcast_to,
      local_broadcast_to, "none (new leading and broadcast dims are replicated)"},
-    {"parallel::unsqueeze", "ExpandDims", 1, true, kMovement, sig_unsqueeze, local_reshape, "none"},
-    {"parallel::squeeze", "Squeeze", 1, true, kMovement, sig_squeeze, local_reshape, "none"},
+    {"parallel::unsqueeze", "ExpandDims", 1, true, kMovement, sig_unsqueeze, local_unsqueeze,
+     "none"},
+    {"parallel::squeeze", "Squeeze", 1, true, kMovement, sig_squeeze, local_squeeze, "none"},
     {"parallel::sum", "ReduceSum", 1, true, kResolve, sig_sum, local_sum,
      "reduced axis: Partial(sum), allreduce when needed"},
     {"parallel::amax", "ReduceMax", 1, true, kResolve, sig_amax, local_amax,

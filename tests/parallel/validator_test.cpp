@@ -1,0 +1,238 @@
+// validator_test.cpp - The rule validator of issue 12, in the spirit of DTensor's op sweep: for
+// every rule of pto::parallel's table that the sweep knows how to call (each elementwise and
+// movement rule, the reductions), every placement of each input on a 1-D mesh of n PEs
+// (replicate, a split of every dim, a pending Partial(sum) and Partial(max)), with uneven splits
+// (shapes [5, 7] and a broadcast [1, 7]), run sharded and made whole, against the same kernel on
+// one PE. A wrong rule (a partial kept through a non-linear op, a factor mapped to the wrong dim,
+// a broadcast split) gives different values; a rule the sweep does not call fails the coverage
+// check. The partial inputs are sums and maxima over a split dim of exactly representable values
+// (k / 1024, at most 8 terms), so every partial resolves to the same bits in any order and the
+// comparison is bitwise (but for div and the softmax-like ops, whose kept or split sums round
+// differently). Quick: n = 2 and 3; the suite "slow" adds 4 and 8.
+#include "pto/parallel.h"
+
+#include "parallel/sharded.h"
+
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <set>
+#include <string>
+
+namespace par = pto::parallel;
+using pto::Tensor;
+
+namespace {
+
+using Fn = std::function<par::DTensor(const std::vector<par::DTensor> &)>;
+
+struct Op {
+  std::string name; ///< the rule's op, as pto::parallel::rules() names it
+  int arity;
+  Fn fn;
+  /// Exact, except where a split factor sums inexact terms (the softmax denominator).
+  support::Tolerance tol{0, 0};
+};
+
+const std::vector<Op> &ops() {
+  static const std::vector<Op> v = [] {
+    std::vector<Op> o;
+    auto u = [&](const char *n,
+                 par::DTensor (*f)(const par::Input &, const par::Strategy &, pto::SrcLoc)) {
+      o.push_back(
+          {std::string("parallel::") + n, 1, [f](const auto &x) { return f(x[0], {}, {}); }});
+    };
+    auto b = [&](const char *n, par::DTensor (*f)(const par::Input &, const par::Input &,
+                                                  const par::Strategy &, pto::SrcLoc)) {
+      o.push_back(
+          {std::string("parallel::") + n, 2, [f](const auto &x) { return f(x[0], x[1], {}, {}); }});
+    };
+    b("add", par::add), b("sub", par::sub), b("mul", par::mul);
+    // div keeps a P(sum) numerator pending: sum(a_p / b) is (sum a_p) / b up to rounding.
+    o.push_back({"parallel::div", 2, [](const auto &x) { return par::div(x[0], x[1]); },
+                 sharded::kSumTolerance});
+    b("maximum", par::maximum), b("minimum", par::minimum), b("atan2", par::atan2);
+    b("div_no_nan", par::div_no_nan), b("floor_div", par::floor_div);
+    b("remainder", par::remainder), b("fmod", par::fmod), b("pow", par::pow);
+    b("eq", par::eq), b("ne", par::ne), b("lt", par::lt), b("le", par::le), b("gt", par::gt);
+    b("ge", par::ge);
+    u("neg", par::neg), u("exp", par::exp), u("gelu", par::gelu), u("relu", par::relu);
+    u("sigmoid", par::sigmoid), u("tanh", par::tanh), u("abs", par::abs), u("sqrt", par::sqrt);
+    u("acos", par::acos), u("acosh", par::acosh), u("asin", par::asin), u("asinh", par::asinh);
+    u("atan", par::atan), u("atanh", par::atanh), u("bessel_i0e", par::bessel_i0e);
+    u("bessel_i1e", par::bessel_i1e), u("ceil", par::ceil), u("cos", par::cos);
+    u("cosh", par::cosh), u("erf", par::erf), u("erfc", par::erfc), u("expm1", par::expm1);
+    u("floor", par::floor), u("log", par::log), u("log1p", par::log1p);
+    u("reciprocal", par::reciprocal), u("relu6", par::relu6), u("round", par::round);
+    u("rsqrt", par::rsqrt), u("sign", par::sign), u("sin", par::sin), u("sinh", par::sinh);
+    u("softplus", par::softplus), u("softsign", par::softsign), u("square", par::square);
+    u("tan", par::tan), u("ones_like", par::ones_like), u("zeros_like", par::zeros_like);
+    o.push_back({"parallel::elu", 1, [](const auto &x) { return par::elu(x[0], 0.75); }});
+    o.push_back({"parallel::cast", 1, [](const auto &x) {
+                   return par::cast(par::cast(x[0], pto::DT_BF16), pto::DT_FP32);
+                 }});
+    o.push_back({"parallel::unsqueeze", 1,
+                 [](const auto &x) { return par::squeeze(par::unsqueeze(x[0], 1), {1}); }});
+    o.push_back({"parallel::broadcast_to", 1,
+                 [](const auto &x) { return par::amax(par::broadcast_to(x[0], {3, 5, 7}), 0); }});
+    o.push_back({"parallel::permute", 1,
+                 [](const auto &x) { return par::permute(par::permute(x[0], {1, 0}), {1, 0}); }});
+    o.push_back({"parallel::sum", 1, [](const auto &x) { return par::sum(x[0], 1, true); }});
+    o.push_back({"parallel::amax", 1, [](const auto &x) { return par::amax(x[0], 0, true); }});
+    o.push_back({"parallel::amin", 1, [](const auto &x) { return par::amin(x[0], 1, true); }});
+    o.push_back({"parallel::softmax", 1, [](const auto &x) { return par::softmax(x[0], 1); },
+                 sharded::kSumTolerance});
+    o.push_back({"parallel::log_softmax", 1,
+                 [](const auto &x) { return par::log_softmax(x[0], 0); }, sharded::kSumTolerance});
+    return o;
+  }();
+  return v;
+}
+
+/// The rules the sweep calls through another op's entry (named there) or validates elsewhere,
+/// with the test that does.
+const std::set<std::string> kElsewhere = {
+    "parallel::matmul",      // rules_test.cpp: m, n, k, batch splits, partials (sum tolerance)
+    "parallel::mean",        // rules_test.cpp: uneven splits (1 / global length, sum tolerance)
+    "parallel::reshape",     // rules_test.cpp: kept, merged and split dims
+    "parallel::squeeze",     // here, through parallel::unsqueeze
+    "parallel::logical_and", // rules_test.cpp: bool inputs
+    "parallel::logical_or",  "parallel::logical_not", "parallel::bias_add"};
+
+enum class Place { R, S0, S1, PSUM, PMAX };
+const char *place_name(Place p) {
+  switch (p) {
+  case Place::R:
+    return "R";
+  case Place::S0:
+    return "S(0)";
+  case Place::S1:
+    return "S(1)";
+  case Place::PSUM:
+    return "P(sum)";
+  case Place::PMAX:
+    return "P(max)";
+  }
+  return "?";
+}
+
+/// Input i ([5, 7], or [1, 7] for the broadcast case) with placement p: from whole x ([2, 5, 7],
+/// slice i) or, for a partial, from the sum / max over the split dim 0 of z ([2, n, 5, 7]).
+par::DTensor make_input(const Tensor &z, const Tensor &x, int i, int64_t rows, Place p,
+                        const par::Mesh &mesh, int64_t n) {
+  const int64_t ii = i;
+  switch (p) {
+  case Place::R:
+  case Place::S0:
+  case Place::S1: {
+    Tensor xi = pto::reshape(pto::view(x, {1, rows, 7}, {ii, 0, 0}), {rows, 7});
+    par::Spec s = {{}, {}};
+    if (p != Place::R)
+      s[p == Place::S0 ? 0 : 1] = "x";
+    return par::shard(xi, mesh, s);
+  }
+  case Place::PSUM:
+  case Place::PMAX: {
+    Tensor zi = pto::reshape(pto::view(z, {1, n, rows, 7}, {ii, 0, 0, 0}), {n, rows, 7});
+    auto zs = par::shard(zi, mesh, {"x", {}, {}});
+    return p == Place::PSUM ? par::sum(zs, 0) : par::amax(zs, 0);
+  }
+  }
+  return par::shard(x, mesh, {{}, {}, {}});
+}
+
+/// Runs op `o` for every placement combination on n PEs against one PE in run mode `mode`;
+/// `b_rows` 1 makes the second operand the broadcast [1, 7].
+void sweep(const Op &o, int n, int64_t b_rows, pto::RunMode mode) {
+  CAPTURE(o.name);
+  CAPTURE(n);
+  CAPTURE(b_rows);
+  std::vector<std::vector<Place>> combos;
+  const std::vector<Place> all = {Place::R, Place::S0, Place::S1, Place::PSUM, Place::PMAX};
+  for (Place a : all) {
+    if (o.arity == 1) {
+      combos.push_back({a});
+      continue;
+    }
+    for (Place b : all)
+      if (!(b_rows == 1 && b == Place::S0)) // a size-1 broadcast dim cannot be split
+        combos.push_back({a, b});
+  }
+  // Output rows [5c, 5c + 5) hold combination c.
+  std::string listed;
+  for (size_t c = 0; c < combos.size(); ++c) {
+    listed += std::to_string(c) + ":";
+    for (Place p : combos[c])
+      listed += std::string(" ") + place_name(p);
+    listed += "; ";
+  }
+  CAPTURE(listed);
+  // Values k / 1024 in [-1, 1); x = the exact sum over z's dim 1, so R/S and P(sum) inputs
+  // describe the same tensor.
+  auto z = sharded::data({2, n, 5, 7}, 41 + uint64_t(n));
+  pto::HostTensor x(pto::DT_FP32, {2, 5, 7});
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t e = 0; e < 35; ++e) {
+      double s = 0;
+      for (int64_t p = 0; p < n; ++p)
+        s += z.get((i * n + p) * 35 + e);
+      x.set(i * 35 + e, s);
+    }
+  const par::Mesh mesh({n}, {"x"});
+  const int64_t rows_out = 5;
+  sharded::against_oracle(
+      "validator", n,
+      [&](Tensor zt, Tensor xt, Tensor y) {
+        pto::set_vec_tile_shapes(1, 1, 8, 8);
+        for (size_t c = 0; c < combos.size(); ++c) {
+          std::vector<par::DTensor> in;
+          for (size_t i = 0; i < combos[c].size(); ++i)
+            in.push_back(make_input(zt, xt, int(i), i == 1 ? b_rows : 5, combos[c][i], mesh, n));
+          Tensor r = par::full_tensor(o.fn(in));
+          if (r.dtype() != pto::DT_FP32)
+            r = pto::cast(r, pto::DT_FP32);
+          r = pto::expand(r, {rows_out, 7}); // the keepdim reductions: [5, 1] or [1, 7]
+          pto::assemble(r, {pto::SymbolicScalar(int64_t(c) * rows_out), 0}, y);
+        }
+      },
+      {z, x}, {int64_t(combos.size()) * rows_out, 7}, o.tol, {mode});
+}
+
+/// Every op (or those named in `only`) on each PE count of `ns`, in `mode`. The rules rewrite
+/// the trace, which both executors run alike; the interpreter sweeps every op (no compile per
+/// kernel), the JIT a sample in the quick tier and every op in the slow one.
+void sweep_all(const std::vector<int> &ns, pto::RunMode mode,
+               const std::set<std::string> &only = {}) {
+  for (const auto &o : ops())
+    if (only.empty() || only.count(o.name))
+      for (int n : ns) {
+        sweep(o, n, 5, mode);
+        if (o.arity == 2)
+          sweep(o, n, 1, mode);
+      }
+}
+
+} // namespace
+
+TEST_CASE("parallel validator: every rule is swept or validated elsewhere") {
+  std::set<std::string> swept;
+  for (const auto &o : ops())
+    swept.insert(o.name);
+  for (const auto &r : par::rules()) {
+    CAPTURE(r.op);
+    CHECK((swept.count(r.op) + kElsewhere.count(r.op)) == 1);
+  }
+}
+
+TEST_CASE("parallel validator: every placement combination on 2 and 3 PEs") {
+  sweep_all({2, 3}, pto::RunMode::Interpret);
+  sweep_all({3}, pto::RunMode::Jit,
+            {"parallel::div", "parallel::exp", "parallel::unsqueeze", "parallel::sum",
+             "parallel::softmax"});
+}
+
+TEST_CASE("parallel validator: 4 and 8 PEs, and every op JIT-compiled" *
+          doctest::test_suite("slow")) {
+  sweep_all({4, 8}, pto::RunMode::Interpret);
+  sweep_all({2}, pto::RunMode::Jit);
+}
