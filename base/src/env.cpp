@@ -57,7 +57,7 @@ const std::vector<Var> &variables() {
        "the executor of every kernel; default jit"},
       {"PTO_DUMP",
        Kind::List,
-       {"ir", "tiles", "plan", "llvm", "asm"},
+       {"sharding", "ir", "tiles", "plan", "llvm", "asm"},
        0,
        0,
        true,

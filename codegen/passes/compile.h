@@ -22,10 +22,12 @@ struct CompileOptions {
   std::set<std::string> dump; ///< stages to write, of dump_stages() (PTO_DUMP)
   /// The compile cache's bound from PTO_JIT_CACHE_MB, in bytes; nullopt when unset.
   std::optional<int64_t> cache_limit_bytes;
-  /// The stages PTO_DUMP may name, in pipeline order: "ir" (the verified program, NAME.HASH.ir),
+  /// The stages PTO_DUMP may name, in pipeline order: "sharding" (pto::parallel's layouts and
+  /// inserted collectives, NAME.HASH.sharding; only for kernels that use pto::parallel), "ir"
+  /// (the verified program, NAME.HASH.ir),
   /// "tiles" (the tile plan, .tiles), "plan" (the fusion plan, .plan), "llvm" (the optimized
   /// module, .ll; the unoptimized one too, .unopt.ll, when LLVM rejects it), "asm" (.s). The
-  /// first three are written for both executors, the last two by the JIT. PTO_DUMP=all names
+  /// first four are written for both executors, the last two by the JIT. PTO_DUMP=all names
   /// every one.
   static const std::vector<std::string> &dump_stages();
   /// Reads PTO_DUMP, PTO_DUMP_DIR and PTO_JIT_CACHE_MB (unset or empty: the defaults), and

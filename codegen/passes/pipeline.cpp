@@ -15,6 +15,12 @@ Compiled compile_program(ir::Program program, const CompileOptions &opts, const 
   pp->printed = ir::print(pp->program);
   pp->hash = ir::text_hash(pp->printed);
   const StageDump dump(opts, pp->program.name, pp->hash);
+  if (!pp->program.sharding.empty()) {
+    std::string text;
+    for (const auto &line : pp->program.sharding)
+      text += line + "\n";
+    dump("sharding", "sharding", text);
+  }
   dump("ir", "ir", pp->printed);
 
   pp->sites = SiteTable(pp->program);

@@ -9,6 +9,11 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <unistd.h>
 
 namespace par = pto::parallel;
 using pto::Tensor;
@@ -421,4 +426,36 @@ TEST_CASE("parallel: Cast, OnesLike, ZerosLike, BiasAdd, BroadcastTo, ExpandDims
         pto::assemble(out, {0, 0}, y);
       },
       {x, bias, w}, {8, 16}, sharded::kSumTolerance);
+}
+
+TEST_CASE("parallel: PTO_DUMP=sharding records layouts and each inserted collective") {
+  const std::string dir = "/tmp/pto_sharding_dump_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ::setenv("PTO_DUMP", "sharding", 1);
+  ::setenv("PTO_DUMP_DIR", dir.c_str(), 1);
+  auto x = sharded::data({8, 32}, 51), w = sharded::data({32, 16}, 52);
+  sharded::against_oracle("dump_sharding", 4,
+                          [](Tensor a, Tensor b, Tensor y) {
+                            sharded::tiles();
+                            auto h =
+                                par::matmul(par::shard(a, kMesh4, {{}, "x"}), b, {{1, 4}, {4, 1}});
+                            pto::assemble(par::full_tensor(par::relu(h)), {0, 0}, y);
+                          },
+                          {x, w}, {8, 16}, sharded::kSumTolerance, {pto::RunMode::Interpret});
+  ::unsetenv("PTO_DUMP");
+  ::unsetenv("PTO_DUMP_DIR");
+  std::string all;
+  for (const auto &e : std::filesystem::directory_iterator(dir)) {
+    std::ifstream f(e.path());
+    all += std::string(std::istreambuf_iterator<char>(f), {});
+  }
+  std::filesystem::remove_all(dir);
+  CHECK(all.find("parallel::matmul([8, 32@x], whole) -> [8, 16] {P(sum)@x}\n") !=
+        std::string::npos);
+  // relu does not keep a P(sum): the allreduce is inserted for it, 8 x 16 fp32 per PE.
+  CHECK(
+      all.find("  allreduce(sum) over x: resolves P(sum) of [8, 16] {P(sum)@x}, 512 B per PE\n") !=
+      std::string::npos);
+  CHECK(all.find("(1 PE: whole tensors, no collective)") != std::string::npos);
 }

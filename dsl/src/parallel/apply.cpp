@@ -320,6 +320,13 @@ DTensor apply(const Rule &rule, const std::vector<Input> &inputs, const Strategy
   if (active)
     for (size_t d = 0; d < out_local.size(); ++d)
       out_local[d] = out.max_local_shape()[d];
+  std::string ins;
+  for (const auto &in : inputs)
+    ins += (ins.empty() ? "" : ", ") +
+           (in.get() ? in.get()->layout().to_string() : std::string("whole"));
+  record(fmt::format("{}: {}({}) -> {}{}", format_location(loc), op, ins, out.to_string(),
+                     active ? "" : " (1 PE: whole tensors, no collective)"),
+         loc);
   Call call{rule, attrs, std::move(locals), sig, r.axes, *mesh, active, out_local, loc};
   return {rule.local(call), out};
 }

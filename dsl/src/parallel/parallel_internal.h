@@ -122,6 +122,10 @@ Layout layout_from_spec(const Mesh &mesh, const std::vector<int64_t> &global_sha
                         const Spec &spec, const char *op, SrcLoc loc);
 /// Static shape of a whole tensor; StrategyError for a dynamic dim.
 std::vector<int64_t> static_shape(const Tensor &t, const char *op, int operand, SrcLoc loc);
+/// Appends `line` to the traced program's sharding record (PTO_DUMP=sharding; ir::Program).
+void record(const std::string &line, SrcLoc loc);
+/// The bytes of x's static (largest) local shape: what a collective moves per PE for it.
+int64_t local_bytes(const Tensor &x, SrcLoc loc);
 /// "((2, 4), (4, 1))".
 std::string strategy_str(const std::vector<std::vector<int64_t>> &counts);
 /// The run of consecutive mesh axes, all unused (used[a] false), whose sizes multiply to

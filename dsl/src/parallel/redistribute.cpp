@@ -4,6 +4,7 @@
 #include "pto/collectives.h"
 #include "pto/distributed.h"
 #include "pto/error.h"
+#include "pto/ir/recorder.h"
 #include "pto/nn_ops.h"
 #include "pto/ops.h"
 #include "pto/shape_ops.h"
@@ -329,6 +330,18 @@ Tensor allreduce_axis(const Tensor &x, const Mesh &mesh, int axis, PartialOp op,
   return revalid(back_to_rank(acc, x, loc), valid, loc);
 }
 
+void record(const std::string &line, SrcLoc loc) {
+  ir::Recorder::current("parallel", loc).program().sharding.push_back(line);
+}
+
+int64_t local_bytes(const Tensor &x, SrcLoc loc) {
+  int64_t n = bytes_of(x.dtype(loc));
+  for (int d = 0; d < x.dim(loc); ++d)
+    n = checked_extent_mul(n, x.shape(d, loc).concrete(loc), "the bytes of a slice", "parallel",
+                           loc);
+  return n;
+}
+
 Tensor redistribute_local(const Tensor &local, const Layout &from, const Layout &target,
                           bool active, SrcLoc loc) {
   if (!active || from == target)
@@ -348,10 +361,19 @@ Tensor redistribute_local(const Tensor &local, const Layout &from, const Layout 
     if (t.kind == Placement::Kind::SPLIT && t.dim == 0 && mesh.size(a) == mesh.n_pes() &&
         x.dim(loc) >= 2 && from.global_shape()[0] % mesh.size(a) == 0 && !partly_valid(x, loc)) {
       // P -> S(0) over the whole world: one reduce_scatter (each PE reduces only its rows).
+      record(fmt::format("  reduce_scatter({}) over {}: {} -> {}, {} B per PE in", name(c.op),
+                         mesh.axis_name(a), from.to_string(), target.to_string(),
+                         local_bytes(x, loc)),
+             loc);
       x = dist::reduce_scatter(x, reduction(c.op), {}, loc);
       cur[static_cast<size_t>(a)] = t;
       continue;
     }
+    record(fmt::format("  allreduce({}) over {}{}: resolves P({}) of {}, {} B per PE", name(c.op),
+                       mesh.axis_name(a),
+                       mesh.size(a) == mesh.n_pes() ? "" : " (a world allgather, then a fold)",
+                       name(c.op), from.to_string(), local_bytes(x, loc)),
+           loc);
     x = allreduce_axis(x, mesh, a, c.op, loc);
     cur[static_cast<size_t>(a)] = Placement::replicate();
   }
@@ -369,6 +391,11 @@ Tensor redistribute_local(const Tensor &local, const Layout &from, const Layout 
       if (n % now.parts(d) != 0) // uneven: one axis only (check_uneven), balanced chunks
         for (int64_t j = 0; j < k; ++j)
           sizes[static_cast<size_t>(j)] = balanced_chunk(n, k, j, loc).size;
+      record(fmt::format("  allgather over {}{} of dim {}: {} -> {}, {} B per PE in",
+                         mesh.axis_name(axes[i]),
+                         mesh.size(axes[i]) == mesh.n_pes() ? "" : " (a world allgather)", d,
+                         now.to_string(), target.to_string(), local_bytes(x, loc)),
+             loc);
       x = allgather_axis(x, mesh, axes[i], d, sizes, loc);
       cur[static_cast<size_t>(axes[i])] = Placement::replicate();
     }

@@ -411,6 +411,10 @@ struct Program {
   /// Where each Tensor::at call of the trace is (SymExpr::read indexes it): a run-time index
   /// error of an element read names that line and the op "at".
   std::vector<std::source_location> element_reads;
+  /// pto::parallel's record of the trace, one line per sharded op (its inputs' and output's
+  /// layouts) and per collective it inserted (reason and bytes): the PTO_DUMP=sharding stage.
+  /// Not part of the printed IR (the cache key): the collectives themselves are in the IR.
+  std::vector<std::string> sharding;
 
   const Value &value(ValueId id) const { return values.at(static_cast<size_t>(id)); }
   Value &value(ValueId id) { return values.at(static_cast<size_t>(id)); }
