@@ -11,6 +11,7 @@
 //             with AllreduceOptions::chunk_bytes)
 // None clears a buffer before use (kernel entry leaves shmem data and signals zero; SET puts
 // need no zero at all) and none gets a block twice.
+#include "pto/control.h"
 #include "pto/ops.h"
 #include "pto/size_math.h"
 
@@ -53,6 +54,10 @@ int64_t rows_within(int64_t total, int64_t off, int64_t rows) {
   return std::clamp<int64_t>(total - off, 0, rows);
 }
 
+/// Up to this many PEs the per-PE loops are unrolled at trace time (straight-line code, no loop
+/// overhead per PE); above, they are pto::loops (kernel size independent of n).
+constexpr int kUnrolledPes = 16;
+
 /// One-shot: every PE SET-puts its whole x into slot `me` of every PE's [n*R, ...] buffer and
 /// signals it; each PE waits for its n slots and reduces them in PE order. One round of
 /// signals; traffic grows with n^2 (latency-bound sizes).
@@ -79,6 +84,41 @@ Tensor one_shot(const Tensor &x, const std::vector<int64_t> &shape, Reduction op
         borrowed_get(theirs, me, {.pred = {ready}, .dtype = reduce_dtype(op, x.dtype())}, loc));
   }
   auto red = reduce_in_order(op, terms, x.dtype(), loc);
+  return view(red, shape, zeros_at(rank), {.valid_shape = xv}, loc);
+}
+
+/// One-shot for many PEs: the same puts, signals, wait and PE-order reduction as one_shot, but
+/// over the PEs in two pto::loops instead of trace-time unrolling, so the kernel holds O(1) ops
+/// whatever n (unrolled, JIT compile time grows with n: bench/RESULTS.md, "Many PEs"). The
+/// accumulator is a local copy of slot 0 that each pass of the second loop combines slot q
+/// into, in the reduce dtype: the same operations in the same order as reduce_in_order, so the
+/// same bits as one_shot.
+Tensor one_shot_looped(const Tensor &x, const std::vector<int64_t> &shape, Reduction op,
+                       const std::string &group, int n, const Tensor &start, const SrcLoc &loc) {
+  const size_t rank = shape.size();
+  const int64_t R = shape[0];
+  TileScope tile(shape, loc);
+  const std::vector<SymbolicScalar> xv = x.valid_shape();
+  auto stage = staging_tensor(
+      group, n, x.dtype(),
+      with_rows(shape, checked_extent_mul(n, R, "n_pes x rows", "allreduce", loc)), loc);
+  auto me = me_in(group, n, loc);
+  auto begin = reuse_barrier(group, n, {start}, loc);
+  auto mine = shmem_view(stage, shape, at_row(me * R, rank), {}, loc);
+  for (auto p : loop(n, {.name = "allreduce_one_shot_put"}, loc)) {
+    auto put = shmem_put(x, zeros_at(rank), mine, p, {.pred = {begin}}, loc);
+    signal_arrival(stage, p, put, loc);
+  }
+  auto ready = wait_arrivals(stage, me, n, begin, loc);
+  const DataType acc_dt = reduce_dtype(op, x.dtype());
+  auto first = shmem_view(stage, shape, zeros_at(rank), {}, loc);
+  Tensor acc = shmem_get(first, me, {.pred = {ready}, .dtype = acc_dt}, loc);
+  for (auto q : loop(1, n, {.name = "allreduce_one_shot_reduce"}, loc)) {
+    auto theirs = shmem_view(stage, shape, at_row(q * R, rank), {}, loc);
+    auto term = borrowed_get(theirs, me, {.pred = {ready}, .dtype = acc_dt}, loc);
+    assemble(combine(op, acc, term, loc), zeros_at(rank), acc, loc);
+  }
+  auto red = acc.dtype() == x.dtype() ? acc : cast(acc, x.dtype(), loc);
   return view(red, shape, zeros_at(rank), {.valid_shape = xv}, loc);
 }
 
@@ -221,10 +261,11 @@ Tensor two_shot_sum(const Tensor &x, const std::vector<int64_t> &shape, const st
 
 } // namespace
 
-AllreduceAlgorithm resolve_algorithm(AllreduceAlgorithm algo, int64_t bytes, int64_t rows, int n) {
+AllreduceAlgorithm resolve_algorithm(AllreduceAlgorithm algo, int64_t bytes, int n) {
   if (algo != AllreduceAlgorithm::AUTO)
     return algo;
-  if (n == 1 || rows < n || bytes <= kAllreduceOneShotMaxBytes)
+  if (n == 1 || (bytes <= kAllreduceOneShotMaxBytes &&
+                 bytes <= kAllreduceOneShotMaxTotalBytes / n)) // n * bytes, without overflow
     return AllreduceAlgorithm::ONE_SHOT;
   return AllreduceAlgorithm::RS_AG;
 }
@@ -247,8 +288,10 @@ Tensor exchange(const Tensor &x, const std::vector<int64_t> &shape, Reduction op
                 AllreduceAlgorithm algo, const std::string &group, int n,
                 const std::vector<Tensor> &pred, int64_t chunk_bytes, const SrcLoc &loc) {
   Tensor start = pred.empty() ? x : nop(pred, loc);
-  switch (resolve_algorithm(algo, bytes_of_shape(shape, x.dtype()), shape[0], n)) {
+  switch (resolve_algorithm(algo, bytes_of_shape(shape, x.dtype()), n)) {
   case AllreduceAlgorithm::ONE_SHOT:
+    if (n > kUnrolledPes)
+      return one_shot_looped(x, shape, op, group, n, start, loc);
     return one_shot(x, shape, op, group, n, start, loc);
   case AllreduceAlgorithm::TWO_SHOT:
     if (op == Reduction::SUM)
