@@ -7,8 +7,10 @@
 // `moved_B` is the bytes one PE's program copies per call, read off the compiled kernel's IR
 // (every shmem_put, shmem_get and shmem_clear_data window, and every assemble/clone: the data
 // movement the DSL program asks for, whatever the transport does underneath; a borrowed get,
-// which the threads backend's direct path does not copy, counts 0); `heap_B` is the PE's
-// symmetric heap (kernel entry zeroes only its `zeroed=` prefix: the staging is not zeroed).
+// which the threads backend's direct path does not copy, counts 0; an op inside a pto::loop
+// counts once, so the 64-PE one-shot, which loops over the PEs, shows 1/64 of its puts); `heap_B`
+// is the PE's symmetric heap (kernel entry zeroes only its `zeroed=` prefix: the staging is not
+// zeroed).
 //
 //   build-bench/bench/allreduce_bench --benchmark_repetitions=5
 //   --benchmark_report_aggregates_only=true

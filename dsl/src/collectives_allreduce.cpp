@@ -1,7 +1,8 @@
 // collectives_allreduce.cpp - The allreduce algorithms of collectives.h: one-shot, two-shot and
 // reduce-scatter + allgather, and the rule AUTO picks by. Each reads like the protocol it is:
 // puts into symmetric tensors, signals, waits, gets; loops over PEs and chunks are C++ loops,
-// unrolled at trace time (every PE runs the same program; `me` is a run-time value).
+// unrolled at trace time (every PE runs the same program; `me` is a run-time value), except
+// above kUnrolledPes PEs, where one-shot's and RS_AG's per-PE loops are pto::loops.
 //
 // Bytes one PE copies per call, for an input of S bytes on n PEs (B = S / n; "get" and "put"
 // are copies by the runtime, "assemble" the caller's copy of the result):
@@ -87,11 +88,27 @@ Tensor one_shot(const Tensor &x, const std::vector<int64_t> &shape, Reduction op
   return view(red, shape, zeros_at(rank), {.valid_shape = xv}, loc);
 }
 
+/// The PE-order reduction of the n slots of `buf` ([n*B, ...], slot q at row q*B) as a pto::loop:
+/// a local copy of slot 0, then acc = acc op slot q for q = 1..n-1, in the reduce dtype (the
+/// operations of reduce_in_order, so the same bits), converted back to `dt`.
+Tensor reduce_slots_looped(Reduction op, const ShmemTensor &buf, const std::vector<int64_t> &slot,
+                           int n, DataType dt, const SymbolicScalar &me, const Tensor &ready,
+                           const SrcLoc &loc) {
+  const size_t rank = slot.size();
+  const DataType acc_dt = reduce_dtype(op, dt);
+  Tensor acc = shmem_get(shmem_view(buf, slot, zeros_at(rank), {}, loc), me,
+                         {.pred = {ready}, .dtype = acc_dt}, loc);
+  for (auto q : loop(1, n, {.name = "allreduce_reduce"}, loc)) {
+    auto theirs = shmem_view(buf, slot, at_row(q * slot[0], rank), {}, loc);
+    auto term = borrowed_get(theirs, me, {.pred = {ready}, .dtype = acc_dt}, loc);
+    assemble(combine(op, acc, term, loc), zeros_at(rank), acc, loc);
+  }
+  return acc.dtype() == dt ? acc : cast(acc, dt, loc);
+}
+
 /// One-shot for many PEs: the same puts, signals, wait and PE-order reduction as one_shot, but
 /// over the PEs in two pto::loops instead of trace-time unrolling, so the kernel holds O(1) ops
-/// whatever n (unrolled, JIT compile time grows with n: bench/RESULTS.md, "Many PEs"). The
-/// accumulator is a local copy of slot 0 that each pass of the second loop combines slot q
-/// into, in the reduce dtype: the same operations in the same order as reduce_in_order, so the
+/// whatever n (unrolled, JIT compile time grows with n: bench/RESULTS.md, "Many PEs"); the
 /// same bits as one_shot.
 Tensor one_shot_looped(const Tensor &x, const std::vector<int64_t> &shape, Reduction op,
                        const std::string &group, int n, const Tensor &start, const SrcLoc &loc) {
@@ -105,20 +122,12 @@ Tensor one_shot_looped(const Tensor &x, const std::vector<int64_t> &shape, Reduc
   auto me = me_in(group, n, loc);
   auto begin = reuse_barrier(group, n, {start}, loc);
   auto mine = shmem_view(stage, shape, at_row(me * R, rank), {}, loc);
-  for (auto p : loop(n, {.name = "allreduce_one_shot_put"}, loc)) {
+  for (auto p : loop(n, {.name = "allreduce_one_shot"}, loc)) {
     auto put = shmem_put(x, zeros_at(rank), mine, p, {.pred = {begin}}, loc);
     signal_arrival(stage, p, put, loc);
   }
   auto ready = wait_arrivals(stage, me, n, begin, loc);
-  const DataType acc_dt = reduce_dtype(op, x.dtype());
-  auto first = shmem_view(stage, shape, zeros_at(rank), {}, loc);
-  Tensor acc = shmem_get(first, me, {.pred = {ready}, .dtype = acc_dt}, loc);
-  for (auto q : loop(1, n, {.name = "allreduce_one_shot_reduce"}, loc)) {
-    auto theirs = shmem_view(stage, shape, at_row(q * R, rank), {}, loc);
-    auto term = borrowed_get(theirs, me, {.pred = {ready}, .dtype = acc_dt}, loc);
-    assemble(combine(op, acc, term, loc), zeros_at(rank), acc, loc);
-  }
-  auto red = acc.dtype() == x.dtype() ? acc : cast(acc, x.dtype(), loc);
+  auto red = reduce_slots_looped(op, stage, shape, n, x.dtype(), me, ready, loc);
   return view(red, shape, zeros_at(rank), {.valid_shape = xv}, loc);
 }
 
@@ -215,6 +224,54 @@ Tensor rs_ag(const Tensor &x, const std::vector<int64_t> &shape, Reduction op,
   return collect(gath, shape, g, n, xv, me, begin, loc);
 }
 
+/// rs_ag with one chunk per block for many PEs: the same puts, signals and PE-order reduction,
+/// over the PEs in pto::loops (blocks wholly inside x, then the one partial block unrolled, then
+/// the PEs past the last row, which own empty blocks and only signal), so the kernel's size does
+/// not grow with n.
+Tensor rs_ag_looped(const Tensor &x, const std::vector<int64_t> &shape, Reduction op,
+                    const std::string &group, int n, const Tensor &start, const SrcLoc &loc) {
+  const size_t rank = shape.size();
+  const int64_t R = shape[0];
+  Blocks g;
+  g.chunk = g.block = (R + n - 1) / n;
+  const int64_t B = g.block;
+  const auto block = with_rows(shape, B);
+  TileScope tile(block, loc);
+  const std::vector<SymbolicScalar> xv = x.valid_shape();
+  const auto buffer =
+      with_rows(shape, checked_extent_mul(n, B, "n_pes x block rows", "allreduce", loc));
+  auto stage = staging_tensor(group, n, x.dtype(), buffer, loc);
+  auto gath = staging_tensor(group, n, x.dtype(), buffer, loc);
+  auto me = me_in(group, n, loc);
+  auto begin = reuse_barrier(group, n, {start}, loc);
+  auto slot = shmem_view(stage, block, at_row(me * B, rank), {}, loc);
+  auto put_block = [&](const SymbolicScalar &p, int64_t rows) {
+    const SymbolicScalar off = p * B;
+    auto part = view(x, with_rows(shape, rows), at_row(off, rank),
+                     {.valid_shape = with_valid_rows(xv, valid_rows_at(xv[0], off, rows))}, loc);
+    signal_arrival(stage, p, shmem_put(part, zeros_at(rank), slot, p, {.pred = {begin}}, loc), loc);
+  };
+  const int64_t full = std::min<int64_t>(R / B, n);
+  if (full > 0)
+    for (auto p : loop(full, {.name = "allreduce_scatter"}, loc))
+      put_block(p, B);
+  int64_t next = full;
+  if (next < n && R - next * B > 0)
+    put_block(SymbolicScalar(next++), R - full * B);
+  if (next < n)
+    for (auto p : loop(next, n, {.name = "allreduce_scatter_empty"}, loc))
+      signal_arrival(stage, p, begin, loc);
+  auto ready = wait_arrivals(stage, me, n, begin, loc);
+  auto red = reduce_slots_looped(op, stage, block, n, x.dtype(), me, ready, loc);
+  const SymbolicScalar row = me * B;
+  auto part = view(red, block, zeros_at(rank),
+                   {.valid_shape = with_valid_rows(xv, valid_rows_at(xv[0], row, B))}, loc);
+  auto w = shmem_view(gath, block, at_row(row, rank), {}, loc);
+  for (auto p : loop(n, {.name = "allreduce_gather"}, loc))
+    signal_arrival(gath, p, shmem_put(part, zeros_at(rank), w, p, {.pred = {begin}}, loc), loc);
+  return collect(gath, shape, g, n, xv, me, begin, loc);
+}
+
 /// Two-shot, as PyPTO's TwoShotAllReduce (reference §7.4) for sums: every PE ADD-puts x's block
 /// p into PE p's accumulator (fp32 for fp16/bf16) and counts arrivals in one slot; each PE gets
 /// its reduced block and puts it into every PE's gather buffer. Floating-point sums depend on
@@ -301,6 +358,8 @@ Tensor exchange(const Tensor &x, const std::vector<int64_t> &shape, Reduction op
   case AllreduceAlgorithm::RS_AG:
     break;
   }
+  if (n > kUnrolledPes && chunk_bytes == 0)
+    return rs_ag_looped(x, shape, op, group, n, start, loc);
   return rs_ag(x, shape, op, group, n, start, chunk_bytes, loc);
 }
 
