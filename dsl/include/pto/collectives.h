@@ -53,8 +53,9 @@ const char *name(Reduction r);
 /// - AUTO: ONE_SHOT when n == 1, or when x has at most kAllreduceOneShotMaxBytes and all n
 ///   inputs together at most kAllreduceOneShotMaxTotalBytes; RS_AG otherwise (also when x has
 ///   fewer rows than PEs: the PEs past the last row own empty blocks).
-/// Above 16 PEs ONE_SHOT runs its per-PE puts and its reduction as pto::loops, so the kernel's
-/// size (and JIT compile time) does not grow with n; the results are the same bits.
+/// Above 16 PEs ONE_SHOT and RS_AG (without chunk_bytes) run their per-PE puts and their
+/// reductions as pto::loops, so the kernel's size (and JIT compile time) does not grow with n;
+/// the results are the same bits.
 /// Determinism: ONE_SHOT and RS_AG (and so AUTO) reduce every element in PE order 0, 1, ...,
 /// n-1 (fp16/bf16 sums in fp32, rounded once at the end), so for a fixed PE count the result
 /// is the same bits on every PE, in every run, and for both algorithms. TWO_SHOT's floating-
