@@ -7,8 +7,10 @@
 // `moved_B` is the bytes one PE's program copies per call, read off the compiled kernel's IR
 // (every shmem_put, shmem_get and shmem_clear_data window, and every assemble/clone: the data
 // movement the DSL program asks for, whatever the transport does underneath; a borrowed get,
-// which the threads backend's direct path does not copy, counts 0); `heap_B` is the PE's
-// symmetric heap (kernel entry zeroes only its `zeroed=` prefix: the staging is not zeroed).
+// which the threads backend's direct path does not copy, counts 0; an op inside a pto::loop
+// counts once, so the 64-PE one-shot, which loops over the PEs, shows 1/64 of its puts); `heap_B`
+// is the PE's symmetric heap (kernel entry zeroes only its `zeroed=` prefix: the staging is not
+// zeroed).
 //
 //   build-bench/bench/allreduce_bench --benchmark_repetitions=5
 //   --benchmark_report_aggregates_only=true
@@ -18,6 +20,7 @@
 #include "bench_common.h"
 #include "peers/loops.h"
 
+#include <algorithm>
 #include <benchmark/benchmark.h>
 #include <map>
 #include <memory>
@@ -36,6 +39,14 @@ struct Size {
 };
 constexpr Size kSizes[] = {{"8KiB", 2, 1024}, {"8MiB", 2048, 1024}};
 constexpr int kPes[] = {2, 8};
+/// Many PEs on 2 cores (AUTO's choice when n is large): 1 KiB with fewer rows than PEs, 64 KiB
+/// (kAllreduceOneShotMaxBytes) and 1 MiB, on 64 PEs. Never more than 256 PEs on a shared host.
+constexpr Size kManySizes[] = {{"1KiB", 2, 128},
+                               {"8KiB", 64, 32},
+                               {"48KiB", 3, 4096},
+                               {"64KiB", 64, 256},
+                               {"1MiB", 256, 1024}};
+constexpr int kManyPes = 64;
 struct Algo {
   const char *name;
   dist::AllreduceAlgorithm a;
@@ -49,7 +60,7 @@ const Algo kAlgos[] = {{"one_shot", dist::AllreduceAlgorithm::ONE_SHOT},
 
 /// y = allreduce(x) with the given algorithm.
 void allreduce(pto::Tensor x, pto::Tensor y, int algo) {
-  pto::set_vec_tile_shapes(8, x.shape(1).concrete());
+  pto::set_vec_tile_shapes(std::min<int64_t>(8, x.shape(0).concrete()), x.shape(1).concrete());
   pto::assemble(dist::allreduce(x, dist::Reduction::SUM,
                                 {.algorithm = static_cast<dist::AllreduceAlgorithm>(algo)}),
                 {0, 0}, y);
@@ -195,6 +206,14 @@ int main(int argc, char **argv) {
                                    std::make_shared<Case>(n, s, std::nullopt))
           ->UseRealTime();
     }
+  for (Size s : kManySizes) {
+    std::string base = std::string("allreduce/fp32/") + s.name + "/pes:" + std::to_string(kManyPes);
+    for (const Algo &a : kAlgos)
+      if (a.a != dist::AllreduceAlgorithm::TWO_SHOT)
+        benchmark::RegisterBenchmark((base + "/" + a.name).c_str(), run,
+                                     std::make_shared<Case>(kManyPes, s, a))
+            ->UseRealTime();
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv))
     return 2;

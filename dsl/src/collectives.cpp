@@ -161,7 +161,8 @@ Tensor reuse_barrier(const std::string &group, int n, std::vector<Tensor> pred, 
   return nop(pred, loc);
 }
 
-Tensor signal_arrival(const ShmemTensor &buf, int p, const Tensor &put, const SrcLoc &loc) {
+Tensor signal_arrival(const ShmemTensor &buf, const SymbolicScalar &p, const Tensor &put,
+                      const SrcLoc &loc) {
   TileScope tile(buf.view_shape, loc);
   return shmem_signal(buf, p, 1, p, {.sig_op = AtomicType::ADD, .pred = {put}}, loc);
 }

@@ -1,7 +1,8 @@
 // collectives_allreduce.cpp - The allreduce algorithms of collectives.h: one-shot, two-shot and
 // reduce-scatter + allgather, and the rule AUTO picks by. Each reads like the protocol it is:
 // puts into symmetric tensors, signals, waits, gets; loops over PEs and chunks are C++ loops,
-// unrolled at trace time (every PE runs the same program; `me` is a run-time value).
+// unrolled at trace time (every PE runs the same program; `me` is a run-time value), except
+// above kUnrolledPes PEs, where one-shot's and RS_AG's per-PE loops are pto::loops.
 //
 // Bytes one PE copies per call, for an input of S bytes on n PEs (B = S / n; "get" and "put"
 // are copies by the runtime, "assemble" the caller's copy of the result):
@@ -11,6 +12,7 @@
 //             with AllreduceOptions::chunk_bytes)
 // None clears a buffer before use (kernel entry leaves shmem data and signals zero; SET puts
 // need no zero at all) and none gets a block twice.
+#include "pto/control.h"
 #include "pto/ops.h"
 #include "pto/size_math.h"
 
@@ -53,6 +55,10 @@ int64_t rows_within(int64_t total, int64_t off, int64_t rows) {
   return std::clamp<int64_t>(total - off, 0, rows);
 }
 
+/// Up to this many PEs the per-PE loops are unrolled at trace time (straight-line code, no loop
+/// overhead per PE); above, they are pto::loops (kernel size independent of n).
+constexpr int kUnrolledPes = 16;
+
 /// One-shot: every PE SET-puts its whole x into slot `me` of every PE's [n*R, ...] buffer and
 /// signals it; each PE waits for its n slots and reduces them in PE order. One round of
 /// signals; traffic grows with n^2 (latency-bound sizes).
@@ -79,6 +85,49 @@ Tensor one_shot(const Tensor &x, const std::vector<int64_t> &shape, Reduction op
         borrowed_get(theirs, me, {.pred = {ready}, .dtype = reduce_dtype(op, x.dtype())}, loc));
   }
   auto red = reduce_in_order(op, terms, x.dtype(), loc);
+  return view(red, shape, zeros_at(rank), {.valid_shape = xv}, loc);
+}
+
+/// The PE-order reduction of the n slots of `buf` ([n*B, ...], slot q at row q*B) as a pto::loop:
+/// a local copy of slot 0, then acc = acc op slot q for q = 1..n-1, in the reduce dtype (the
+/// operations of reduce_in_order, so the same bits), converted back to `dt`.
+Tensor reduce_slots_looped(Reduction op, const ShmemTensor &buf, const std::vector<int64_t> &slot,
+                           int n, DataType dt, const SymbolicScalar &me, const Tensor &ready,
+                           const SrcLoc &loc) {
+  const size_t rank = slot.size();
+  const DataType acc_dt = reduce_dtype(op, dt);
+  Tensor acc = shmem_get(shmem_view(buf, slot, zeros_at(rank), {}, loc), me,
+                         {.pred = {ready}, .dtype = acc_dt}, loc);
+  for (auto q : loop(1, n, {.name = "allreduce_reduce"}, loc)) {
+    auto theirs = shmem_view(buf, slot, at_row(q * slot[0], rank), {}, loc);
+    auto term = borrowed_get(theirs, me, {.pred = {ready}, .dtype = acc_dt}, loc);
+    assemble(combine(op, acc, term, loc), zeros_at(rank), acc, loc);
+  }
+  return acc.dtype() == dt ? acc : cast(acc, dt, loc);
+}
+
+/// One-shot for many PEs: the same puts, signals, wait and PE-order reduction as one_shot, but
+/// over the PEs in two pto::loops instead of trace-time unrolling, so the kernel holds O(1) ops
+/// whatever n (unrolled, JIT compile time grows with n: bench/RESULTS.md, "Many PEs"); the
+/// same bits as one_shot.
+Tensor one_shot_looped(const Tensor &x, const std::vector<int64_t> &shape, Reduction op,
+                       const std::string &group, int n, const Tensor &start, const SrcLoc &loc) {
+  const size_t rank = shape.size();
+  const int64_t R = shape[0];
+  TileScope tile(shape, loc);
+  const std::vector<SymbolicScalar> xv = x.valid_shape();
+  auto stage = staging_tensor(
+      group, n, x.dtype(),
+      with_rows(shape, checked_extent_mul(n, R, "n_pes x rows", "allreduce", loc)), loc);
+  auto me = me_in(group, n, loc);
+  auto begin = reuse_barrier(group, n, {start}, loc);
+  auto mine = shmem_view(stage, shape, at_row(me * R, rank), {}, loc);
+  for (auto p : loop(n, {.name = "allreduce_one_shot"}, loc)) {
+    auto put = shmem_put(x, zeros_at(rank), mine, p, {.pred = {begin}}, loc);
+    signal_arrival(stage, p, put, loc);
+  }
+  auto ready = wait_arrivals(stage, me, n, begin, loc);
+  auto red = reduce_slots_looped(op, stage, shape, n, x.dtype(), me, ready, loc);
   return view(red, shape, zeros_at(rank), {.valid_shape = xv}, loc);
 }
 
@@ -175,6 +224,54 @@ Tensor rs_ag(const Tensor &x, const std::vector<int64_t> &shape, Reduction op,
   return collect(gath, shape, g, n, xv, me, begin, loc);
 }
 
+/// rs_ag with one chunk per block for many PEs: the same puts, signals and PE-order reduction,
+/// over the PEs in pto::loops (blocks wholly inside x, then the one partial block unrolled, then
+/// the PEs past the last row, which own empty blocks and only signal), so the kernel's size does
+/// not grow with n.
+Tensor rs_ag_looped(const Tensor &x, const std::vector<int64_t> &shape, Reduction op,
+                    const std::string &group, int n, const Tensor &start, const SrcLoc &loc) {
+  const size_t rank = shape.size();
+  const int64_t R = shape[0];
+  Blocks g;
+  g.chunk = g.block = (R + n - 1) / n;
+  const int64_t B = g.block;
+  const auto block = with_rows(shape, B);
+  TileScope tile(block, loc);
+  const std::vector<SymbolicScalar> xv = x.valid_shape();
+  const auto buffer =
+      with_rows(shape, checked_extent_mul(n, B, "n_pes x block rows", "allreduce", loc));
+  auto stage = staging_tensor(group, n, x.dtype(), buffer, loc);
+  auto gath = staging_tensor(group, n, x.dtype(), buffer, loc);
+  auto me = me_in(group, n, loc);
+  auto begin = reuse_barrier(group, n, {start}, loc);
+  auto slot = shmem_view(stage, block, at_row(me * B, rank), {}, loc);
+  auto put_block = [&](const SymbolicScalar &p, int64_t rows) {
+    const SymbolicScalar off = p * B;
+    auto part = view(x, with_rows(shape, rows), at_row(off, rank),
+                     {.valid_shape = with_valid_rows(xv, valid_rows_at(xv[0], off, rows))}, loc);
+    signal_arrival(stage, p, shmem_put(part, zeros_at(rank), slot, p, {.pred = {begin}}, loc), loc);
+  };
+  const int64_t full = std::min<int64_t>(R / B, n);
+  if (full > 0)
+    for (auto p : loop(full, {.name = "allreduce_scatter"}, loc))
+      put_block(p, B);
+  int64_t next = full;
+  if (next < n && R - next * B > 0)
+    put_block(SymbolicScalar(next++), R - full * B);
+  if (next < n)
+    for (auto p : loop(next, n, {.name = "allreduce_scatter_empty"}, loc))
+      signal_arrival(stage, p, begin, loc);
+  auto ready = wait_arrivals(stage, me, n, begin, loc);
+  auto red = reduce_slots_looped(op, stage, block, n, x.dtype(), me, ready, loc);
+  const SymbolicScalar row = me * B;
+  auto part = view(red, block, zeros_at(rank),
+                   {.valid_shape = with_valid_rows(xv, valid_rows_at(xv[0], row, B))}, loc);
+  auto w = shmem_view(gath, block, at_row(row, rank), {}, loc);
+  for (auto p : loop(n, {.name = "allreduce_gather"}, loc))
+    signal_arrival(gath, p, shmem_put(part, zeros_at(rank), w, p, {.pred = {begin}}, loc), loc);
+  return collect(gath, shape, g, n, xv, me, begin, loc);
+}
+
 /// Two-shot, as PyPTO's TwoShotAllReduce (reference §7.4) for sums: every PE ADD-puts x's block
 /// p into PE p's accumulator (fp32 for fp16/bf16) and counts arrivals in one slot; each PE gets
 /// its reduced block and puts it into every PE's gather buffer. Floating-point sums depend on
@@ -221,10 +318,11 @@ Tensor two_shot_sum(const Tensor &x, const std::vector<int64_t> &shape, const st
 
 } // namespace
 
-AllreduceAlgorithm resolve_algorithm(AllreduceAlgorithm algo, int64_t bytes, int64_t rows, int n) {
+AllreduceAlgorithm resolve_algorithm(AllreduceAlgorithm algo, int64_t bytes, int n) {
   if (algo != AllreduceAlgorithm::AUTO)
     return algo;
-  if (n == 1 || rows < n || bytes <= kAllreduceOneShotMaxBytes)
+  if (n == 1 || (bytes <= kAllreduceOneShotMaxBytes &&
+                 bytes <= kAllreduceOneShotMaxTotalBytes / n)) // n * bytes, without overflow
     return AllreduceAlgorithm::ONE_SHOT;
   return AllreduceAlgorithm::RS_AG;
 }
@@ -247,8 +345,10 @@ Tensor exchange(const Tensor &x, const std::vector<int64_t> &shape, Reduction op
                 AllreduceAlgorithm algo, const std::string &group, int n,
                 const std::vector<Tensor> &pred, int64_t chunk_bytes, const SrcLoc &loc) {
   Tensor start = pred.empty() ? x : nop(pred, loc);
-  switch (resolve_algorithm(algo, bytes_of_shape(shape, x.dtype()), shape[0], n)) {
+  switch (resolve_algorithm(algo, bytes_of_shape(shape, x.dtype()), n)) {
   case AllreduceAlgorithm::ONE_SHOT:
+    if (n > kUnrolledPes)
+      return one_shot_looped(x, shape, op, group, n, start, loc);
     return one_shot(x, shape, op, group, n, start, loc);
   case AllreduceAlgorithm::TWO_SHOT:
     if (op == Reduction::SUM)
@@ -258,6 +358,8 @@ Tensor exchange(const Tensor &x, const std::vector<int64_t> &shape, Reduction op
   case AllreduceAlgorithm::RS_AG:
     break;
   }
+  if (n > kUnrolledPes && chunk_bytes == 0)
+    return rs_ag_looped(x, shape, op, group, n, start, loc);
   return rs_ag(x, shape, op, group, n, start, chunk_bytes, loc);
 }
 

@@ -83,7 +83,8 @@ Tensor reuse_barrier(const std::string &group, int n, std::vector<Tensor> pred, 
 /// window on PE p (row p) after `put`; a receiver waits once for `n` of them (with clear), however
 /// many windows the senders filled (their puts are visible before their signals). `buf` is the
 /// whole shmem tensor; every signal and wait on it must go through these two.
-Tensor signal_arrival(const ShmemTensor &buf, int p, const Tensor &put, const SrcLoc &loc);
+Tensor signal_arrival(const ShmemTensor &buf, const SymbolicScalar &p, const Tensor &put,
+                      const SrcLoc &loc);
 Tensor wait_arrivals(const ShmemTensor &buf, const SymbolicScalar &me, int n, const Tensor &begin,
                      const SrcLoc &loc);
 
@@ -100,8 +101,8 @@ Tensor reduce_in_order(Reduction op, const std::vector<Tensor> &terms, DataType 
 /// Bytes of a tensor of `shape` and `dt` (shapes are checked to fit already).
 int64_t bytes_of_shape(const std::vector<int64_t> &shape, DataType dt);
 
-/// The algorithm AUTO picks for `bytes` per PE on `n` PEs with `rows` rows (collectives.h).
-AllreduceAlgorithm resolve_algorithm(AllreduceAlgorithm algo, int64_t bytes, int64_t rows, int n);
+/// The algorithm AUTO picks for `bytes` per PE on `n` PEs (collectives.h).
+AllreduceAlgorithm resolve_algorithm(AllreduceAlgorithm algo, int64_t bytes, int n);
 const char *algorithm_name(AllreduceAlgorithm a);
 
 /// One allreduce of x (static `shape`) after `pred`: the algorithm, resolved. Returns a tensor

@@ -50,8 +50,12 @@ const char *name(Reduction r);
 ///   put (and signalled) as soon as it is done, while the next one is reduced, and one chunk's
 ///   terms stay in cache. Each PE puts and gets about 2*S bytes whatever n is (the
 ///   bandwidth-bound choice).
-/// - AUTO: ONE_SHOT when n == 1, when x has fewer rows than PEs, or when x has at most
-///   kAllreduceOneShotMaxBytes; RS_AG otherwise.
+/// - AUTO: ONE_SHOT when n == 1, or when x has at most kAllreduceOneShotMaxBytes and all n
+///   inputs together at most kAllreduceOneShotMaxTotalBytes; RS_AG otherwise (also when x has
+///   fewer rows than PEs: the PEs past the last row own empty blocks).
+/// Above 16 PEs ONE_SHOT and RS_AG (without chunk_bytes) run their per-PE puts and their
+/// reductions as pto::loops, so the kernel's size (and JIT compile time) does not grow with n;
+/// the results are the same bits.
 /// Determinism: ONE_SHOT and RS_AG (and so AUTO) reduce every element in PE order 0, 1, ...,
 /// n-1 (fp16/bf16 sums in fp32, rounded once at the end), so for a fixed PE count the result
 /// is the same bits on every PE, in every run, and for both algorithms. TWO_SHOT's floating-
@@ -62,6 +66,10 @@ enum class AllreduceAlgorithm { AUTO, ONE_SHOT, TWO_SHOT, RS_AG };
 /// latency-bound and one-shot's single signal round wins; above it RS_AG's n-fold smaller
 /// traffic does (measured in bench/RESULTS.md, "Allreduce algorithms").
 inline constexpr int64_t kAllreduceOneShotMaxBytes = int64_t{64} << 10;
+/// The most bytes of all n PEs' inputs together (n * bytes per PE) AUTO sends one-shot: 1 MiB.
+/// One-shot's traffic is n times that per PE; on 64 PEs it measured faster than RS_AG at 8 KiB
+/// per PE and slower at 48 KiB (bench/RESULTS.md, "Many PEs").
+inline constexpr int64_t kAllreduceOneShotMaxTotalBytes = int64_t{1} << 20;
 
 struct CollectiveOptions {
   std::string group = "world";   ///< "world" (all PEs) or a World::create_group name
