@@ -12,6 +12,7 @@
 #include "llvm/lower_reduce.h"
 #include "passes/run_checks.h"
 
+#include <algorithm>
 #include <functional>
 #include <set>
 
@@ -27,9 +28,10 @@ namespace {
 
 class GroupLowering {
 public:
-  GroupLowering(KernelBuilder &kb, const FusionPlan &plan, int gi, const FusedScratch &scratch)
+  GroupLowering(KernelBuilder &kb, const FusionPlan &plan, int gi, const FusedScratch &scratch,
+                std::vector<ParRegion> &regions)
       : kb_(kb), B(kb.builder()), p_(kb.program()), g_(plan.groups[static_cast<size_t>(gi)]),
-        gi_(gi), scratch_(scratch) {
+        gi_(gi), scratch_(scratch), regions_(regions) {
     for (OpId id : g_.ops)
       members_.push_back(&kb.op(id));
   }
@@ -55,9 +57,12 @@ private:
   std::vector<const Op *> members_; ///< g_.ops, resolved
   const int gi_;
   const FusedScratch &scratch_;
+  std::vector<ParRegion> &regions_;
   std::vector<LV *> rvalid_; ///< valid extent of each row dim
   LV *cols_valid_ = nullptr;
 
+  bool too_small_to_split() const;
+  void parallel_tiles(std::vector<LV *> &row);
   void tile_rows(size_t d, const Bounds &bounds, std::vector<LV *> &row);
   void rows(size_t k, const Bounds &bounds, std::vector<LV *> &row);
   void row_passes(const std::vector<LV *> &row, LV *c_begin, LV *c_end);
@@ -86,7 +91,62 @@ void GroupLowering::run() {
   if (g_.rank == 0)
     return;
   std::vector<LV *> row(g_.rank - 1);
-  tile_rows(0, {}, row);
+  if (g_.rank >= 2 && !too_small_to_split())
+    parallel_tiles(row);
+  else
+    tile_rows(0, {}, row);
+}
+
+/// A group whose space is known at compile time to hold fewer than two ranges' worth of elements
+/// (kParallelGrainElems): it would never be split, so it is not outlined (no call, no compile
+/// cost).
+bool GroupLowering::too_small_to_split() const {
+  if (!g_.cols.is_concrete())
+    return false;
+  int64_t n = std::max<int64_t>(g_.cols.concrete(), 1);
+  for (const auto &d : g_.row_shape) {
+    if (!d.is_concrete())
+      return false;
+    n = std::min<int64_t>(n * std::max<int64_t>(d.concrete(), 1), kParallelGrainElems * 2);
+  }
+  return n < 2 * kParallelGrainElems;
+}
+
+/// The outer row-tile loop over rows [lo, hi) of dim 0, lo and hi loaded from slots holding 0
+/// and the valid extent, so that they are values the region takes from outside (its range once
+/// outlined); the region is [par.body, par.end). Inside, tiles of g_.tile[0] rows from lo.
+void GroupLowering::parallel_tiles(std::vector<LV *> &row) {
+  ParRegion r;
+  auto *lo_slot = kb_.entry_alloca(B.getInt64Ty(), "par.lo");
+  auto *hi_slot = kb_.entry_alloca(B.getInt64Ty(), "par.hi");
+  B.CreateStore(kb_.i64(0), lo_slot);
+  B.CreateStore(rvalid_[0], hi_slot);
+  r.lo = B.CreateLoad(B.getInt64Ty(), lo_slot, "par.lo");
+  r.hi = B.CreateLoad(B.getInt64Ty(), hi_slot, "par.hi");
+  // Elements per dim-0 row (the inner row dims times the columns): ranges of at least
+  // kParallelGrainElems elements, so a small group stays on one thread.
+  LV *per_row = kb_.smax(cols_valid_, kb_.i64(1));
+  for (size_t d = 1; d + 1 < g_.rank; ++d)
+    per_row = B.CreateMul(per_row, kb_.smax(rvalid_[d], kb_.i64(1)), "", false, true);
+  r.grain = kb_.smax(B.CreateSDiv(kb_.i64(kParallelGrainElems), per_row), kb_.i64(1));
+  r.workers = scratch_.workers;
+  r.ctx = kb_.ctx_arg();
+  for (const auto &[key, base] : scratch_.base)
+    if (key.first == gi_)
+      r.strides[base] = scratch_.stride.at(base);
+  r.begin = kb_.block("par.body");
+  r.end = kb_.block("par.end");
+  B.CreateBr(r.begin);
+  B.SetInsertPoint(r.begin);
+  const int64_t t = g_.tile[0];
+  LV *hi = r.hi;
+  kb_.for_loop(
+      r.lo, hi, kb_.i64(t),
+      [&](LV *t0) { tile_rows(1, {{t0, kb_.smin(B.CreateAdd(t0, kb_.i64(t)), hi)}}, row); },
+      "tile");
+  B.CreateBr(r.end);
+  B.SetInsertPoint(r.end);
+  regions_.push_back(r);
 }
 
 /// Row-dim tile loops: for each row dim, an outer tile loop; then the row loops (rows).
@@ -459,6 +519,8 @@ LV *GroupLowering::scalar_const(const ir::Scalar &scalar, DataType dt) {
 FusedScratch alloc_fused_scratch(KernelBuilder &kb, const FusionPlan &plan) {
   auto &B = kb.builder();
   FusedScratch scratch;
+  scratch.workers = kb.call_rt(RtFn::Workers, {});
+  LV *copies = B.CreateZExt(scratch.workers, B.getInt64Ty());
   for (size_t g = 0; g < plan.groups.size(); ++g) {
     auto &grp = plan.groups[g];
     for (auto &[id, fv] : grp.values) {
@@ -468,17 +530,24 @@ FusedScratch alloc_fused_scratch(KernelBuilder &kb, const FusionPlan &plan) {
       // dim, but 8 bytes per element can still pass the limit.
       LV *bytes = kb.checked_bytes({grp.cols + kb.lanes()}, 8, result_size_overflow(kb.value(id)),
                                    kb.def_site(id));
-      LV *buf = kb.call_rt(RtFn::Alloc, {kb.ctx_arg(), bytes, B.getInt32(grp.ops.front())});
+      // One row per worker, each 64-byte aligned; a product past INT64_MAX asks for INT64_MAX
+      // bytes, which pto_rt_alloc refuses (a RuntimeError at the group).
+      LV *stride = B.CreateAnd(B.CreateAdd(bytes, kb.i64(63)), kb.i64(~int64_t{63}));
+      LV *prod = B.CreateBinaryIntrinsic(llvm::Intrinsic::smul_with_overflow, stride, copies);
+      LV *total = B.CreateSelect(B.CreateExtractValue(prod, 1), kb.i64(INT64_MAX),
+                                 B.CreateExtractValue(prod, 0));
+      LV *buf = kb.call_rt(RtFn::Alloc, {kb.ctx_arg(), total, B.getInt32(grp.ops.front())});
       kb.ret_if_error(B.CreateZExt(B.CreateIsNull(buf), B.getInt32Ty()));
-      scratch[{static_cast<int>(g), id}] = buf;
+      scratch.base[{static_cast<int>(g), id}] = buf;
+      scratch.stride[buf] = stride;
     }
   }
   return scratch;
 }
 
 void lower_fused_group(KernelBuilder &kb, const FusionPlan &plan, int gi,
-                       const FusedScratch &scratch) {
-  GroupLowering(kb, plan, gi, scratch).run();
+                       const FusedScratch &scratch, std::vector<ParRegion> &regions) {
+  GroupLowering(kb, plan, gi, scratch, regions).run();
 }
 
 } // namespace pto::codegen

@@ -1,0 +1,168 @@
+// pool.cpp - See pto/runtime/pool.h. One process-wide pool: a queue of ranges under one mutex,
+// workers made on demand (never more than pool_threads() - 1), and a count of the threads that
+// run kernel code (`busy_`: the PE threads' seats plus the workers lent out), which bounds how
+// many workers a parallel_for may borrow.
+#include "pto/runtime/pool.h"
+
+#include "pto/env.h"
+#include "pto/error.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <sched.h>
+#include <thread>
+#include <vector>
+
+namespace pto::runtime {
+
+namespace {
+
+/// The CPUs this process may run on, divided among the MPI ranks of this node.
+int default_threads() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int cpus = sched_getaffinity(0, sizeof set, &set) == 0
+                 ? CPU_COUNT(&set)
+                 : static_cast<int>(std::thread::hardware_concurrency());
+  // Not a PTO_* variable: Open MPI's own, read leniently (a rank count, or nothing).
+  if (const char *local =
+          std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) { // NOLINT(concurrency-mt-unsafe)
+    const long ranks = std::strtol(local, nullptr, 10);
+    if (ranks > 1)
+      cpus = static_cast<int>(cpus / ranks);
+  }
+  return std::clamp(cpus, 1, 1024);
+}
+
+class Pool {
+public:
+  struct Batch {
+    size_t left = 0; ///< ranges not finished yet (under mu_)
+  };
+  struct Task {
+    pto_par_body body = nullptr;
+    void *env = nullptr;
+    int64_t begin = 0, end = 0;
+    int32_t worker = 0;
+    Batch *batch = nullptr;
+  };
+
+  void init(std::source_location loc) {
+    std::call_once(once_, [&] {
+      const auto n = env::read_integer(env::var("PTO_NUM_THREADS"), loc, " (calling a kernel)");
+      limit_.store(n ? static_cast<int>(*n) : default_threads(), std::memory_order_relaxed);
+    });
+  }
+  [[nodiscard]] int limit() const { return limit_.load(std::memory_order_relaxed); }
+  void set_limit(int n) { limit_.store(n, std::memory_order_relaxed); }
+  void seat(int d) { busy_.fetch_add(d, std::memory_order_relaxed); }
+  [[nodiscard]] uint64_t lent() const { return lent_.load(std::memory_order_relaxed); }
+
+  /// Takes up to `want` free seats for workers; returns how many it took.
+  int reserve(int want) {
+    int cur = busy_.load(std::memory_order_relaxed);
+    for (;;) {
+      const int take = std::min(want, limit() - cur);
+      if (take <= 0)
+        return 0;
+      if (busy_.compare_exchange_weak(cur, cur + take, std::memory_order_relaxed))
+        return take;
+    }
+  }
+
+  void run(pto_par_body body, void *env, int64_t begin, int64_t end, int64_t grain,
+           int32_t max_threads) {
+    const int64_t n = end - begin;
+    grain = std::max<int64_t>(grain, 1);
+    const int64_t ranges = std::min<int64_t>({n / grain, max_threads, limit()});
+    const int extra = ranges >= 2 ? reserve(static_cast<int>(ranges - 1)) : 0;
+    if (extra == 0) {
+      body(env, begin, end, 0);
+      return;
+    }
+    // Equal contiguous ranges; the caller takes the first.
+    const int64_t parts = extra + 1;
+    auto bound = [&](int64_t i) { return begin + n / parts * i + std::min(i, n % parts); };
+    Batch batch{static_cast<size_t>(extra)};
+    lent_.fetch_add(static_cast<uint64_t>(extra), std::memory_order_relaxed);
+    {
+      std::lock_guard lk(mu_);
+      while (static_cast<int>(workers_.size()) < extra && workers_.size() < 1023)
+        workers_.emplace_back([this] { work(); });
+      for (int w = 1; w <= extra; ++w)
+        queue_.push_back({body, env, bound(w), bound(w + 1), w, &batch});
+    }
+    todo_cv_.notify_all();
+    body(env, bound(0), bound(1), 0);
+    std::unique_lock lk(mu_);
+    done_cv_.wait(lk, [&] { return batch.left == 0; });
+  }
+
+private:
+  std::once_flag once_;
+  std::atomic<int> limit_{1};
+  std::atomic<int> busy_{0};
+  std::atomic<uint64_t> lent_{0};
+  std::mutex mu_;
+  std::condition_variable todo_cv_, done_cv_;
+  std::deque<Task> queue_;
+  std::vector<std::thread> workers_; ///< never joined: the pool lives as long as the process
+
+  [[noreturn]] void work() {
+    for (;;) {
+      Task t;
+      {
+        std::unique_lock lk(mu_);
+        todo_cv_.wait(lk, [&] { return !queue_.empty(); });
+        t = queue_.front();
+        queue_.pop_front();
+      }
+      t.body(t.env, t.begin, t.end, t.worker);
+      busy_.fetch_sub(1, std::memory_order_relaxed);
+      std::lock_guard lk(mu_); // the caller reads batch.left under mu_ only: it outlives this
+      if (--t.batch->left == 0)
+        done_cv_.notify_all();
+    }
+  }
+};
+
+/// Leaked on purpose: workers may still wait on it while static destructors run.
+Pool &pool() {
+  static auto *p = new Pool; // NOLINT(cppcoreguidelines-owning-memory)
+  return *p;
+}
+
+} // namespace
+
+void init_pool(std::source_location loc) { pool().init(loc); }
+
+int pool_threads() {
+  pool().init(std::source_location::current());
+  return pool().limit();
+}
+
+void set_pool_threads(int n, std::source_location loc) {
+  if (n < 1 || n > 1024)
+    throw ArgumentError(loc, "set_pool_threads",
+                        "expected a thread count in [1, 1024], got " + std::to_string(n));
+  pool().init(loc);
+  pool().set_limit(n);
+}
+
+uint64_t pool_ranges_lent() { return pool().lent(); }
+
+PoolSeat::PoolSeat() { pool().seat(1); }
+PoolSeat::~PoolSeat() { pool().seat(-1); }
+
+} // namespace pto::runtime
+
+extern "C" int32_t pto_rt_workers(void) { return pto::runtime::pool().limit(); }
+
+extern "C" void pto_rt_parallel_for(void * /*ctx*/, pto_par_body body, void *env, int64_t begin,
+                                    int64_t end, int64_t grain, int32_t max_threads) {
+  pto::runtime::pool().run(body, env, begin, end, grain, max_threads);
+}
