@@ -26,6 +26,9 @@ using LV = llvm::Value;
 
 namespace {
 
+/// Accumulators per row of an Amax/Amin in a fused pass (independent chains of llvm.maximum).
+constexpr int kMinMaxAccs = 4;
+
 class GroupLowering {
 public:
   GroupLowering(KernelBuilder &kb, const FusionPlan &plan, int gi, const FusedScratch &scratch,
@@ -46,7 +49,10 @@ private:
     std::map<ValueId, LV *> uniform;         ///< per-row values (splat vectors)
     std::map<ValueId, LV *> row_base;        ///< element pointer of (row, col 0) per leaf/store
     std::map<const Op *, LV *> acc_slot;     ///< accumulator of each reduction
-    std::set<ValueId> done_uniform;          ///< uniforms computed so far
+    /// Amax/Amin: kMinMaxAccs - 1 more accumulators, for independent chains of llvm.maximum
+    /// (exact in any order, so combined once per row).
+    std::map<const Op *, std::vector<LV *>> acc_more;
+    std::set<ValueId> done_uniform; ///< uniforms computed so far
   };
   using Bounds = std::vector<std::pair<LV *, LV *>>;
 
@@ -69,8 +75,9 @@ private:
   void prepare_leaves(RowCtx &rc);
   void compute_uniforms(RowCtx &rc, int upto);
   std::vector<const Op *> start_reductions(RowCtx &rc, int pass);
-  void pass_body(RowCtx &rc, const std::vector<const Op *> &reds, int pass, LV *c, LV *mask);
-  void vector_columns(LV *begin, LV *end, const std::function<void(LV *, LV *)> &body);
+  void pass_body(RowCtx &rc, const std::vector<const Op *> &reds, int pass, LV *c, LV *mask, int k);
+  void vector_columns(LV *begin, LV *end, int unroll,
+                      const std::function<void(LV *, LV *, int)> &body);
   LV *value_at(ValueId id, RowCtx &rc, LV *c, LV *mask, int pass, std::map<ValueId, LV *> &memo);
   LV *eval_op(const Op &op, RowCtx &rc, LV *c, int pass, LV *mask, std::map<ValueId, LV *> *memo);
 
@@ -201,7 +208,11 @@ void GroupLowering::row_passes(const std::vector<LV *> &row, LV *c_begin, LV *c_
   for (int pass = 0; pass < g_.passes; ++pass) {
     compute_uniforms(rc, pass);
     std::vector<const Op *> reds = start_reductions(rc, pass);
-    vector_columns(c_begin, c_end, [&](LV *c, LV *mask) { pass_body(rc, reds, pass, c, mask); });
+    const bool minmax = std::any_of(reds.begin(), reds.end(),
+                                    [&](const Op *op) { return rc.acc_more.count(op) > 0; });
+    const int unroll = minmax ? kMinMaxAccs : 1;
+    vector_columns(c_begin, c_end, unroll,
+                   [&](LV *c, LV *mask, int k) { pass_body(rc, reds, pass, c, mask, k); });
   }
   compute_uniforms(rc, g_.passes + 1);
 }
@@ -234,7 +245,11 @@ void GroupLowering::compute_uniforms(RowCtx &rc, int upto) {
     LV *val;
     if (ir::op_info(op->kind).family == OpFamily::Reduce) {
       DataType in_dt = p_.value(op->inputs[0]).dtype;
-      LV *acc = B.CreateLoad(kb_.vec_type(compute_type(B, in_dt)), rc.acc_slot.at(op));
+      auto *vt = kb_.vec_type(compute_type(B, in_dt));
+      LV *acc = B.CreateLoad(vt, rc.acc_slot.at(op));
+      if (auto more = rc.acc_more.find(op); more != rc.acc_more.end())
+        for (LV *slot : more->second)
+          acc = reduce_step(kb_, op->kind, acc, B.CreateLoad(vt, slot), in_dt);
       val = empty_sum_is_plus_zero(kb_, op->kind, in_dt, rc.c_end, rc.c_begin,
                                    reduce_horizontal(kb_, op->kind, acc, in_dt));
       val = round_to(B, kb_.splat(val), dt);
@@ -261,6 +276,12 @@ std::vector<const Op *> GroupLowering::start_reductions(RowCtx &rc, int pass) {
       LV *slot = kb_.entry_alloca(kb_.vec_type(compute_type(B, in_dt)), "acc");
       B.CreateStore(reduce_identity(kb_, op->kind, in_dt), slot);
       rc.acc_slot[op] = slot;
+      if (op->kind == OpKind::Amax || op->kind == OpKind::Amin)
+        for (int k = 1; k < kMinMaxAccs; ++k) {
+          LV *more = kb_.entry_alloca(kb_.vec_type(compute_type(B, in_dt)), "acc.more");
+          B.CreateStore(reduce_identity(kb_, op->kind, in_dt), more);
+          rc.acc_more[op].push_back(more);
+        }
       reds.push_back(op);
     }
   return reds;
@@ -269,15 +290,18 @@ std::vector<const Op *> GroupLowering::start_reductions(RowCtx &rc, int pass) {
 /// Columns [c, c+W) of one pass: reduction steps, then the stores and scratch writes of the
 /// values computed in this pass.
 void GroupLowering::pass_body(RowCtx &rc, const std::vector<const Op *> &reds, int pass, LV *c,
-                              LV *mask) {
+                              LV *mask, int k) {
   std::map<ValueId, LV *> memo;
   for (const Op *op : reds) {
     DataType in_dt = p_.value(op->inputs[0]).dtype;
     LV *v = value_at(op->inputs[0], rc, c, mask, pass, memo);
     if (mask)
       v = B.CreateSelect(mask, v, reduce_identity(kb_, op->kind, in_dt));
-    LV *acc = B.CreateLoad(v->getType(), rc.acc_slot.at(op));
-    B.CreateStore(reduce_step(kb_, op->kind, acc, v, in_dt), rc.acc_slot.at(op));
+    auto more = rc.acc_more.find(op);
+    LV *slot = k > 0 && more != rc.acc_more.end() ? more->second[static_cast<size_t>(k - 1)]
+                                                  : rc.acc_slot.at(op);
+    LV *acc = B.CreateLoad(v->getType(), slot);
+    B.CreateStore(reduce_step(kb_, op->kind, acc, v, in_dt), slot);
   }
   for (const Op *op : members_) {
     if (op->kind == OpKind::Assemble) {
@@ -307,17 +331,28 @@ void GroupLowering::pass_body(RowCtx &rc, const std::vector<const Op *> &reds, i
   }
 }
 
-/// for (c = begin; c + W <= end; c += W) body(c, null); then one masked tail.
-void GroupLowering::vector_columns(LV *begin, LV *end,
-                                   const std::function<void(LV *, LV *)> &body) {
+/// With unroll > 1: for (c = begin; c + unroll*W <= end; c += unroll*W) body(c + k*W, null, k)
+/// for k < unroll; then for (; c + W <= end; c += W) body(c, null, 0); then one masked tail
+/// (k = 0).
+void GroupLowering::vector_columns(LV *begin, LV *end, int unroll,
+                                   const std::function<void(LV *, LV *, int)> &body) {
   const int W = kb_.lanes();
-  LV *last_full = B.CreateSub(end, kb_.i64(W - 1));
   LV *cslot = kb_.entry_alloca(B.getInt64Ty(), "c");
   B.CreateStore(begin, cslot);
+  if (unroll > 1)
+    kb_.for_loop(
+        begin, B.CreateSub(end, kb_.i64(int64_t{unroll} * W - 1)), kb_.i64(int64_t{unroll} * W),
+        [&](LV *c) {
+          for (int k = 0; k < unroll; ++k)
+            body(B.CreateAdd(c, kb_.i64(int64_t{k} * W)), nullptr, k);
+          B.CreateStore(B.CreateAdd(c, kb_.i64(int64_t{unroll} * W)), cslot);
+        },
+        "vecu");
+  LV *last_full = B.CreateSub(end, kb_.i64(W - 1));
   kb_.for_loop(
-      begin, last_full, kb_.i64(W),
+      B.CreateLoad(B.getInt64Ty(), cslot), last_full, kb_.i64(W),
       [&](LV *c) {
-        body(c, nullptr);
+        body(c, nullptr, 0);
         B.CreateStore(B.CreateAdd(c, kb_.i64(W)), cslot);
       },
       "vec");
@@ -331,7 +366,7 @@ void GroupLowering::vector_columns(LV *begin, LV *end,
     iota.push_back(B.getInt64(static_cast<uint64_t>(i)));
   LV *lanes = B.CreateAdd(kb_.splat(c), llvm::ConstantVector::get(iota));
   LV *mask = B.CreateICmpSLT(lanes, kb_.splat(end));
-  body(c, mask);
+  body(c, mask, 0);
   B.CreateBr(done);
   B.SetInsertPoint(done);
 }
