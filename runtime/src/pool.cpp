@@ -89,12 +89,26 @@ public:
     auto bound = [&](int64_t i) { return begin + n / parts * i + std::min(i, n % parts); };
     Batch batch{static_cast<size_t>(extra)};
     lent_.fetch_add(static_cast<uint64_t>(extra), std::memory_order_relaxed);
+    bool alone = false;
     {
       std::lock_guard lk(mu_);
-      while (static_cast<int>(workers_.size()) < extra && workers_.size() < 1023)
-        workers_.emplace_back([this] { work(); });
-      for (int w = 1; w <= extra; ++w)
+      // As many workers as seats could be lent at once (limit - 1: the caller holds one), so a
+      // queued range never waits for another call's; a thread the system refuses leaves the
+      // range to the caller (this entry point cannot fail).
+      try {
+        while (static_cast<int>(workers_.size()) < limit() - 1)
+          workers_.emplace_back([this] { work(); });
+      } catch (...) { // NOLINT(bugprone-empty-catch): std::system_error; fall back to one thread
+      }
+      alone = workers_.empty();
+      for (int w = 1; w <= extra && !alone; ++w)
         queue_.push_back({body, env, bound(w), bound(w + 1), w, &batch});
+    }
+    if (alone) {
+      busy_.fetch_sub(extra, std::memory_order_relaxed);
+      lent_.fetch_sub(static_cast<uint64_t>(extra), std::memory_order_relaxed);
+      body(env, begin, end, 0);
+      return;
     }
     todo_cv_.notify_all();
     body(env, bound(0), bound(1), 0);
