@@ -38,17 +38,30 @@ int default_threads() {
   return std::clamp(cpus, 1, 1024);
 }
 
+/// Chunks per thread of a parallel_for: enough that a delayed thread leaves little to wait for.
+constexpr int64_t kChunksPerThread = 8;
+
 class Pool {
 public:
+  /// One parallel_for: its chunks, taken in turn by whoever is free (the caller first), so a
+  /// worker the OS delays delays only the chunk it holds.
   struct Batch {
-    size_t left = 0; ///< ranges not finished yet (under mu_)
-  };
-  struct Task {
     pto_par_body body = nullptr;
     void *env = nullptr;
-    int64_t begin = 0, end = 0;
-    int32_t worker = 0;
+    int64_t begin = 0, n = 0, chunks = 0;
+    std::atomic<int64_t> next{0};
+    size_t left = 0; ///< tasks queued or running (under mu_)
+    [[nodiscard]] int64_t bound(int64_t i) const {
+      return begin + n / chunks * i + std::min(i, n % chunks);
+    }
+    void drain(int32_t worker) {
+      for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < chunks;)
+        body(env, bound(i), bound(i + 1), worker);
+    }
+  };
+  struct Task {
     Batch *batch = nullptr;
+    int32_t worker = 0;
   };
 
   void init(std::source_location loc) {
@@ -84,17 +97,21 @@ public:
       body(env, begin, end, 0);
       return;
     }
-    // Equal contiguous ranges; the caller takes the first.
-    const int64_t parts = extra + 1;
-    auto bound = [&](int64_t i) { return begin + n / parts * i + std::min(i, n % parts); };
-    Batch batch{static_cast<size_t>(extra)};
+    // Up to kChunksPerThread chunks per thread, of at least `grain` iterations.
+    Batch batch;
+    batch.body = body;
+    batch.env = env;
+    batch.begin = begin;
+    batch.n = n;
+    batch.chunks = std::min<int64_t>(n / grain, int64_t{extra + 1} * kChunksPerThread);
+    batch.left = static_cast<size_t>(extra);
     lent_.fetch_add(static_cast<uint64_t>(extra), std::memory_order_relaxed);
     bool alone = false;
     {
       std::lock_guard lk(mu_);
       // As many workers as seats could be lent at once (limit - 1: the caller holds one), so a
-      // queued range never waits for another call's; a thread the system refuses leaves the
-      // range to the caller (this entry point cannot fail).
+      // queued task never waits for another call's; a thread the system refuses leaves the
+      // chunks to the caller (this entry point cannot fail).
       try {
         while (static_cast<int>(workers_.size()) < limit() - 1)
           workers_.emplace_back([this] { work(); });
@@ -102,7 +119,7 @@ public:
       }
       alone = workers_.empty();
       for (int w = 1; w <= extra && !alone; ++w)
-        queue_.push_back({body, env, bound(w), bound(w + 1), w, &batch});
+        queue_.push_back({&batch, w});
     }
     if (alone) {
       busy_.fetch_sub(extra, std::memory_order_relaxed);
@@ -111,8 +128,15 @@ public:
       return;
     }
     todo_cv_.notify_all();
-    body(env, bound(0), bound(1), 0);
+    batch.drain(0);
+    // Every chunk is taken: tasks no worker has started yet are withdrawn (their seats freed),
+    // then the caller waits only for the chunks still running.
     std::unique_lock lk(mu_);
+    const auto before = queue_.size();
+    std::erase_if(queue_, [&](const Task &t) { return t.batch == &batch; });
+    const auto withdrawn = before - queue_.size();
+    batch.left -= withdrawn;
+    busy_.fetch_sub(static_cast<int>(withdrawn), std::memory_order_relaxed);
     done_cv_.wait(lk, [&] { return batch.left == 0; });
   }
 
@@ -135,7 +159,7 @@ private:
         t = queue_.front();
         queue_.pop_front();
       }
-      t.body(t.env, t.begin, t.end, t.worker);
+      t.batch->drain(t.worker);
       busy_.fetch_sub(1, std::memory_order_relaxed);
       std::lock_guard lk(mu_); // the caller reads batch.left under mu_ only: it outlives this
       if (--t.batch->left == 0)

@@ -31,12 +31,14 @@ typedef void (*pto_par_body)(void *env, int64_t begin, int64_t end, int32_t work
 /// for the process once the pool is set up (the first kernel call). Cannot fail.
 int32_t pto_rt_workers(void);
 
-/// Runs body(env, b, e, w) over a partition of [begin, end) into at most `max_threads`
-/// contiguous ranges of at least `grain` iterations each, one per thread (w < max_threads: the
-/// body's per-worker scratch was sized for that many): the caller runs the first range, free pool
-/// workers the others; returns when every range is done. With no free worker, one thread, or a
-/// range of fewer than 2 * `grain` iterations it is body(env, begin, end, 0). `ctx` is the
-/// calling PE's (unused for now: a body makes no runtime call). Cannot fail.
+/// Runs body(env, b, e, w) over a partition of [begin, end) into contiguous chunks of at least
+/// `grain` iterations (8 per thread at most), taken in turn by the caller and the free pool
+/// workers (at most max_threads threads; w < max_threads, the copies of per-worker scratch the
+/// body was given, and no two chunks run with the same w at once); returns when every chunk is
+/// done. Tasks no worker has started when the caller runs out of chunks are withdrawn, so a
+/// worker the OS delays costs the caller at most the chunk it holds. With no free worker, one
+/// thread, or a range of fewer than 2 * `grain` iterations it is body(env, begin, end, 0).
+/// `ctx` is the calling PE's (unused for now: a body makes no runtime call). Cannot fail.
 void pto_rt_parallel_for(void *ctx, pto_par_body body, void *env, int64_t begin, int64_t end,
                          int64_t grain, int32_t max_threads);
 
