@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -67,7 +68,7 @@ std::vector<float> rows_of(int64_t cols) {
 bool same(float a, float b) {
   if (std::isnan(a) || std::isnan(b))
     return std::isnan(a) && std::isnan(b);
-  return std::memcmp(&a, &b, sizeof a) == 0;
+  return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b);
 }
 
 } // namespace
