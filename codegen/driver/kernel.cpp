@@ -3,6 +3,7 @@
 #include "pto/env.h"
 #include "pto/jit.h"
 #include "pto/runtime/context.h"
+#include "pto/runtime/pool.h"
 
 #include "driver/trace.h"
 #include "passes/pipeline.h"
@@ -386,6 +387,8 @@ void KernelCore::call(const std::vector<HostTensor *> &tensors,
     for (auto d : t->shape())
       dims.push_back(d);
   }
+  runtime::init_pool(call_loc); // PTO_NUM_THREADS, read once
+  const runtime::PoolSeat seat; // this PE runs kernel code: one thread of the pool's budget
   runtime::begin_call(ctx, &entry->exe->sites(), k.name.c_str(), call_loc);
   try {
     entry->exe->run(ctx, ptrs.data(), dims.data());

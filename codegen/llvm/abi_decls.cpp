@@ -5,6 +5,7 @@
 
 #include "pto/error.h"
 #include "pto/runtime/abi.h"
+#include "pto/runtime/pool.h"
 
 #include "rtlib/run_check.h"
 #include "rtlib/xops.h"

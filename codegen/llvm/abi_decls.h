@@ -42,7 +42,9 @@ namespace pto::codegen {
   X(Quiet, pto_rt_quiet)                                                                           \
   X(PutSignal, pto_rt_put_signal)                                                                  \
   X(Atomic, pto_rt_atomic)                                                                         \
-  X(WaitUntilSet, pto_rt_wait_until_set)
+  X(WaitUntilSet, pto_rt_wait_until_set)                                                           \
+  X(Workers, pto_rt_workers)                                                                       \
+  X(ParallelFor, pto_rt_parallel_for)
 
 /// A runtime entry point of generated code (PTO_RT_ENTRY_POINTS).
 enum class RtFn {

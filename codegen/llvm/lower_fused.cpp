@@ -12,6 +12,7 @@
 #include "llvm/lower_reduce.h"
 #include "passes/run_checks.h"
 
+#include <algorithm>
 #include <functional>
 #include <set>
 
@@ -25,11 +26,15 @@ using LV = llvm::Value;
 
 namespace {
 
+/// Accumulators per row of an Amax/Amin in a fused pass (independent chains of llvm.maximum).
+constexpr int kMinMaxAccs = 4;
+
 class GroupLowering {
 public:
-  GroupLowering(KernelBuilder &kb, const FusionPlan &plan, int gi, const FusedScratch &scratch)
+  GroupLowering(KernelBuilder &kb, const FusionPlan &plan, int gi, const FusedScratch &scratch,
+                std::vector<ParRegion> &regions)
       : kb_(kb), B(kb.builder()), p_(kb.program()), g_(plan.groups[static_cast<size_t>(gi)]),
-        gi_(gi), scratch_(scratch) {
+        gi_(gi), scratch_(scratch), regions_(regions) {
     for (OpId id : g_.ops)
       members_.push_back(&kb.op(id));
   }
@@ -44,7 +49,10 @@ private:
     std::map<ValueId, LV *> uniform;         ///< per-row values (splat vectors)
     std::map<ValueId, LV *> row_base;        ///< element pointer of (row, col 0) per leaf/store
     std::map<const Op *, LV *> acc_slot;     ///< accumulator of each reduction
-    std::set<ValueId> done_uniform;          ///< uniforms computed so far
+    /// Amax/Amin: kMinMaxAccs - 1 more accumulators, for independent chains of llvm.maximum
+    /// (exact in any order, so combined once per row).
+    std::map<const Op *, std::vector<LV *>> acc_more;
+    std::set<ValueId> done_uniform; ///< uniforms computed so far
   };
   using Bounds = std::vector<std::pair<LV *, LV *>>;
 
@@ -55,17 +63,21 @@ private:
   std::vector<const Op *> members_; ///< g_.ops, resolved
   const int gi_;
   const FusedScratch &scratch_;
+  std::vector<ParRegion> &regions_;
   std::vector<LV *> rvalid_; ///< valid extent of each row dim
   LV *cols_valid_ = nullptr;
 
+  bool too_small_to_split() const;
+  void parallel_tiles(std::vector<LV *> &row);
   void tile_rows(size_t d, const Bounds &bounds, std::vector<LV *> &row);
   void rows(size_t k, const Bounds &bounds, std::vector<LV *> &row);
   void row_passes(const std::vector<LV *> &row, LV *c_begin, LV *c_end);
   void prepare_leaves(RowCtx &rc);
   void compute_uniforms(RowCtx &rc, int upto);
   std::vector<const Op *> start_reductions(RowCtx &rc, int pass);
-  void pass_body(RowCtx &rc, const std::vector<const Op *> &reds, int pass, LV *c, LV *mask);
-  void vector_columns(LV *begin, LV *end, const std::function<void(LV *, LV *)> &body);
+  void pass_body(RowCtx &rc, const std::vector<const Op *> &reds, int pass, LV *c, LV *mask, int k);
+  void vector_columns(LV *begin, LV *end, int unroll,
+                      const std::function<void(LV *, LV *, int)> &body);
   LV *value_at(ValueId id, RowCtx &rc, LV *c, LV *mask, int pass, std::map<ValueId, LV *> &memo);
   LV *eval_op(const Op &op, RowCtx &rc, LV *c, int pass, LV *mask, std::map<ValueId, LV *> *memo);
 
@@ -86,7 +98,62 @@ void GroupLowering::run() {
   if (g_.rank == 0)
     return;
   std::vector<LV *> row(g_.rank - 1);
-  tile_rows(0, {}, row);
+  if (g_.rank >= 2 && !too_small_to_split())
+    parallel_tiles(row);
+  else
+    tile_rows(0, {}, row);
+}
+
+/// A group whose space is known at compile time to hold fewer than two ranges' worth of elements
+/// (kParallelGrainElems): it would never be split, so it is not outlined (no call, no compile
+/// cost).
+bool GroupLowering::too_small_to_split() const {
+  if (!g_.cols.is_concrete())
+    return false;
+  int64_t n = std::max<int64_t>(g_.cols.concrete(), 1);
+  for (const auto &d : g_.row_shape) {
+    if (!d.is_concrete())
+      return false;
+    n = std::min<int64_t>(n * std::max<int64_t>(d.concrete(), 1), kParallelGrainElems * 2);
+  }
+  return n < 2 * kParallelGrainElems;
+}
+
+/// The outer row-tile loop over rows [lo, hi) of dim 0, lo and hi loaded from slots holding 0
+/// and the valid extent, so that they are values the region takes from outside (its range once
+/// outlined); the region is [par.body, par.end). Inside, tiles of g_.tile[0] rows from lo.
+void GroupLowering::parallel_tiles(std::vector<LV *> &row) {
+  ParRegion r;
+  auto *lo_slot = kb_.entry_alloca(B.getInt64Ty(), "par.lo");
+  auto *hi_slot = kb_.entry_alloca(B.getInt64Ty(), "par.hi");
+  B.CreateStore(kb_.i64(0), lo_slot);
+  B.CreateStore(rvalid_[0], hi_slot);
+  r.lo = B.CreateLoad(B.getInt64Ty(), lo_slot, "par.lo");
+  r.hi = B.CreateLoad(B.getInt64Ty(), hi_slot, "par.hi");
+  // Elements per dim-0 row (the inner row dims times the columns): ranges of at least
+  // kParallelGrainElems elements, so a small group stays on one thread.
+  LV *per_row = kb_.smax(cols_valid_, kb_.i64(1));
+  for (size_t d = 1; d + 1 < g_.rank; ++d)
+    per_row = B.CreateMul(per_row, kb_.smax(rvalid_[d], kb_.i64(1)), "", false, true);
+  r.grain = kb_.smax(B.CreateSDiv(kb_.i64(kParallelGrainElems), per_row), kb_.i64(1));
+  r.workers = scratch_.workers;
+  r.ctx = kb_.ctx_arg();
+  for (const auto &[key, base] : scratch_.base)
+    if (key.first == gi_)
+      r.strides[base] = scratch_.stride.at(base);
+  r.begin = kb_.block("par.body");
+  r.end = kb_.block("par.end");
+  B.CreateBr(r.begin);
+  B.SetInsertPoint(r.begin);
+  const int64_t t = g_.tile[0];
+  LV *hi = r.hi;
+  kb_.for_loop(
+      r.lo, hi, kb_.i64(t),
+      [&](LV *t0) { tile_rows(1, {{t0, kb_.smin(B.CreateAdd(t0, kb_.i64(t)), hi)}}, row); },
+      "tile");
+  B.CreateBr(r.end);
+  B.SetInsertPoint(r.end);
+  regions_.push_back(r);
 }
 
 /// Row-dim tile loops: for each row dim, an outer tile loop; then the row loops (rows).
@@ -141,7 +208,11 @@ void GroupLowering::row_passes(const std::vector<LV *> &row, LV *c_begin, LV *c_
   for (int pass = 0; pass < g_.passes; ++pass) {
     compute_uniforms(rc, pass);
     std::vector<const Op *> reds = start_reductions(rc, pass);
-    vector_columns(c_begin, c_end, [&](LV *c, LV *mask) { pass_body(rc, reds, pass, c, mask); });
+    const bool minmax = std::any_of(reds.begin(), reds.end(),
+                                    [&](const Op *op) { return rc.acc_more.count(op) > 0; });
+    const int unroll = minmax ? kMinMaxAccs : 1;
+    vector_columns(c_begin, c_end, unroll,
+                   [&](LV *c, LV *mask, int k) { pass_body(rc, reds, pass, c, mask, k); });
   }
   compute_uniforms(rc, g_.passes + 1);
 }
@@ -174,7 +245,11 @@ void GroupLowering::compute_uniforms(RowCtx &rc, int upto) {
     LV *val;
     if (ir::op_info(op->kind).family == OpFamily::Reduce) {
       DataType in_dt = p_.value(op->inputs[0]).dtype;
-      LV *acc = B.CreateLoad(kb_.vec_type(compute_type(B, in_dt)), rc.acc_slot.at(op));
+      auto *vt = kb_.vec_type(compute_type(B, in_dt));
+      LV *acc = B.CreateLoad(vt, rc.acc_slot.at(op));
+      if (auto more = rc.acc_more.find(op); more != rc.acc_more.end())
+        for (LV *slot : more->second)
+          acc = reduce_step(kb_, op->kind, acc, B.CreateLoad(vt, slot), in_dt);
       val = empty_sum_is_plus_zero(kb_, op->kind, in_dt, rc.c_end, rc.c_begin,
                                    reduce_horizontal(kb_, op->kind, acc, in_dt));
       val = round_to(B, kb_.splat(val), dt);
@@ -201,6 +276,12 @@ std::vector<const Op *> GroupLowering::start_reductions(RowCtx &rc, int pass) {
       LV *slot = kb_.entry_alloca(kb_.vec_type(compute_type(B, in_dt)), "acc");
       B.CreateStore(reduce_identity(kb_, op->kind, in_dt), slot);
       rc.acc_slot[op] = slot;
+      if (op->kind == OpKind::Amax || op->kind == OpKind::Amin)
+        for (int k = 1; k < kMinMaxAccs; ++k) {
+          LV *more = kb_.entry_alloca(kb_.vec_type(compute_type(B, in_dt)), "acc.more");
+          B.CreateStore(reduce_identity(kb_, op->kind, in_dt), more);
+          rc.acc_more[op].push_back(more);
+        }
       reds.push_back(op);
     }
   return reds;
@@ -209,15 +290,18 @@ std::vector<const Op *> GroupLowering::start_reductions(RowCtx &rc, int pass) {
 /// Columns [c, c+W) of one pass: reduction steps, then the stores and scratch writes of the
 /// values computed in this pass.
 void GroupLowering::pass_body(RowCtx &rc, const std::vector<const Op *> &reds, int pass, LV *c,
-                              LV *mask) {
+                              LV *mask, int k) {
   std::map<ValueId, LV *> memo;
   for (const Op *op : reds) {
     DataType in_dt = p_.value(op->inputs[0]).dtype;
     LV *v = value_at(op->inputs[0], rc, c, mask, pass, memo);
     if (mask)
       v = B.CreateSelect(mask, v, reduce_identity(kb_, op->kind, in_dt));
-    LV *acc = B.CreateLoad(v->getType(), rc.acc_slot.at(op));
-    B.CreateStore(reduce_step(kb_, op->kind, acc, v, in_dt), rc.acc_slot.at(op));
+    auto more = rc.acc_more.find(op);
+    LV *slot = k > 0 && more != rc.acc_more.end() ? more->second[static_cast<size_t>(k - 1)]
+                                                  : rc.acc_slot.at(op);
+    LV *acc = B.CreateLoad(v->getType(), slot);
+    B.CreateStore(reduce_step(kb_, op->kind, acc, v, in_dt), slot);
   }
   for (const Op *op : members_) {
     if (op->kind == OpKind::Assemble) {
@@ -247,17 +331,28 @@ void GroupLowering::pass_body(RowCtx &rc, const std::vector<const Op *> &reds, i
   }
 }
 
-/// for (c = begin; c + W <= end; c += W) body(c, null); then one masked tail.
-void GroupLowering::vector_columns(LV *begin, LV *end,
-                                   const std::function<void(LV *, LV *)> &body) {
+/// With unroll > 1: for (c = begin; c + unroll*W <= end; c += unroll*W) body(c + k*W, null, k)
+/// for k < unroll; then for (; c + W <= end; c += W) body(c, null, 0); then one masked tail
+/// (k = 0).
+void GroupLowering::vector_columns(LV *begin, LV *end, int unroll,
+                                   const std::function<void(LV *, LV *, int)> &body) {
   const int W = kb_.lanes();
-  LV *last_full = B.CreateSub(end, kb_.i64(W - 1));
   LV *cslot = kb_.entry_alloca(B.getInt64Ty(), "c");
   B.CreateStore(begin, cslot);
+  if (unroll > 1)
+    kb_.for_loop(
+        begin, B.CreateSub(end, kb_.i64(int64_t{unroll} * W - 1)), kb_.i64(int64_t{unroll} * W),
+        [&](LV *c) {
+          for (int k = 0; k < unroll; ++k)
+            body(B.CreateAdd(c, kb_.i64(int64_t{k} * W)), nullptr, k);
+          B.CreateStore(B.CreateAdd(c, kb_.i64(int64_t{unroll} * W)), cslot);
+        },
+        "vecu");
+  LV *last_full = B.CreateSub(end, kb_.i64(W - 1));
   kb_.for_loop(
-      begin, last_full, kb_.i64(W),
+      B.CreateLoad(B.getInt64Ty(), cslot), last_full, kb_.i64(W),
       [&](LV *c) {
-        body(c, nullptr);
+        body(c, nullptr, 0);
         B.CreateStore(B.CreateAdd(c, kb_.i64(W)), cslot);
       },
       "vec");
@@ -271,7 +366,7 @@ void GroupLowering::vector_columns(LV *begin, LV *end,
     iota.push_back(B.getInt64(static_cast<uint64_t>(i)));
   LV *lanes = B.CreateAdd(kb_.splat(c), llvm::ConstantVector::get(iota));
   LV *mask = B.CreateICmpSLT(lanes, kb_.splat(end));
-  body(c, mask);
+  body(c, mask, 0);
   B.CreateBr(done);
   B.SetInsertPoint(done);
 }
@@ -459,6 +554,8 @@ LV *GroupLowering::scalar_const(const ir::Scalar &scalar, DataType dt) {
 FusedScratch alloc_fused_scratch(KernelBuilder &kb, const FusionPlan &plan) {
   auto &B = kb.builder();
   FusedScratch scratch;
+  scratch.workers = kb.call_rt(RtFn::Workers, {});
+  LV *copies = B.CreateZExt(scratch.workers, B.getInt64Ty());
   for (size_t g = 0; g < plan.groups.size(); ++g) {
     auto &grp = plan.groups[g];
     for (auto &[id, fv] : grp.values) {
@@ -468,17 +565,24 @@ FusedScratch alloc_fused_scratch(KernelBuilder &kb, const FusionPlan &plan) {
       // dim, but 8 bytes per element can still pass the limit.
       LV *bytes = kb.checked_bytes({grp.cols + kb.lanes()}, 8, result_size_overflow(kb.value(id)),
                                    kb.def_site(id));
-      LV *buf = kb.call_rt(RtFn::Alloc, {kb.ctx_arg(), bytes, B.getInt32(grp.ops.front())});
+      // One row per worker, each 64-byte aligned; a product past INT64_MAX asks for INT64_MAX
+      // bytes, which pto_rt_alloc refuses (a RuntimeError at the group).
+      LV *stride = B.CreateAnd(B.CreateAdd(bytes, kb.i64(63)), kb.i64(~int64_t{63}));
+      LV *prod = B.CreateBinaryIntrinsic(llvm::Intrinsic::smul_with_overflow, stride, copies);
+      LV *total = B.CreateSelect(B.CreateExtractValue(prod, 1), kb.i64(INT64_MAX),
+                                 B.CreateExtractValue(prod, 0));
+      LV *buf = kb.call_rt(RtFn::Alloc, {kb.ctx_arg(), total, B.getInt32(grp.ops.front())});
       kb.ret_if_error(B.CreateZExt(B.CreateIsNull(buf), B.getInt32Ty()));
-      scratch[{static_cast<int>(g), id}] = buf;
+      scratch.base[{static_cast<int>(g), id}] = buf;
+      scratch.stride[buf] = stride;
     }
   }
   return scratch;
 }
 
 void lower_fused_group(KernelBuilder &kb, const FusionPlan &plan, int gi,
-                       const FusedScratch &scratch) {
-  GroupLowering(kb, plan, gi, scratch).run();
+                       const FusedScratch &scratch, std::vector<ParRegion> &regions) {
+  GroupLowering(kb, plan, gi, scratch, regions).run();
 }
 
 } // namespace pto::codegen

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "llvm/kernel_builder.h"
+#include "llvm/parallel_outline.h"
 #include "passes/fuse.h"
 
 #include <map>
@@ -14,17 +15,26 @@
 
 namespace pto::codegen {
 
-/// The row scratch buffers: (group index, value) -> one row in the value's compute type.
-using FusedScratch = std::map<std::pair<int, ir::ValueId>, llvm::Value *>;
+/// The row scratch buffers: (group index, value) -> one row in the value's compute type, one copy
+/// per pool worker (pto/runtime/pool.h): worker w's row is at base + w * stride bytes.
+struct FusedScratch {
+  std::map<std::pair<int, ir::ValueId>, llvm::Value *> base; ///< worker 0's row
+  std::map<llvm::Value *, llvm::Value *> stride;             ///< base -> i64 bytes per worker
+  llvm::Value *workers = nullptr; ///< i32 pto_rt_workers() at kernel entry: the copies
+  [[nodiscard]] llvm::Value *at(const std::pair<int, ir::ValueId> &k) const { return base.at(k); }
+};
 
 /// Allocates the row scratch of every group of `plan` (pto_rt_alloc at the builder's insertion
-/// point, the kernel's entry: once per call). A row of the compute type (8 bytes an element at
-/// most) plus one vector of slack whose size passes the 2^62-byte limit fails the call with a
-/// ShapeError at the value's defining op; a refused allocation returns its status.
+/// point, the kernel's entry: once per call), one row per pool worker. A row of the compute type
+/// (8 bytes an element at most) plus one vector of slack whose size passes the 2^62-byte limit
+/// fails the call with a ShapeError at the value's defining op; a refused allocation returns its
+/// status.
 FusedScratch alloc_fused_scratch(KernelBuilder &kb, const FusionPlan &plan);
 
-/// Emits group `gi` of `plan` at the builder's insertion point.
+/// Emits group `gi` of `plan` at the builder's insertion point. A group of rank >= 2 has its
+/// outer row-tile loop emitted as a region of `regions` (parallel_outline.h), to be run on the
+/// pool after lowering: its rows are independent, so any split of them gives the same bits.
 void lower_fused_group(KernelBuilder &kb, const FusionPlan &plan, int gi,
-                       const FusedScratch &scratch);
+                       const FusedScratch &scratch, std::vector<ParRegion> &regions);
 
 } // namespace pto::codegen

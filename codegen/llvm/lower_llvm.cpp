@@ -61,6 +61,7 @@ public:
     if (!pending_.empty())
       throw InternalError("<codegen>", "lower_llvm",
                           "a local's defining op was never lowered (a ptojit bug)");
+    outline_parallel(*F, par_regions_); // innermost: before the chunks that hold them
     outline_chunks(*F, std::move(chunks_));
     return F;
   }
@@ -72,8 +73,9 @@ private:
   KernelBuilder kb_;
   llvm::IRBuilder<> &B;
   FusedScratch scratch_;
-  std::vector<Chunk> chunks_; ///< runs of region items to outline (split_function.h)
-  std::vector<OpId> top_ids_; ///< the ids of the kernel body's ops, ascending
+  std::vector<Chunk> chunks_;          ///< runs of region items to outline (split_function.h)
+  std::vector<ParRegion> par_regions_; ///< row-tile loops to run on the pool (parallel_outline.h)
+  std::vector<OpId> top_ids_;          ///< the ids of the kernel body's ops, ascending
   /// Materialized locals not allocated yet, by the top-level op that defines them.
   std::map<OpId, std::vector<ValueId>> pending_;
   int depth_ = 0; ///< nesting of the region being emitted
@@ -209,7 +211,7 @@ private:
       if (item.group >= 0) {
         const FusedGroup &g = plan_.groups[static_cast<size_t>(item.group)];
         LV *t0 = kb_.call_rt(RtFn::TraceNow, {kb_.ctx_arg()});
-        lower_fused_group(kb_, plan_, item.group, scratch_);
+        lower_fused_group(kb_, plan_, item.group, scratch_, par_regions_);
         kb_.call_rt(RtFn::TraceOp, {kb_.ctx_arg(), B.getInt32(g.ops.front()),
                                     B.getInt32(static_cast<int>(g.ops.size())), t0});
         continue;

@@ -6,6 +6,7 @@
 // C++ declarations, not from the tables under test.
 #include "pto/error.h"
 #include "pto/runtime/abi.h"
+#include "pto/runtime/pool.h"
 
 #include "llvm/abi_decls.h"
 #include "llvm/host_target.h"
@@ -110,7 +111,9 @@ TEST_CASE("abi_decls: every runtime entry point resolves in the JIT to its C fun
   CHECK(jit_symbol_address("pto_rt_heap_table") == reinterpret_cast<void *>(&pto_rt_heap_table));
   CHECK(jit_symbol_address("pto_rt_heap_zeroing") ==
         reinterpret_cast<void *>(&pto_rt_heap_zeroing));
-  CHECK(rt_symbols().size() == 24);
+  CHECK(jit_symbol_address("pto_rt_parallel_for") ==
+        reinterpret_cast<void *>(&pto_rt_parallel_for));
+  CHECK(rt_symbols().size() == 26);
   for (const auto &[name, addr] : rt_symbols()) {
     CAPTURE(name);
     CHECK(addr != nullptr);
