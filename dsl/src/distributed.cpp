@@ -313,10 +313,11 @@ ShmemTensor create_shmem_signal(const std::string &group, int n_pes, SrcLoc loc)
   return t;
 }
 
-ShmemTensor shmem_view(const ShmemTensor &src, const std::vector<int64_t> &shape,
+ShmemTensor shmem_view(const ShmemTensor &src, const StaticDims &static_shape,
                        const std::vector<SymbolicScalar> &offsets, ShmemViewOptions opts,
                        SrcLoc loc) {
   const char *op = "shmem_view";
+  const std::vector<int64_t> shape = static_shape.resolve(op, loc);
   auto &r = Recorder::current(op, loc);
   const auto &s = shmem_of(r, src, op, loc);
   if (s.shape.empty())
@@ -528,6 +529,8 @@ Tensor signal_impl(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t
 
 Tensor shmem_signal(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t signal,
                     const SymbolicScalar &target_pe, SignalOptions opts, SrcLoc loc) {
+  if (target_pe.is_concrete() && target_pe.concrete() == -1) // PyPTO: -1 is every PE
+    return signal_impl(src, src_pe, signal, nullptr, std::move(opts), "shmem_signal", loc);
   return signal_impl(src, src_pe, signal, &target_pe, std::move(opts), "shmem_signal", loc);
 }
 

@@ -81,7 +81,8 @@ HostTensor::HostTensor(DataType dtype, std::vector<int64_t> shape, HostTensorGua
                        std::source_location loc)
     : dtype_(dtype), shape_(std::move(shape)), guard_(guard) {
   if (!is_supported(dtype))
-    throw DTypeError(loc, "HostTensor", "dtype " + name(dtype) + " is not supported");
+    throw DTypeError(loc, "HostTensor",
+                     "dtype " + name(dtype) + " is not supported; supported: " + kSupportedDtypes);
   if (shape_.size() > 8)
     throw ShapeError(loc, "HostTensor", fmt::format("rank {} is above 8", shape_.size()));
   for (auto d : shape_)

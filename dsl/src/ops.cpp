@@ -2,6 +2,7 @@
 // inference, then one ir::Op appended to the current recorder.
 #include "pto/ops.h"
 
+#include "pto/host_tensor.h"
 #include "pto/ir/recorder.h"
 
 #include "shape_rules.h"
@@ -93,7 +94,9 @@ void check_rank(const Value &v, const char *op, const SrcLoc &loc) {
 
 void check_dtype_supported(DataType dt, const char *op, const SrcLoc &loc) {
   if (!is_supported(dt))
-    throw DTypeError(loc, op, "dtype " + name(dt) + " is not supported by ptojit");
+    throw DTypeError(loc, op,
+                     "dtype " + name(dt) +
+                         " is not supported by ptojit; supported: " + kSupportedDtypes);
 }
 
 bool is_token(const Value &v) { return v.kind == ValueKind::Token; }
@@ -492,8 +495,9 @@ Tensor zeros(const std::vector<SymbolicScalar> &shape, DataType dtype, SrcLoc lo
   return trace::full_as("zeros", shape, 0.0, dtype, {}, loc);
 }
 
-Tensor view(const Tensor &x, const std::vector<int64_t> &shape,
+Tensor view(const Tensor &x, const StaticDims &static_shape,
             const std::vector<SymbolicScalar> &offsets, ViewOptions opts, SrcLoc loc) {
+  const std::vector<int64_t> shape = static_shape.resolve("view", loc);
   auto &r = Recorder::current("view", loc);
   ValueId id = r.use(x, "view", loc);
   const Value &v = r.program().value(id);

@@ -45,8 +45,10 @@
 #pragma once
 
 #include "pto/error.h"
+#include "pto/hints.h"
 #include "pto/host_tensor.h"
 #include "pto/tensor.h"
+#include "pto/trace_constant.h"
 
 #include <array>
 #include <functional>
@@ -81,6 +83,8 @@ struct JitOptions {
   /// Default: PTO_RUN_MODE (jit or interpret; unset or empty: Jit). PTO_RUN_MODE is checked
   /// even when this is set.
   std::optional<RunMode> run_mode = {};
+  /// PyPTO `jit(pass_options={...})` (pto/hints.h): accepted, changes nothing ptojit computes.
+  PassOptions pass_options = {};
 };
 
 /// Counters of one kernel (all PEs together).
@@ -148,20 +152,7 @@ struct FirstTensor {
 template <class T>
 inline constexpr bool is_host_tensor_v = std::is_same_v<std::remove_cvref_t<T>, HostTensor>;
 
-template <class T> std::string constant_repr(const T &v) {
-  static_assert(std::is_arithmetic_v<std::remove_cvref_t<T>> ||
-                    std::is_convertible_v<const T &, std::string>,
-                "pto::jit: non-tensor kernel arguments must be arithmetic or strings");
-  std::ostringstream os;
-  if constexpr (std::is_same_v<std::remove_cvref_t<T>, bool>)
-    os << (v ? "true" : "false");
-  else if constexpr (std::is_arithmetic_v<std::remove_cvref_t<T>>) {
-    os.precision(17);
-    os << +v;
-  } else
-    os << '"' << std::string(v) << '"';
-  return os.str();
-}
+// constant_repr: pto/trace_constant.h.
 
 } // namespace detail
 

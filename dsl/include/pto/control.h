@@ -20,9 +20,18 @@ namespace pto {
 /// Options of pto::loop, as PyPTO's keywords.
 struct LoopOptions {
   std::string name = {}; ///< the loop's name (PyPTO `name`); messages only
+  /// PyPTO `idx_name`: the index's name. Accepted as a hint (issue 13): dumps keep ptojit's
+  /// own index names (`i0`, `i1`), which are unique per program as PyPTO requires idx_names to be.
+  std::string idx_name = {};
   /// PyPTO `unroll_list` on `loop`: the framework repeats a one-item body k times. ptojit runs
   /// the loop as written (the same results); every factor must be > 0 (ArgumentError).
   std::vector<int64_t> unroll_list = {};
+  /// PyPTO `submit_before_loop` (flush pending Ascend work first): accepted; ptojit runs ops in
+  /// program order, so every earlier op has run when the loop starts.
+  bool submit_before_loop = false;
+  /// PyPTO `parallel` (independent iterations): accepted; the loop runs its iterations in
+  /// order, which gives the same results for a body whose iterations are independent.
+  bool parallel = false;
 };
 
 /// The most paths (combinations of symbolic cond outcomes) one loop body may have.

@@ -16,6 +16,7 @@
 // `shmem_put: dst_pe 2 is out of range [0, 2) for group 'world'`.
 #pragma once
 
+#include "pto/static_dims.h"
 #include "pto/tensor.h"
 
 #include <optional>
@@ -72,7 +73,7 @@ struct ShmemViewOptions {
 /// a get never copies past its window. A signal-only object cannot be viewed. Every op below
 /// that takes a view also requires it to lie in the data (a view whose public fields were edited
 /// by hand is reported there).
-ShmemTensor shmem_view(const ShmemTensor &src, const std::vector<int64_t> &shape,
+ShmemTensor shmem_view(const ShmemTensor &src, const StaticDims &shape,
                        const std::vector<SymbolicScalar> &offsets, ShmemViewOptions opts = {},
                        SrcLoc loc = SrcLoc::current());
 
@@ -121,8 +122,10 @@ struct SignalOptions {
 /// sender passes the receiver's PE as both src_pe and target_pe, and the receiver waits with
 /// src_pe = my_symbolic_pe (see docs/distributed.md). The matching wait must use the same window
 /// and tile. Release ordering: puts issued earlier by this PE are visible before the signal is.
-/// src_pe and target_pe outside [0, n_pes), and a sig_op outside AtomicType, are
-/// DistributedErrors (the checks above).
+/// A concrete target_pe of -1 signals every PE of the group, as PyPTO `target_pe=-1`
+/// (shmem_signal_all). src_pe and other target_pes outside [0, n_pes), and a sig_op outside
+/// AtomicType, are DistributedErrors (the checks above). pto/shmem_inline.h has the spelling with
+/// shape and offsets inline.
 Tensor shmem_signal(const ShmemTensor &src, const SymbolicScalar &src_pe, int32_t signal,
                     const SymbolicScalar &target_pe, SignalOptions opts = {},
                     SrcLoc loc = SrcLoc::current());

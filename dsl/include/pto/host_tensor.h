@@ -27,6 +27,12 @@
 
 namespace pto {
 
+/// The dtypes ptojit computes with (pto::is_supported), as the DTypeError for another of PyPTO's
+/// enum members (INT4, FP8 variants, HF4/HF8, UINT16/32/64, FP4) lists them.
+inline constexpr const char *kSupportedDtypes =
+    "DT_INT8, DT_INT16, DT_INT32, DT_INT64, DT_UINT8, DT_FP16, DT_BF16, DT_FP32, DT_DOUBLE, "
+    "DT_BOOL";
+
 /// What surrounds a HostTensor's data (see the file comment and PTO_HOST_TENSOR_GUARD).
 enum class HostTensorGuard : uint8_t {
   None,   ///< nothing: 64-byte aligned data

@@ -30,6 +30,7 @@
 // - Errors name the op and the caller's file:line.
 #pragma once
 
+#include "pto/static_dims.h"
 #include "pto/tensor.h"
 
 #include <optional>
@@ -269,9 +270,10 @@ struct ViewOptions {
 /// valid shape); ptojit makes it an error, concrete or not. ShapeError when ranks differ, a dim
 /// is not positive, or a rule above fails (at trace time when concrete, else by the call: see
 /// the common rules), e.g. `view: window [6, 10) of dim 0 exceeds the size 8 of 'arg1'`.
-Tensor view(const Tensor &x, const std::vector<int64_t> &shape,
-            const std::vector<SymbolicScalar> &offsets, ViewOptions opts = {},
-            SrcLoc loc = SrcLoc::current());
+/// `shape` is a StaticDims: ints or concrete SymbolicScalars (`{x.shape(0), 16}`); a run-time
+/// entry is a ShapeError (pto/static_dims.h).
+Tensor view(const Tensor &x, const StaticDims &shape, const std::vector<SymbolicScalar> &offsets,
+            ViewOptions opts = {}, SrcLoc loc = SrcLoc::current());
 /// Writes the valid region of `x` into `out` at `offsets`, as PyPTO `assemble`. `out` is usually
 /// a kernel output parameter. Dtypes must match (DTypeError). The window that must fit in `out`
 /// (ShapeError, by the window rule: trace time when concrete, else by the call) is x's valid

@@ -92,6 +92,10 @@ struct Operand {
       : scalar(ir::Scalar{static_cast<double>(v), v, true, DT_BOTTOM}), loc(l) {}
   Operand(const Element &e, std::source_location l = std::source_location::current())
       : scalar(e.scalar), loc(l) {}
+  /// A concrete SymbolicScalar (a static dim, `x.shape(1)`) as an integer scalar, as PyPTO
+  /// passes `x.shape[1]` to `mul` (issue 13). A run-time one (a DYNAMIC dim, a loop index, a
+  /// tensor element) is an ArgumentError at `l`: tensor ops take no run-time scalars.
+  Operand(const SymbolicScalar &s, std::source_location l = std::source_location::current());
   bool is_tensor() const { return !scalar.has_value(); }
   Tensor tensor;
   std::optional<ir::Scalar> scalar;

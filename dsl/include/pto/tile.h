@@ -2,6 +2,8 @@
 // vec tile current when it is created; changing it later does not affect recorded ops.
 #pragma once
 
+#include "pto/symbolic.h"
+
 #include <cstdint>
 #include <initializer_list>
 #include <source_location>
@@ -24,6 +26,19 @@ void set_vec_tile_shapes(int64_t d0, int64_t d1,
 void set_vec_tile_shapes(int64_t d0, int64_t d1, int64_t d2,
                          std::source_location loc = std::source_location::current());
 void set_vec_tile_shapes(int64_t d0, int64_t d1, int64_t d2, int64_t d3,
+                         std::source_location loc = std::source_location::current());
+/// The same with SymbolicScalar entries (PyPTO passes `x.shape[0]` as a tile size): each must
+/// be concrete (TileShapeError "set_vec_tile_shapes: entry 0 is not static (N)" otherwise), then
+/// the int rules above apply. Integer arguments pick the overloads above.
+void set_vec_tile_shapes(const SymbolicScalar &d0,
+                         std::source_location loc = std::source_location::current());
+void set_vec_tile_shapes(const SymbolicScalar &d0, const SymbolicScalar &d1,
+                         std::source_location loc = std::source_location::current());
+void set_vec_tile_shapes(const SymbolicScalar &d0, const SymbolicScalar &d1,
+                         const SymbolicScalar &d2,
+                         std::source_location loc = std::source_location::current());
+void set_vec_tile_shapes(const SymbolicScalar &d0, const SymbolicScalar &d1,
+                         const SymbolicScalar &d2, const SymbolicScalar &d3,
                          std::source_location loc = std::source_location::current());
 /// The current vec tile (empty when none is set).
 std::vector<int64_t> get_vec_tile_shapes();

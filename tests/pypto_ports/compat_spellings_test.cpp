@@ -1,0 +1,175 @@
+// compat_spellings_test.cpp - The PyPTO spellings issue 13 asked for, each in both executors:
+// compiler hints (pass_options, idx_name, parallel), static dims as integers (view shapes, tile
+// sizes, scalar operands), non-number kernel constants keying the cache (DataType, tuple, a
+// config struct), local tensors (pto::tensor) and the dtype message listing the supported ones.
+// Expected values are plain C++ loops over the inputs.
+#include "pto/pto.h"
+
+#include "support/expect_error.h"
+#include "support/support.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <tuple>
+
+namespace {
+
+void fill(pto::HostTensor &t, double scale) {
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.set(i, scale * double(i % 13) - 3.0);
+}
+
+/// A config struct as PyPTO programs pass to a kernel; keyed by its fields.
+struct Config {
+  int tile_rows = 2;
+  double alpha = 1.0;
+};
+std::string pto_trace_key(const Config &c) {
+  return std::to_string(c.tile_rows) + "," + std::to_string(c.alpha);
+}
+
+} // namespace
+
+TEST_CASE("hints: pass_options, set_pass_options, idx_name, parallel are accepted") {
+  for (auto mode : support::run_modes()) {
+    CAPTURE(support::mode_name(mode));
+    auto opts = support::opts(mode);
+    opts.pass_options = {{"vec_nbuffer_setting", int64_t{2}}, {"cube_l1_reuse_mode", "auto"}};
+    auto k = pto::jit(
+        "hints",
+        [](pto::Tensor x, pto::Tensor y) {
+          pto::set_pass_options({{"sg_set_scope", int64_t{1}}});
+          pto::set_vec_tile_shapes(1, 8);
+          for (auto i : pto::loop(0, 4, 1, {.name = "rows", .idx_name = "i", .parallel = true})) {
+            auto t = pto::view(x, {1, 8}, {i, 0});
+            pto::assemble(t * 2.0, {i, 0}, y);
+          }
+        },
+        opts);
+    pto::HostTensor x(pto::DT_FP32, {4, 8}), y(pto::DT_FP32, {4, 8});
+    fill(x, 0.5);
+    k(x, y);
+    for (int64_t i = 0; i < x.numel(); ++i)
+      REQUIRE(y.get(i) == 2.0 * x.get(i));
+  }
+  int line = __LINE__ + 1;
+  auto bad = [] { pto::set_pass_options({{"", int64_t{1}}}); };
+  support::expect_error<pto::ArgumentError>(bad, "compat_spellings_test.cpp", line,
+                                            "set_pass_options", "empty");
+}
+
+TEST_CASE("static dims: x.shape(i) as view shape, tile size and scalar operand") {
+  for (auto mode : support::run_modes()) {
+    CAPTURE(support::mode_name(mode));
+    auto k = pto::jit(
+        "static_dims",
+        [](pto::Tensor x, pto::Tensor y) {
+          const auto rows = x.shape(0), cols = x.shape(1);
+          pto::set_vec_tile_shapes(rows, cols);
+          auto whole = pto::view(x, {rows, cols}, {0, 0});
+          pto::assemble(whole * cols + rows, {0, 0}, y); // y = x * cols + rows
+        },
+        support::opts(mode));
+    pto::HostTensor x(pto::DT_FP32, {3, 5}), y(pto::DT_FP32, {3, 5});
+    fill(x, 1.0);
+    k(x, y);
+    for (int64_t i = 0; i < x.numel(); ++i)
+      REQUIRE(y.get(i) == x.get(i) * 5.0 + 3.0);
+  }
+}
+
+TEST_CASE("static dims: a run-time entry is an error naming the op") {
+  for (auto mode : support::run_modes()) {
+    CAPTURE(support::mode_name(mode));
+    int line = 0;
+    std::string which;
+    auto k = pto::jit(
+        "runtime_dims",
+        [&](pto::Tensor x, pto::Tensor y) {
+          pto::set_vec_tile_shapes(4, 4);
+          if (which == "view") {
+            line = __LINE__ + 1;
+            pto::assemble(pto::view(x, {x.shape(0), 4}, {0, 0}), {0, 0}, y);
+          } else if (which == "tile") {
+            line = __LINE__ + 1;
+            pto::set_vec_tile_shapes(x.shape(0), 4);
+          } else {
+            line = __LINE__ + 1;
+            pto::assemble(x * x.shape(0), {0, 0}, y);
+          }
+        },
+        support::opts(mode, {{.dims = {pto::DYNAMIC, 4}}}));
+    pto::HostTensor x(pto::DT_FP32, {4, 4}), y(pto::DT_FP32, {4, 4});
+    which = "view";
+    support::expect_error<pto::ShapeError>([&] { k(x, y); }, "compat_spellings_test.cpp", line,
+                                           "view", "shape entry 0 is not static");
+    which = "tile";
+    support::expect_error<pto::TileShapeError>([&] { k(x, y); }, "compat_spellings_test.cpp", line,
+                                               "set_vec_tile_shapes", "not static");
+    which = "operand";
+    support::expect_error<pto::ArgumentError>([&] { k(x, y); }, "compat_spellings_test.cpp", line,
+                                              "scalar operand", "run-time SymbolicScalar");
+  }
+}
+
+TEST_CASE("kernel constants: DataType, tuple and a config struct key the compile cache") {
+  for (auto mode : support::run_modes()) {
+    CAPTURE(support::mode_name(mode));
+    auto k = pto::jit(
+        "constants",
+        [](pto::Tensor x, pto::Tensor y, pto::DataType acc, std::tuple<int, double> shift,
+           Config cfg) {
+          pto::set_vec_tile_shapes(cfg.tile_rows, 8);
+          auto t = pto::cast(x, acc) * cfg.alpha + std::get<1>(shift) * std::get<0>(shift);
+          pto::assemble(pto::cast(t, pto::DT_FP32), {0, 0}, y);
+        },
+        support::opts(mode));
+    pto::HostTensor x(pto::DT_FP32, {4, 8}), y(pto::DT_FP32, {4, 8});
+    fill(x, 0.25);
+    auto check = [&](double alpha, double add) {
+      for (int64_t i = 0; i < x.numel(); ++i)
+        REQUIRE(y.get(i) == x.get(i) * alpha + add);
+    };
+    k(x, y, pto::DT_FP32, std::tuple<int, double>{2, 1.5}, Config{2, 2.0});
+    check(2.0, 3.0);
+    k(x, y, pto::DT_FP32, std::tuple<int, double>{2, 1.5}, Config{2, 2.0});
+    CHECK(k.stats().traces == 1); // equal keys: one trace
+    k(x, y, pto::DT_DOUBLE, std::tuple<int, double>{2, 1.5}, Config{2, 2.0});
+    k(x, y, pto::DT_FP32, std::tuple<int, double>{3, 1.5}, Config{2, 2.0});
+    check(2.0, 4.5);
+    k(x, y, pto::DT_FP32, std::tuple<int, double>{3, 1.5}, Config{4, -1.0});
+    check(-1.0, 4.5);
+    CHECK(k.stats().traces == 4); // each changed constant traces again
+  }
+}
+
+TEST_CASE("local tensors: pto::tensor is an assemble target and starts as zeros") {
+  for (auto mode : support::run_modes()) {
+    CAPTURE(support::mode_name(mode));
+    auto k = pto::jit(
+        "local_tensor",
+        [](pto::Tensor x, pto::Tensor y) {
+          pto::set_vec_tile_shapes(2, 8);
+          auto acc = pto::tensor({4, 8}, pto::DT_FP32, "acc");
+          // Only rows 0 and 1 are written; rows 2 and 3 keep the zeros.
+          pto::assemble(pto::view(x, {2, 8}, {0, 0}) + 1.0, {0, 0}, acc);
+          pto::assemble(acc * 3.0, {0, 0}, y);
+        },
+        support::opts(mode));
+    pto::HostTensor x(pto::DT_FP32, {4, 8}), y(pto::DT_FP32, {4, 8});
+    fill(x, 1.0);
+    k(x, y);
+    for (int64_t i = 0; i < x.numel(); ++i)
+      REQUIRE(y.get(i) == (i < 16 ? (x.get(i) + 1.0) * 3.0 : 0.0));
+  }
+}
+
+TEST_CASE("dtypes: an unsupported PyPTO enum member's error lists the supported ones") {
+  int line = __LINE__ + 1;
+  auto make = [] { pto::HostTensor t(pto::DT_UINT16, {4}); };
+  const auto msg = support::expect_error<pto::DTypeError>(make, "compat_spellings_test.cpp", line,
+                                                          "HostTensor", "DT_UINT16");
+  CHECK(msg.find("supported: DT_INT8,") != std::string::npos);
+  CHECK(msg.find("DT_BOOL") != std::string::npos);
+}
