@@ -28,7 +28,7 @@ std::vector<double> run_nest(pto::RunMode mode, int depth, int conds, const pto:
                [depth, conds](pto::Tensor mt, pto::Tensor y) {
                  pto::set_vec_tile_shapes(1, 8);
                  std::vector<pto::SymbolicScalar> idx;
-                 auto level = [&](auto &self, int d, pto::SymbolicScalar col) -> void {
+                 auto level = [&](auto &self, int d, const pto::SymbolicScalar &col) -> void {
                    for (auto i : pto::loop(2)) {
                      idx.push_back(i);
                      pto::SymbolicScalar c = col;
@@ -81,7 +81,7 @@ TEST_CASE("nested cond paths under the bound run and agree with a naive loop") {
   std::vector<double> want(16, 0.0);
   const int col = (bits[0] + bits[1] + bits[2] + bits[3] + bits[4] + bits[5]) % 8;
   for (int i0 = 0; i0 < 2; ++i0)
-    want[static_cast<size_t>(i0 * 8 + col)] = 1.0;
+    want[(static_cast<size_t>(i0) * 8) + static_cast<size_t>(col)] = 1.0;
   for (auto mode : support::run_modes()) {
     CAPTURE(mode);
     CHECK(run_nest(mode, 2, 3, m) == want);
