@@ -68,10 +68,10 @@ int main(int argc, char **argv) {
       ->check(
           CLI::IsMember({"allreduce", "allgather", "reduce_scatter", "broadcast", "all_to_all"}))
       ->capture_default_str();
-  app.add_option("--reduction", reduction, "for allreduce and reduce_scatter")
+  app.add_option("--reduction", reduction, "for allreduce and reduce_scatter only")
       ->check(CLI::IsMember({"sum", "max", "min", "prod"}))
       ->capture_default_str();
-  app.add_option("--algorithm", algorithm, "allreduce algorithm")
+  app.add_option("--algorithm", algorithm, "allreduce algorithm (--op allreduce only)")
       ->check(CLI::IsMember({"auto", "one_shot", "two_shot", "rs_ag"}))
       ->capture_default_str();
   app.add_option("--rows", rows,
@@ -82,12 +82,25 @@ int main(int argc, char **argv) {
   app.add_option("--cols", cols, "columns of each PE's input")
       ->check(sample::int_range(int64_t{1}, int64_t{1} << 16))
       ->capture_default_str();
-  app.add_option("--root", root, "broadcast root PE, in [0, pes)")
+  app.add_option("--root", root, "broadcast root PE, in [0, pes) (--op broadcast only)")
       ->check(sample::int_range(0, 4095))
       ->capture_default_str();
   if (int rc = sample::parse(app, argc, argv); rc >= 0)
     return rc;
   rows = sample::default_per_pe(app, "--rows", rows, 10, f.pes);
+  // A flag the chosen --op does not read is a mistake, not a no-op.
+  struct OpFlag {
+    const char *flag, *ops;
+    bool applies;
+  };
+  for (const OpFlag &g : {OpFlag{"--root", "broadcast", op == "broadcast"},
+                          OpFlag{"--algorithm", "allreduce", op == "allreduce"},
+                          OpFlag{"--reduction", "allreduce and reduce_scatter",
+                                 op == "allreduce" || op == "reduce_scatter"}})
+    if (app.count(g.flag) > 0 && !g.applies) {
+      fmt::print(stderr, "error: {} applies to --op {} only, not to --op {}\n", g.flag, g.ops, op);
+      return 2;
+    }
 
   try {
     const int n = f.pes;

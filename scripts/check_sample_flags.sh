@@ -96,6 +96,10 @@ for s in "${samples[@]}"; do
     fi
   done
 done
+# collectives: a flag the chosen --op does not read is refused, naming the flag.
+refused collectives --root 1 --op allreduce --pes 2
+refused collectives --algorithm two_shot --op allgather --pes 2
+refused collectives --reduction max --op broadcast --pes 2
 # collectives --root outside [0, pes).
 refused collectives --root 8 --op broadcast --pes 8
 refused collectives --root 2 --op broadcast --pes 2

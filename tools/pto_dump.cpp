@@ -10,7 +10,9 @@
 // (stdout and stderr); the dumps follow it on stdout.
 // Exit status: the program's when it fails (128 + N when signal N killed it), else 0 with at
 // least one dump printed, 1 with none (no kernel traced, or none matched --kernel), 2 for a bad
-// flag, 127 when the program cannot be started.
+// flag (or a --keep DIR that cannot be created or written; checked before the program runs), 127
+// when the program cannot be started. Asked for llvm or asm, a program whose kernels all ran in
+// the interpreter gets a note on stderr that those stages do not exist there.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
@@ -117,6 +119,24 @@ int run(const std::vector<std::string> &argv, const std::string &stages, const f
   return 1;
 }
 
+// Creates dir (and its parents) if missing and checks that a file can be written in it: "" when
+// it can, else why not (the system's reason).
+std::string usable_dir(const fs::path &dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    return "cannot create the directory: " + ec.message();
+  if (!fs::is_directory(dir, ec))
+    return "not a directory";
+  std::string probe = (dir / ".pto-dump-probe.XXXXXX").string();
+  const int fd = mkstemp(probe.data());
+  if (fd < 0)
+    return std::string("cannot write in the directory: ") + std::strerror(errno);
+  close(fd);
+  fs::remove(probe, ec);
+  return "";
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -158,8 +178,10 @@ int main(int argc, char **argv) {
                  "default: every kernel");
   app.add_flag("--list", list, "print only each dump's header line, not its text");
   app.add_option("--keep", keep,
-                 "write the dump files into DIR (created if missing) and keep them; default: a "
-                 "temporary directory, removed at exit");
+                 "write the dump files into DIR (created with its parents if missing) and keep "
+                 "them; a DIR that cannot be created or written is exit 2; default: a temporary "
+                 "directory, removed at exit")
+      ->type_name("DIR");
   app.add_option("command", command, "the program to run and its arguments (after --)")->required();
   app.positionals_at_end();
   try {
@@ -172,8 +194,11 @@ int main(int argc, char **argv) {
   fs::path dir;
   std::error_code ec;
   if (!keep.empty()) {
-    dir = fs::absolute(keep);
-    fs::create_directories(dir, ec);
+    dir = fs::absolute(keep, ec);
+    if (std::string why = usable_dir(dir); !why.empty()) {
+      std::fprintf(stderr, "pto-dump: --keep %s: %s\n", keep.c_str(), why.c_str());
+      return 2;
+    }
   } else {
     std::string tmpl = (fs::temp_directory_path() / "pto-dump.XXXXXX").string();
     if (mkdtemp(tmpl.data()) == nullptr) {
@@ -185,10 +210,12 @@ int main(int argc, char **argv) {
   }
   const int rc = run(command, stages, dir);
   int printed = 0;
+  bool any_jit_stage = false;
   for (const Dump &d : collect(dir)) {
     if (!kernels.empty() && std::find(kernels.begin(), kernels.end(), d.kernel) == kernels.end())
       continue;
     ++printed;
+    any_jit_stage |= d.stage >= 3;
     std::cout << "==== " << d.kernel << " [" << d.hash << "] " << kStages[d.stage].name << " ("
               << d.path.filename().string() << ")\n";
     if (!list) {
@@ -203,6 +230,13 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "pto-dump: '%s' exited with status %d\n", command[0].c_str(), rc);
     return rc;
   }
+  const bool jit_asked = stages.find("llvm") != std::string::npos ||
+                         stages.find("asm") != std::string::npos ||
+                         stages.find("all") != std::string::npos;
+  if (printed > 0 && jit_asked && !any_jit_stage)
+    std::fprintf(stderr, "pto-dump: no llvm or asm stage was written: the kernels ran in the "
+                         "interpreter (PTO_RUN_MODE=interpret or the program's --interpret), "
+                         "which compiles no code\n");
   if (printed == 0) {
     std::fprintf(stderr, "pto-dump: no dump %s\n",
                  kernels.empty() ? "was written (did the program trace a kernel?)"

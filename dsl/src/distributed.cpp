@@ -245,7 +245,8 @@ ShmemTensor create_shmem_tensor(const std::string &group, int n_pes, DataType dt
   int g = check_group(r, group, n_pes, op, loc);
   if (shape.size() < 2 || shape.size() > 4)
     throw ShapeError(loc, op,
-                     fmt::format("dimensional must be [2, 3, 4], but got {}", shape.size()));
+                     fmt::format("the shape must have 2, 3 or 4 dims, got {} dims (shape {})",
+                                 shape.size(), dims_str(shape)));
   for (size_t d = 0; d < shape.size(); ++d)
     if (shape[d] <= 0)
       throw ShapeError(loc, op, fmt::format("dim {} must be > 0, got {}", d, shape[d]));
@@ -254,7 +255,7 @@ ShmemTensor create_shmem_tensor(const std::string &group, int n_pes, DataType dt
   if (std::find(std::begin(kData), std::end(kData), dtype) == std::end(kData))
     throw DTypeError(loc, op,
                      "data type must be one of int8, int16, int32, int64, fp16, bf16, fp32, "
-                     "fp64, but got " +
+                     "fp64, got " +
                          name(dtype));
   auto &p = r.program();
   ir::ShmemInfo s;

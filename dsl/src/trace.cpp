@@ -346,6 +346,21 @@ bool Recorder::close_loop() {
                                         "cond doubles them); merge conditions with & and |, or "
                                         "split the body into several loops",
                                         kMaxCondPaths));
+      // Each path of an outer body traces the inner loops again, which enumerate their own
+      // paths again: the passes multiply down a nest. Bound their product (this pass of every
+      // open body, outermost first).
+      int64_t passes = 1;
+      for (const auto &g : frames_)
+        passes =
+            std::min<int64_t>(passes * static_cast<int64_t>(g->paths.size() + 1), int64_t{1} << 40);
+      if (passes > kMaxNestedCondPaths)
+        throw CompileError(f.first_cond, "cond",
+                           fmt::format("{} nested pto::loop bodies with run-time cond paths "
+                                       "would trace the innermost body more than {} times (the "
+                                       "paths of nested bodies multiply: every path of an outer "
+                                       "body traces the inner loops again); merge conditions "
+                                       "with & and |, or move a cond out of the nest",
+                                       frames_.size(), kMaxNestedCondPaths));
       f.forced.assign(f.decisions.begin(), f.decisions.begin() + static_cast<long>(j - 1));
       f.forced.push_back(false);
       f.prev_conds = f.conds;

@@ -282,6 +282,11 @@ void write_trace(const pto::runtime::World &world, const CommonFlags &f) {
   if (f.trace.empty())
     return;
   world.write_trace(f.trace);
+  // Under --backend mpi only the process of PE 0 writes the file: only it says so.
+#if PTO_HAVE_MPI
+  if (f.backend == "mpi" && pto::runtime::mpi_rank() != 0)
+    return;
+#endif
   fmt::print("  trace  {} ({} events; open in Perfetto)\n", f.trace, world.trace_events());
 }
 

@@ -106,7 +106,8 @@ int64_t available_memory_bytes();
 /// and returns false; the sample then exits with 2.
 bool fits_in_memory(const MemoryEstimate &need);
 
-/// Writes the world's timeline to f.trace when it was asked for (and says where).
+/// Writes the world's timeline to f.trace when it was asked for (and says where: under --backend
+/// mpi only rank 0, the process that writes the file, prints the line). Collective under mpi.
 void write_trace(const pto::runtime::World &world, const CommonFlags &f);
 
 /// A tensor of `dtype` filled from a seeded normal(0, 1) stream (ints: uniform in [-10, 10]).

@@ -29,6 +29,9 @@ grep -q '^define ' "$tmp/out" || fail "--stages llvm: no LLVM function"
 "$dump" --stages all --list -- "$sample" --pes 2 --interpret >"$tmp/out"
 headers=$(grep '^==== ' "$tmp/out" | awk '{print $4}' | tr '\n' ';')
 [ "$headers" = "ir;tiles;plan;" ] || fail "--interpret --stages all: headers '$headers'"
+"$dump" --stages llvm,ir -- "$sample" --pes 2 --interpret 2>"$tmp/err" >/dev/null
+grep -q 'no llvm or asm stage was written: the kernels ran in the interpreter' "$tmp/err" ||
+  fail "--interpret --stages llvm: no note that llvm does not exist there: $(cat "$tmp/err")"
 
 # --kernel filters; no match is exit 1. --keep leaves the files.
 rc=0
@@ -36,6 +39,19 @@ rc=0
 [ $rc -eq 1 ] || fail "--kernel other: exit $rc, want 1"
 "$dump" --kernel allreduce_softmax --stages plan --keep "$tmp/keep" -- "$sample" --pes 2 >/dev/null
 ls "$tmp/keep"/allreduce_softmax.*.plan >/dev/null || fail "--keep: no plan file kept"
+
+# A --keep DIR that cannot be created or written is exit 2 with a message, before the program
+# runs (the program's output must not appear). A regular file stands in for an unwritable
+# directory: root may write a mode 555 one.
+touch "$tmp/file"
+for bad in "$tmp/file" "$tmp/file/sub"; do
+  rc=0
+  "$dump" --keep "$bad" -- "$sample" --pes 2 >"$tmp/out" 2>"$tmp/err" || rc=$?
+  [ $rc -eq 2 ] || fail "--keep $bad: exit $rc, want 2"
+  grep -q -- "pto-dump: --keep $bad: " "$tmp/err" || fail "--keep $bad: message '$(cat "$tmp/err")'"
+  [ ! -s "$tmp/out" ] || fail "--keep $bad: the program ran"
+done
+"$dump" --help | grep -q -- '--keep DIR' || fail "--help does not name --keep's DIR"
 
 # A bad flag is exit 2; the program's failure is its exit status; a missing program is 127.
 rc=0

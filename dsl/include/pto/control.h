@@ -36,6 +36,10 @@ struct LoopOptions {
 
 /// The most paths (combinations of symbolic cond outcomes) one loop body may have.
 inline constexpr int kMaxCondPaths = 64;
+/// The most passes the innermost of nested loop bodies with cond paths may be traced: every path
+/// of an outer body traces the loops inside it again, so the path counts of a nest multiply (3
+/// levels of 8 paths: 512 passes). More is a CompileError at the innermost body's first cond.
+inline constexpr int64_t kMaxNestedCondPaths = 256;
 /// The most pto::loop levels that may be open at once (nested loops): opening one more is a
 /// CompileError at the loop (codegen and the interpreter walk loop bodies one level each).
 inline constexpr int kMaxLoopDepth = 64;
@@ -45,7 +49,7 @@ inline constexpr int kMaxLoopDepth = 64;
 /// op kMaxKernelOps + 1 is a CompileError at its line naming the kernel and the limit: JIT
 /// compile time is about linear in the program's size, a few ms per op (bench/RESULTS.md,
 /// "JIT compile time against program size"), so the limit keeps it to minutes. Nesting is bounded
-/// by kMaxLoopDepth (and cond paths by kMaxCondPaths per loop body).
+/// by kMaxLoopDepth (and cond paths by kMaxCondPaths per loop body, kMaxNestedCondPaths per nest).
 inline constexpr int64_t kMaxKernelOps = 50000;
 
 /// `for (auto i : pto::loop(start, stop, step)) { ... }` records one loop whose index `i` is a
@@ -196,7 +200,8 @@ LoopUnrollRange loop_unroll(SymbolicScalar start, SymbolicScalar stop, SymbolicS
 /// Errors: SymbolicError for more than kMaxCondPaths paths in one body, or a body that traces
 /// differently when re-run (conditions must depend only on traced values, not on host state that
 /// changes between passes); DistributedError for a shmem tensor created in a body with paths
-/// (each path would get its own symmetric tensor; create it before the loop).
+/// (each path would get its own symmetric tensor; create it before the loop); CompileError when
+/// nested bodies' paths multiply past kMaxNestedCondPaths passes of the innermost body.
 bool cond(const SymbolicScalar &s, std::source_location loc = std::source_location::current());
 
 /// A run-time 0/1 SymbolicScalar: 1 on the first iteration of the loop whose index is `i`, as
