@@ -2,7 +2,8 @@
 // setting environment variables by hand. It runs `PROGRAM ARGS...` with PTO_DUMP=STAGES and
 // PTO_DUMP_DIR set to a fresh temporary directory (README.md, "Environment", says what each stage
 // holds), waits for it, then prints every dump file it wrote, kernel by kernel in name order and,
-// within a kernel, in pipeline order (ir, tiles, plan, llvm, asm), each under a header line
+// within a kernel, in pipeline order (sharding, ir, tiles, plan, llvm, asm), each under a header
+// line
 //   ==== KERNEL [HASH] STAGE (FILE)
 // KERNEL is the kernel name (the file name's %XX escapes decoded), HASH tells its specializations
 // apart. --kernel keeps some kernels, --list prints only the headers, --keep DIR keeps the files
@@ -41,8 +42,12 @@ struct Stage {
   const char *ext;  // the file's extension (codegen/passes/stage_dump.cpp writes them)
 };
 // Pipeline order.
-constexpr std::array<Stage, 5> kStages{
-    {{"ir", ".ir"}, {"tiles", ".tiles"}, {"plan", ".plan"}, {"llvm", ".ll"}, {"asm", ".s"}}};
+constexpr std::array<Stage, 6> kStages{{{"sharding", ".sharding"},
+                                        {"ir", ".ir"},
+                                        {"tiles", ".tiles"},
+                                        {"plan", ".plan"},
+                                        {"llvm", ".ll"},
+                                        {"asm", ".s"}}};
 
 // "a%2Fb" -> "a/b": the inverse of the dump file names' escaping (bytes outside [A-Za-z0-9_-]).
 std::string unescape(const std::string &s) {
@@ -168,9 +173,9 @@ int main(int argc, char **argv) {
                 continue;
               if (std::none_of(kStages.begin(), kStages.end(),
                                [&](const Stage &st) { return word == st.name; }))
-                return "unknown stage '" + word + "' (ir, tiles, plan, llvm, asm, all)";
+                return "unknown stage '" + word + "' (sharding, ir, tiles, plan, llvm, asm, all)";
             }
-            return any ? "" : "no stage given (ir, tiles, plan, llvm, asm, all)";
+            return any ? "" : "no stage given (sharding, ir, tiles, plan, llvm, asm, all)";
           },
           "LIST"));
   app.add_option("--kernel", kernels,
