@@ -534,8 +534,8 @@ TEST_CASE("hardening kernel: an unknown PTO_DUMP stage is an ArgumentError listi
     const int line = __LINE__ + 1;
     std::string msg = thrown<pto::ArgumentError>([&] { k(x, y, 1.0); });
     CHECK(msg == at(line) + ": PTO_DUMP: 'ir,tile' names 'tile', which is not a known value "
-                            "(tracing kernel 'dump_env'); expected a comma-separated list of: ir, "
-                            "tiles, plan, llvm, asm, or all");
+                            "(tracing kernel 'dump_env'); expected a comma-separated list of: "
+                            "sharding, ir, tiles, plan, llvm, asm, or all");
   }
 }
 
