@@ -2,7 +2,6 @@
 // scratch memory, and the small ABI entry points that only read or write the context.
 #include "pto/runtime/context.h"
 
-#include "pto/env.h"
 #include "pto/runtime/world.h"
 
 #include "boundary.h"
@@ -84,9 +83,6 @@ pto_ctx *default_ctx(const std::source_location &loc) {
   thread_local std::unique_ptr<World> world;
   thread_local pto_ctx *ctx = nullptr;
   if (!ctx) {
-    // The World constructor checks the environment too; checked here first, a bad PTO_*
-    // variable names what the user did (a kernel call), not the implicit World.
-    env::check_all(loc, " (calling a kernel outside World::run)");
     world = std::make_unique<World>(1, WorldOptions{}, loc);
     ctx = world->context(0);
   }
