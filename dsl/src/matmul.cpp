@@ -229,6 +229,10 @@ Tensor matmul(const Tensor &a, const Tensor &b, DataType out_dtype, MatmulOption
   ValueId oid = r.add_value(std::move(out));
   o.outputs = {oid};
   r.emit(std::move(o));
+  // PyPTO: "if none is valid, matmul sets a 2-D [128, 128] vec tile itself", so that
+  // `out[:] = matmul(...)` with only a cube tile set assembles its result (reference §3.4).
+  if (rank == 2 && r.vec_tile.vec.empty())
+    r.vec_tile.vec = {kMatmulDefaultVecTile, kMatmulDefaultVecTile};
   return r.tensor(oid);
 }
 

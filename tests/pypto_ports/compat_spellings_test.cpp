@@ -173,3 +173,46 @@ TEST_CASE("dtypes: an unsupported PyPTO enum member's error lists the supported 
   CHECK(msg.find("supported: DT_INT8,") != std::string::npos);
   CHECK(msg.find("DT_BOOL") != std::string::npos);
 }
+
+TEST_CASE("matmul: out[:] = matmul(a, b) with only a cube tile set (PyPTO's default vec tile)") {
+  // 150 x 40 @ 40 x 136: the default [128, 128] vec tile leaves a tail in both dims.
+  const int64_t m = 150, k = 40, n = 136;
+  for (auto mode : support::run_modes()) {
+    CAPTURE(support::mode_name(mode));
+    auto mm = pto::jit(
+        "cube_only",
+        [](pto::Tensor a, pto::Tensor b, pto::Tensor c) {
+          pto::set_cube_tile_shapes({32, 64}, {32, 64}, {32, 64});
+          pto::assemble(pto::matmul(a, b, pto::DT_FP32), {0, 0}, c);
+          const auto tile = pto::get_vec_tile_shapes();
+          REQUIRE(tile ==
+                  std::vector<int64_t>{pto::kMatmulDefaultVecTile, pto::kMatmulDefaultVecTile});
+        },
+        support::opts(mode));
+    pto::HostTensor a(pto::DT_FP32, {m, k}), b(pto::DT_FP32, {k, n}), c(pto::DT_FP32, {m, n});
+    fill(a, 0.25);
+    fill(b, 0.5);
+    mm(a, b, c);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double want = 0; // small integers times 1/8: every partial sum is exact in fp32
+        for (int64_t q = 0; q < k; ++q)
+          want += a.get(i * k + q) * b.get(q * n + j);
+        REQUIRE(c.get(i * n + j) == want);
+      }
+  }
+  // A rank-3 matmul does not set one (PyPTO: 3-D and 4-D need a vec tile).
+  int line = __LINE__ + 5;
+  auto bad = [] {
+    auto mm = pto::jit("cube_only_3d", [](pto::Tensor a, pto::Tensor b, pto::Tensor c) {
+      pto::set_cube_tile_shapes({32, 64}, {32, 64}, {32, 64});
+      auto p = pto::matmul(a, b, pto::DT_FP32);
+      pto::assemble(p, {0, 0, 0}, c);
+    });
+    pto::HostTensor a(pto::DT_FP32, {2, 8, 32}), b(pto::DT_FP32, {2, 32, 16}),
+        c(pto::DT_FP32, {2, 8, 16});
+    mm(a, b, c);
+  };
+  support::expect_error<pto::TileShapeError>(bad, "compat_spellings_test.cpp", line, "assemble",
+                                             "no vec tile shape is set");
+}

@@ -23,6 +23,9 @@ struct CubeTileOptions {
   bool enable_split_k = false;
 };
 
+/// The vec tile edge a rank-2 matmul sets when no vec tile is set (PyPTO's [128, 128]).
+inline constexpr int64_t kMatmulDefaultVecTile = 128;
+
 /// The scratch one cube tile may use: as PyPTO bounds the blocks by its L1/L0 buffers, ptojit
 /// bounds (mL1*kAL1 + kBL1*nL1 + mL1*nL1) * 4 by 2^28 bytes (256 MiB). (The CPU kernel's own
 /// per-call scratch, its packed blocks, is a few MiB whatever the cube tile.)
@@ -64,6 +67,10 @@ struct MatmulOptions {
 ///   valid K of the two.
 /// - Throws TileShapeError when no cube tile is set ("call set_cube_tile_shapes first"), and for
 ///   enable_split_k with a bias, relu, or an fp16/bf16 output.
+/// - Vec tile: as PyPTO, a rank-2 matmul traced while no vec tile is set sets the current one
+///   to [kMatmulDefaultVecTile, kMatmulDefaultVecTile] (the later ops of the scope, such as the
+///   assemble of `out[:] = matmul(...)`, capture it). Rank 3 and 4 need a vec tile set by the
+///   user (PyPTO's rule), else the next vector op's TileShapeError says none is set.
 Tensor matmul(const Tensor &a, const Tensor &b, DataType out_dtype, MatmulOptions opts = {},
               std::source_location loc = std::source_location::current());
 
