@@ -61,6 +61,7 @@ constexpr std::string_view kLitmusT = "tests/e2e/litmus_test.cpp";
 constexpr std::string_view kCastsT = "tests/codegen/hardening_casts_test.cpp";
 constexpr std::string_view kZerosT = "tests/codegen/hardening_zeros_test.cpp";
 constexpr std::string_view kReuseS = "samples/allreduce_add_allreduce.cpp";
+constexpr std::string_view kCompatT = "tests/pypto_ports/compat_spellings_test.cpp";
 
 using K = Kind;
 template <class... T> std::vector<std::string_view> tested_in(T... files) { return {files...}; }
@@ -547,6 +548,8 @@ std::vector<OpRow> make_rows() {
       {"pto::Tensor::at", kTensorH, K::Control, "t[i, j] (GetTensorData)", "",
        "int8-int64, uint8, bool", tested_in(kControlT, kSymbolicT), kNone,
        "a run-time scalar read; floats are a DTypeError"},
+      {"pto::set_tensor_data", kOpsH, K::Control, "t[i, j] = s (SetTensorData)", "", kAll,
+       tested_in(kCompatT), kNone, "every dtype (PyPTO: int32); the value is known at trace time"},
 
       // ---- distributed: shmem primitives -------------------------------------------------
       {"pto::distributed::create_shmem_tensor", kDistH, K::Distributed, "create_shmem_tensor", "",

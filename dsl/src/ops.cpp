@@ -540,29 +540,27 @@ Tensor view(const Tensor &x, const StaticDims &static_shape,
   return r.tensor(r.add_value(std::move(w)));
 }
 
-void assemble(const Tensor &x, const std::vector<SymbolicScalar> &offsets, const Tensor &out,
-              SrcLoc loc) {
-  auto &r = Recorder::current("assemble", loc);
-  const Value &vx = data_operand(r, x, "assemble", loc);
-  ValueId oid = r.use(out, "assemble", loc);
+void trace::assemble_as(const char *op, const Tensor &x, const std::vector<SymbolicScalar> &offsets,
+                        const Tensor &out, const SrcLoc &loc) {
+  auto &r = Recorder::current(op, loc);
+  const Value &vx = data_operand(r, x, op, loc);
+  ValueId oid = r.use(out, op, loc);
   const Value &vo = r.program().value(oid);
   if (vo.kind == ValueKind::Token)
-    throw DTypeError(loc, "assemble", "cannot assemble into a dependency token");
+    throw DTypeError(loc, op, "cannot assemble into a dependency token");
   if (vo.kind == ValueKind::ShmemData)
-    throw DTypeError(loc, "assemble",
-                     "cannot assemble into shmem data; use pto::distributed::shmem_put");
+    throw DTypeError(loc, op, "cannot assemble into shmem data; use pto::distributed::shmem_put");
   if (vx.dtype != vo.dtype)
-    throw DTypeError(loc, "assemble",
+    throw DTypeError(loc, op,
                      "input dtype " + name(vx.dtype) + " differs from output dtype " +
                          name(vo.dtype) + "; cast first");
   if (vx.shape.size() != vo.shape.size())
     throw ShapeError(
-        loc, "assemble",
+        loc, op,
         fmt::format("input rank {} differs from output rank {}", vx.shape.size(), vo.shape.size()));
   if (offsets.size() != vx.shape.size())
     throw ShapeError(
-        loc, "assemble",
-        fmt::format("offsets need {} entries, got {}", vx.shape.size(), offsets.size()));
+        loc, op, fmt::format("offsets need {} entries, got {}", vx.shape.size(), offsets.size()));
   // The destination window is a view of `out` with the input's shape (dynamic dims span it);
   // assemble writes the input's valid region, so that is what must fit.
   check_window(r,
@@ -572,7 +570,7 @@ void assemble(const Tensor &x, const std::vector<SymbolicScalar> &offsets, const
                       .parent_extent = window_extent(vo),
                       .parent_shape = vo.shape,
                       .parent = trace::value_phrase(r.program(), vo)},
-               "assemble", loc);
+               op, loc);
   Value w;
   w.kind = ValueKind::View;
   w.dtype = vo.dtype;
@@ -590,8 +588,58 @@ void assemble(const Tensor &x, const std::vector<SymbolicScalar> &offsets, const
   o.where = loc;
   o.inputs = {xid};
   o.outputs = {wid};
-  o.tile = ir::capture_tile(r, xrank, "assemble", loc);
+  o.tile = ir::capture_tile(r, xrank, op, loc);
   r.emit(std::move(o));
+}
+
+void assemble(const Tensor &x, const std::vector<SymbolicScalar> &offsets, const Tensor &out,
+              SrcLoc loc) {
+  trace::assemble_as("assemble", x, offsets, out, loc);
+}
+
+void set_tensor_data(const Tensor &t, const std::vector<SymbolicScalar> &indices, double value,
+                     SrcLoc loc) {
+  const char *op = "set_tensor_data";
+  auto &r = Recorder::current(op, loc);
+  const Value &v = r.program().value(r.use(t, op, loc));
+  if (v.kind == ValueKind::Token)
+    throw DTypeError(loc, op, "tensor '" + v.name + "' is a dependency token; it has no elements");
+  if (v.shmem >= 0)
+    throw DTypeError(loc, op,
+                     "tensor '" + v.name +
+                         "' is shmem data; write it with pto::distributed::shmem_put");
+  if (indices.size() != v.shape.size())
+    throw ShapeError(loc, op,
+                     fmt::format("tensor '{}' has rank {}, got {} indices", v.name, v.shape.size(),
+                                 indices.size()));
+  std::vector<SymbolicScalar> idx = indices;
+  for (size_t d = 0; d < idx.size(); ++d) {
+    r.check_symbols(idx[d], op, loc);
+    if (!idx[d].is_concrete())
+      continue; // checked at run time by the assemble's window check
+    int64_t i = idx[d].concrete();
+    const SymbolicScalar &dim = v.shape[d];
+    if (i < 0 && dim.is_concrete()) // a negative index counts from the end, as PyPTO
+      i += dim.concrete();
+    if (i < 0 || (dim.is_concrete() && i >= dim.concrete()))
+      throw ShapeError(loc, op,
+                       fmt::format("index {} is out of range [0, {}) in dim {} of tensor '{}'",
+                                   idx[d].concrete(), dim.str(), d, v.name));
+    idx[d] = i;
+  }
+  const DataType dt = v.dtype;
+  const std::vector<SymbolicScalar> one(idx.size(), SymbolicScalar(1));
+  // One element needs no user tile: trace the fill and the store with a [1, .., 1] tile.
+  const std::vector<int64_t> saved = r.vec_tile.vec;
+  r.vec_tile.vec.assign(idx.size(), 1);
+  try {
+    Tensor e = trace::full_as(op, one, value, dt, {}, loc);
+    trace::assemble_as(op, e, idx, t, loc);
+  } catch (...) {
+    r.vec_tile.vec = saved;
+    throw;
+  }
+  r.vec_tile.vec = saved;
 }
 
 Tensor operator+(const Operand &a, const Operand &b) { return add(a, b, a.loc); }

@@ -150,6 +150,9 @@ inline void check_int_element(int64_t v, DataType dt, const char *op, const SrcL
 inline bool is_one(const SymbolicScalar &s) { return s.is_concrete() && s.concrete() == 1; }
 
 /// pto::full reported as `op` (zeros, ones, full): checks and traces one Full op.
+/// pto::assemble, its errors naming `op` (set_tensor_data stores through it).
+void assemble_as(const char *op, const Tensor &x, const std::vector<SymbolicScalar> &offsets,
+                 const Tensor &out, const SrcLoc &loc);
 Tensor full_as(const char *op, const std::vector<SymbolicScalar> &shape, Element value,
                FullOptions opts, const SrcLoc &loc);
 Tensor full_as(const char *op, const std::vector<SymbolicScalar> &shape, double value,

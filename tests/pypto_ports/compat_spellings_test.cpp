@@ -216,3 +216,69 @@ TEST_CASE("matmul: out[:] = matmul(a, b) with only a cube tile set (PyPTO's defa
   support::expect_error<pto::TileShapeError>(bad, "compat_spellings_test.cpp", line, "assemble",
                                              "no vec tile shape is set");
 }
+
+TEST_CASE("element store: set_tensor_data writes one element, concrete or symbolic index") {
+  for (auto mode : support::run_modes()) {
+    CAPTURE(support::mode_name(mode));
+    auto k = pto::jit(
+        "set_tensor_data",
+        [](pto::Tensor x, pto::Tensor y) {
+          pto::set_vec_tile_shapes(2, 8);
+          pto::assemble(x, {0, 0}, y);
+          pto::set_tensor_data(y, {1, 2}, 7.5);
+          pto::set_tensor_data(y, {-1, -1}, -2.0); // from the end, as PyPTO
+          for (auto i : pto::loop(0, 4, 1))
+            pto::set_tensor_data(y, {i, i + 3}, 100.0); // written after the store above
+        },
+        support::opts(mode));
+    pto::HostTensor x(pto::DT_FP32, {4, 8}), y(pto::DT_FP32, {4, 8});
+    fill(x, 1.0);
+    k(x, y);
+    for (int64_t r = 0; r < 4; ++r)
+      for (int64_t c = 0; c < 8; ++c) {
+        double want = x.get(r * 8 + c);
+        if (r == 1 && c == 2)
+          want = 7.5;
+        if (r == 3 && c == 7)
+          want = -2.0;
+        if (c == r + 3)
+          want = 100.0;
+        REQUIRE(y.get(r * 8 + c) == want);
+      }
+  }
+  // An int32 tensor, the value truncated toward zero as full's rule.
+  auto ki =
+      pto::jit("set_tensor_data_i32", [](pto::Tensor x) { pto::set_tensor_data(x, {2}, -3.9); });
+  pto::HostTensor xi(pto::DT_INT32, {4});
+  ki(xi);
+  for (int64_t i = 0; i < 4; ++i)
+    REQUIRE(xi.get(i) == (i == 2 ? -3.0 : 0.0));
+  // Errors name set_tensor_data and the user's line.
+  int line = __LINE__ + 2;
+  auto out_of_range = [] {
+    auto k = pto::jit("std_oob", [](pto::Tensor x) { pto::set_tensor_data(x, {0, 8}, 1.0); });
+    pto::HostTensor x(pto::DT_FP32, {4, 8});
+    k(x);
+  };
+  support::expect_error<pto::ShapeError>(out_of_range, "compat_spellings_test.cpp", line,
+                                         "set_tensor_data", "index 8 is out of range [0, 8)");
+  line = __LINE__ + 2;
+  auto too_big = [] {
+    auto k = pto::jit("std_range", [](pto::Tensor x) { pto::set_tensor_data(x, {0}, 300.0); });
+    pto::HostTensor x(pto::DT_INT8, {4});
+    k(x);
+  };
+  support::expect_error<pto::DTypeError>(too_big, "compat_spellings_test.cpp", line,
+                                         "set_tensor_data", "300");
+  line = __LINE__ + 4;
+  auto runtime_oob = [] { // i = 1 stores to column 8: a run-time ShapeError of the call
+    auto k = pto::jit("std_dyn", [](pto::Tensor x) {
+      for (auto i : pto::loop(0, 2, 1))
+        pto::set_tensor_data(x, {pto::SymbolicScalar(0), i + 7}, 1.0);
+    });
+    pto::HostTensor x(pto::DT_FP32, {4, 8});
+    k(x);
+  };
+  support::expect_error<pto::ShapeError>(runtime_oob, "compat_spellings_test.cpp", line,
+                                         "set_tensor_data", "");
+}

@@ -280,6 +280,18 @@ Tensor view(const Tensor &x, const StaticDims &shape, const std::vector<Symbolic
 /// region at `offsets`; for an `out` that is a view given a valid_shape, in that valid_shape.
 void assemble(const Tensor &x, const std::vector<SymbolicScalar> &offsets, const Tensor &out,
               SrcLoc loc = SrcLoc::current());
+/// `t[i, j] = value`, as PyPTO `SetTensorData` (`__setitem__` with all-index keys): writes one
+/// element of `t` (a kernel parameter or a local, or a view of one), in program order with the
+/// ops around it. One index per dim; indices may be symbolic; a concrete negative index counts
+/// from the end of a static dim, as `Tensor::at`. `value` is converted to t's dtype by `full`'s
+/// rules (an integer dtype truncates toward zero and must hold the value: DTypeError
+/// otherwise). Every dtype (PyPTO allows only DT_INT32). Needs no vec tile. Errors, naming
+/// "set_tensor_data": ShapeError for a wrong index count or a concrete index out of range (at
+/// run time, by the assemble window rule, for a symbolic one); DTypeError for a token or shmem
+/// data. The value is a number known at trace time; to store a run-time scalar, assemble a
+/// tensor computed from it.
+void set_tensor_data(const Tensor &t, const std::vector<SymbolicScalar> &indices, double value,
+                     SrcLoc loc = SrcLoc::current());
 
 /// Operators: `+ - * /` as add/sub/mul/div, unary `-` as neg. Comparisons are not overloaded.
 Tensor operator+(const Operand &a, const Operand &b);
