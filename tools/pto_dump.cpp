@@ -5,15 +5,19 @@
 // within a kernel, in pipeline order (sharding, ir, tiles, plan, llvm, asm), each under a header
 // line
 //   ==== KERNEL [HASH] STAGE (FILE)
-// KERNEL is the kernel name (the file name's %XX escapes decoded), HASH tells its specializations
-// apart. --kernel keeps some kernels, --list prints only the headers, --keep DIR keeps the files
-// (in DIR) instead of a temporary directory. The program's own output passes through unchanged
-// (stdout and stderr); the dumps follow it on stdout.
+// KERNEL is the kernel name (the file name's %XX escapes decoded; a name whose escaped form is
+// longer than 128 bytes is cut there), HASH tells its specializations
+// apart. --kernel keeps some kernels (matched as written to pto::jit, long names by their cut
+// form), --list prints only the headers, --keep DIR keeps the files (in DIR) instead of a
+// temporary directory; files DIR already held that the run did not write are not printed. The
+// program's own output passes through unchanged (stdout and stderr); the dumps follow it on stdout.
 // Exit status: the program's when it fails (128 + N when signal N killed it), else 0 with at
 // least one dump printed, 1 with none (no kernel traced, or none matched --kernel), 2 for a bad
 // flag (or a --keep DIR that cannot be created or written; checked before the program runs), 127
 // when the program cannot be started. Asked for llvm or asm, a program whose kernels all ran in
 // the interpreter gets a note on stderr that those stages do not exist there.
+#include "pto/file_name.h"
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
@@ -24,10 +28,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <sys/wait.h>
 #include <tuple>
 #include <unistd.h>
@@ -66,6 +73,7 @@ std::string unescape(const std::string &s) {
 
 struct Dump {
   std::string kernel; // decoded
+  std::string stem;   // as in the file name (escaped, maybe cut)
   std::string hash;
   size_t stage = 0; // index into kStages
   fs::path path;
@@ -85,12 +93,41 @@ std::vector<Dump> collect(const fs::path &dir) {
       const size_t dot = stem.rfind('.');
       if (dot == std::string::npos)
         continue;
-      out.push_back({unescape(stem.substr(0, dot)), stem.substr(dot + 1), s, entry.path()});
+      const std::string name = stem.substr(0, dot);
+      out.push_back({unescape(name), name, stem.substr(dot + 1), s, entry.path()});
     }
   }
   std::sort(out.begin(), out.end(), [](const Dump &a, const Dump &b) {
     return std::tie(a.kernel, a.hash, a.stage) < std::tie(b.kernel, b.hash, b.stage);
   });
+  return out;
+}
+
+// Whether the comma-separated LIST names one of `words`.
+bool asks_any(const std::string &list, std::initializer_list<std::string_view> words) {
+  std::stringstream in(list);
+  std::string word;
+  while (std::getline(in, word, ','))
+    if (std::find(words.begin(), words.end(), word) != words.end())
+      return true;
+  return false;
+}
+
+// What a file looked like before the run: a file the run did not touch is not its dump.
+struct Seen {
+  fs::file_time_type mtime;
+  uintmax_t size;
+};
+std::map<fs::path, Seen> snapshot(const fs::path &dir) {
+  std::map<fs::path, Seen> out;
+  std::error_code ec;
+  for (const auto &entry : fs::directory_iterator(dir, ec)) {
+    std::error_code e1, e2;
+    const auto t = entry.last_write_time(e1);
+    const auto n = entry.file_size(e2);
+    if (!e1 && !e2)
+      out[entry.path()] = {t, n};
+  }
   return out;
 }
 
@@ -158,9 +195,11 @@ int main(int argc, char **argv) {
   bool list = false;
   std::vector<std::string> command;
   app.add_option("--stages", stages,
-                 "comma-separated stages to print, in any order: ir (the verified program), tiles "
-                 "(each op's tile grid), plan (the fusion plan), llvm (the optimized LLVM module), "
-                 "asm (the machine code), or all; llvm and asm exist only for JIT-compiled kernels")
+                 "comma-separated stages to print, in any order: sharding (pto::parallel's "
+                 "layouts and inserted collectives), ir (the verified program), tiles (each op's "
+                 "tile grid), plan (the fusion plan), llvm (the optimized LLVM module), asm (the "
+                 "machine code), or all; sharding exists only for kernels that use pto::parallel, "
+                 "llvm and asm only for JIT-compiled kernels")
       ->default_val(stages)
       ->check(CLI::Validator(
           [](std::string &s) -> std::string {
@@ -179,14 +218,17 @@ int main(int argc, char **argv) {
           },
           "LIST"));
   app.add_option("--kernel", kernels,
-                 "print only the kernels of this name (as passed to pto::jit); repeatable; "
-                 "default: every kernel");
+                 "print only the kernels of this name (as passed to pto::jit; a name longer "
+                 "than the 128 bytes a dump file name holds matches by its first bytes); "
+                 "repeatable; default: every kernel");
   app.add_flag("--list", list, "print only each dump's header line, not its text");
   app.add_option("--keep", keep,
                  "write the dump files into DIR (created with its parents if missing) and keep "
-                 "them; a DIR that cannot be created or written is exit 2; default: a temporary "
-                 "directory, removed at exit")
-      ->type_name("DIR");
+                 "them; only the files this run wrote are printed; a DIR that cannot be created "
+                 "or written is exit 2; default: a temporary directory, removed at exit")
+      ->type_name("DIR")
+      ->check(CLI::Validator(
+          [](std::string &s) -> std::string { return s.empty() ? "DIR is empty" : ""; }, "DIR"));
   app.add_option("command", command, "the program to run and its arguments (after --)")->required();
   app.positionals_at_end();
   try {
@@ -213,12 +255,23 @@ int main(int argc, char **argv) {
     }
     dir = tmpl;
   }
+  const std::map<fs::path, Seen> before = snapshot(dir);
   const int rc = run(command, stages, dir);
+  std::vector<std::string> wanted; // the --kernel names as the dump files spell them
+  for (const auto &k : kernels)
+    wanted.push_back(pto::escape_file_name(k));
   int printed = 0;
   bool any_jit_stage = false;
   for (const Dump &d : collect(dir)) {
-    if (!kernels.empty() && std::find(kernels.begin(), kernels.end(), d.kernel) == kernels.end())
+    if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), d.stem) == wanted.end())
       continue;
+    if (auto it = before.find(d.path); it != before.end()) {
+      std::error_code e1, e2;
+      const auto t = fs::last_write_time(d.path, e1);
+      const auto n = fs::file_size(d.path, e2);
+      if (!e1 && !e2 && t == it->second.mtime && n == it->second.size)
+        continue; // left from an earlier run in --keep's DIR
+    }
     ++printed;
     any_jit_stage |= d.stage >= 3;
     std::cout << "==== " << d.kernel << " [" << d.hash << "] " << kStages[d.stage].name << " ("
@@ -235,17 +288,18 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "pto-dump: '%s' exited with status %d\n", command[0].c_str(), rc);
     return rc;
   }
-  const bool jit_asked = stages.find("llvm") != std::string::npos ||
-                         stages.find("asm") != std::string::npos ||
-                         stages.find("all") != std::string::npos;
+  const bool jit_asked = asks_any(stages, {"llvm", "asm", "all"});
   if (printed > 0 && jit_asked && !any_jit_stage)
     std::fprintf(stderr, "pto-dump: no llvm or asm stage was written: the kernels ran in the "
                          "interpreter (PTO_RUN_MODE=interpret or the program's --interpret), "
                          "which compiles no code\n");
   if (printed == 0) {
     std::fprintf(stderr, "pto-dump: no dump %s\n",
-                 kernels.empty() ? "was written (did the program trace a kernel?)"
-                                 : "matched --kernel");
+                 !kernels.empty() ? "matched --kernel"
+                 : asks_any(stages, {"ir", "tiles", "plan", "all"})
+                     ? "was written (did the program trace a kernel?)"
+                     : "of the stages asked for was written (sharding exists only for kernels "
+                       "that use pto::parallel; llvm and asm only for JIT-compiled kernels)");
     return 1;
   }
   return 0;

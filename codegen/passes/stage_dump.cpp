@@ -9,22 +9,9 @@
 
 namespace pto::codegen {
 
-std::string escape_file_name(const std::string &name) {
-  constexpr size_t kMaxBytes = 128;
-  std::string out;
-  for (unsigned char c : name) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                       c == '_' || c == '-';
-    std::string piece = plain ? std::string(1, char(c)) : fmt::format("%{:02X}", c);
-    if (out.size() + piece.size() > kMaxBytes)
-      break;
-    out += piece;
-  }
-  return out;
-}
-
 StageDump::StageDump(const CompileOptions &opts, const std::string &kernel, uint64_t spec_hash)
-    : opts_(opts), stem_(escape_file_name(kernel) + fmt::format(".{:08x}", uint32_t(spec_hash))) {}
+    : opts_(opts),
+      stem_(pto::escape_file_name(kernel) + fmt::format(".{:08x}", uint32_t(spec_hash))) {}
 
 void StageDump::operator()(const std::string &stage, const std::string &ext,
                            const std::string &text) const {

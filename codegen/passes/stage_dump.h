@@ -4,17 +4,14 @@
 // another). The pipeline (pipeline.h) writes ir, tiles and plan; the JIT llvm and asm.
 #pragma once
 
+#include "pto/file_name.h" // escape_file_name
+
 #include "passes/compile.h"
 
 #include <cstdint>
 #include <string>
 
 namespace pto::codegen {
-
-/// `name` as one file-name component: bytes outside [A-Za-z0-9_-] become %XX (so '/', '.',
-/// "..", spaces and non-UTF-8 bytes cannot leave the directory or hide the file); injective,
-/// cut to 128 bytes (the hash in the dump name keeps cut names apart).
-std::string escape_file_name(const std::string &name);
 
 class StageDump {
 public:

@@ -39,6 +39,16 @@ rc=0
 [ $rc -eq 1 ] || fail "--kernel other: exit $rc, want 1"
 "$dump" --kernel allreduce_softmax --stages plan --keep "$tmp/keep" -- "$sample" --pes 2 >/dev/null
 ls "$tmp/keep"/allreduce_softmax.*.plan >/dev/null || fail "--keep: no plan file kept"
+# Files the run did not write are not its dumps: a stale one in DIR is not printed, and a run
+# that writes none is exit 1 even so; a rewritten one is printed.
+printf 'STALE\n' >"$tmp/keep/stale_kernel.0badf00d.ir"
+rc=0
+"$dump" --keep "$tmp/keep" -- true >"$tmp/out" 2>&1 || rc=$?
+[ $rc -eq 1 ] || fail "--keep with only stale files: exit $rc, want 1"
+! grep -q STALE "$tmp/out" || fail "--keep printed a file the run did not write"
+"$dump" --keep "$tmp/keep" --stages plan -- "$sample" --pes 2 >"$tmp/out"
+headers=$(grep '^==== ' "$tmp/out" | awk '{print $2, $4}' | tr '\n' ';')
+[ "$headers" = "allreduce_softmax plan;" ] || fail "--keep rerun: headers '$headers'"
 
 # A --keep DIR that cannot be created or written is exit 2 with a message, before the program
 # runs (the program's output must not appear). A regular file stands in for an unwritable
@@ -52,6 +62,17 @@ for bad in "$tmp/file" "$tmp/file/sub"; do
   [ ! -s "$tmp/out" ] || fail "--keep $bad: the program ran"
 done
 "$dump" --help | grep -q -- '--keep DIR' || fail "--help does not name --keep's DIR"
+rc=0
+"$dump" --keep '' -- "$sample" --pes 2 >"$tmp/out" 2>&1 || rc=$?
+[ $rc -eq 2 ] || fail "--keep '': exit $rc, want 2"
+
+# A stage the kernels do not have (sharding: the sample does not use pto::parallel) is exit 1,
+# and the message says why, not that no kernel was traced.
+rc=0
+"$dump" --stages sharding -- "$sample" --pes 2 >/dev/null 2>"$tmp/err" || rc=$?
+[ $rc -eq 1 ] || fail "--stages sharding: exit $rc, want 1"
+grep -q 'of the stages asked for was written' "$tmp/err" || fail "--stages sharding: '$(cat "$tmp/err")'"
+"$dump" --help | grep -q 'sharding' || fail "--help does not list the sharding stage"
 
 # A bad flag is exit 2; the program's failure is its exit status; a missing program is 127.
 rc=0
