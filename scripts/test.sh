@@ -138,6 +138,8 @@ mpi_checks() (
     done
   done
   PTO_MPI_PROGRESS=0 run -np 2 --mca osc pt2pt build/tests/test_mpi
+  # Three ranks: two go on with a collective the third abandoned (its buffers must live on).
+  run -np 3 build/tests/test_mpi -tc='*intact after its World*'
   # A setting that selects collective MPI calls, set on one rank only: an error on every rank
   # (when MPI starts), a non-zero exit, no hang.
   for var in PTO_MPI_SHARED PTO_MPI_PROGRESS; do

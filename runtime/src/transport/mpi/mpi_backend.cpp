@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <fmt/format.h>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -62,9 +63,10 @@ void mpi_share_host_buffers(const std::vector<std::pair<void *, int64_t>> &bufs,
   // call it fails the others instead of leaving them blocked in MPI.
   const int64_t timeout_ms = 2 * WorldOptions::kDefaultDeadlockTimeoutMs;
   const MPI_Comm comm = s.host_comm();
-  auto polled = [&](const std::string &what, const std::function<int(MPI_Request *)> &start) {
+  auto polled = [&](const std::string &what, const std::function<int(MPI_Request *)> &start,
+                    std::vector<std::shared_ptr<void>> keep = {}) {
     try {
-      s.collective(comm, kOp, what, timeout_ms, start);
+      s.collective(comm, kOp, what, timeout_ms, start, false, std::move(keep));
     } catch (const Error &e) { // at the caller's line
       if (dynamic_cast<const DistributedError *>(&e))
         throw DistributedError(loc, kOp, e.detail());
@@ -72,15 +74,23 @@ void mpi_share_host_buffers(const std::vector<std::pair<void *, int64_t>> &bufs,
     }
   };
   const int w = 2 * n + 1;
-  std::vector<int64_t> mine(size_t(w), 0), all(size_t(w) * size_t(n), 0);
+  // Shared: an abandoned request may complete into them later (Session::retain). The Ibcasts
+  // below write into the caller's buffers, only the bytes meant for them.
+  const auto minep = std::make_shared<std::vector<int64_t>>(size_t(w), 0);
+  const auto allp = std::make_shared<std::vector<int64_t>>(size_t(w) * size_t(n), 0);
+  std::vector<int64_t> &mine = *minep;
+  const std::vector<int64_t> &all = *allp;
   mine[0] = int64_t(bufs.size());
   for (size_t p = 0; p < size_t(n) && p < bufs.size(); ++p) {
     mine[1 + 2 * p] = bufs[p].second;
     mine[2 + 2 * p] = bufs[p].first == nullptr ? 1 : 0;
   }
-  polled("mpi_share_host_buffers (MPI_Iallgather of the counts)", [&](MPI_Request *r) {
-    return MPI_Iallgather(mine.data(), w, MPI_INT64_T, all.data(), w, MPI_INT64_T, comm, r);
-  });
+  polled("mpi_share_host_buffers (MPI_Iallgather of the counts)",
+         [&](MPI_Request *r) {
+           return MPI_Iallgather(minep->data(), w, MPI_INT64_T, allp->data(), w, MPI_INT64_T, comm,
+                                 r);
+         },
+         {minep, allp});
   auto at = [&](int rank, int k) { return all[size_t(rank) * size_t(w) + size_t(k)]; };
   for (int r = 0; r < n; ++r)
     if (at(r, 0) != n)

@@ -7,6 +7,7 @@
 #include "pto/runtime/mpi.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -259,17 +260,9 @@ WaitOutcome Session::barrier(MPI_Comm comm, int64_t timeout_ms, bool stop_on_abo
   return wait_request(*this, req, timeout_ms, stop_on_abort);
 }
 
-WaitOutcome Session::allreduce_minmax(MPI_Comm comm, int64_t *v, int count, bool max,
-                                      int64_t timeout_ms, bool stop_on_abort) {
-  MPI_Request req = MPI_REQUEST_NULL;
-  check(MPI_Iallreduce(MPI_IN_PLACE, v, count, MPI_INT64_T, max ? MPI_MAX : MPI_MIN, comm, &req),
-        "MPI_Iallreduce");
-  return wait_request(*this, req, timeout_ms, stop_on_abort);
-}
-
 WaitOutcome Session::collective(MPI_Comm comm, const char *op, const std::string &what,
                                 int64_t timeout_ms, const std::function<int(MPI_Request *)> &start,
-                                bool stop_on_abort) {
+                                bool stop_on_abort, std::vector<std::shared_ptr<void>> keep) {
   {
     std::lock_guard lock(mu_);
     if (std::find(abandoned_.begin(), abandoned_.end(), comm) != abandoned_.end())
@@ -288,6 +281,7 @@ WaitOutcome Session::collective(MPI_Comm comm, const char *op, const std::string
     std::lock_guard lock(mu_);
     abandoned_.push_back(comm); // its request stays pending: never matched by another call
   }
+  retain(std::move(keep)); // MPI may still complete it, into this memory
   if (r == WaitOutcome::Aborted)
     return r;
   const std::string msg = fmt::format("the MPI ranks did not all call {} within {} ms; every "
@@ -295,6 +289,13 @@ WaitOutcome Session::collective(MPI_Comm comm, const char *op, const std::string
                                       what, timeout_ms);
   abort_all(rank_, msg);
   throw DistributedError("<runtime>", op, msg);
+}
+
+void Session::retain(std::vector<std::shared_ptr<void>> buffers) {
+  std::lock_guard lock(mu_);
+  for (auto &b : buffers)
+    if (b)
+      retained_.push_back(std::move(b));
 }
 
 namespace {
@@ -313,11 +314,18 @@ std::string Session::differences(MPI_Comm comm, const std::string &mine, int64_t
                        fmt::format("{} bytes to compare exceed an MPI count", mine.size()));
   int n = 1;
   MPI_Comm_size(comm, &n);
-  const uint64_t h[2] = {fnv1a(mine), mine.size()};
-  std::vector<uint64_t> all(static_cast<size_t>(2 * n));
-  collective(comm, op, "the ranks' agreement on their settings", timeout_ms, [&](MPI_Request *r) {
-    return MPI_Iallgather(h, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, comm, r);
-  });
+  // The buffers outlive an abandoned request (retain): shared, never on the stack.
+  const auto hp =
+      std::make_shared<std::array<uint64_t, 2>>(std::array<uint64_t, 2>{fnv1a(mine), mine.size()});
+  const auto &h = *hp;
+  const auto allp = std::make_shared<std::vector<uint64_t>>(static_cast<size_t>(2 * n));
+  const auto &all = *allp;
+  collective(comm, op, "the ranks' agreement on their settings", timeout_ms,
+             [&](MPI_Request *r) {
+               return MPI_Iallgather(hp->data(), 2, MPI_UINT64_T, allp->data(), 2, MPI_UINT64_T,
+                                     comm, r);
+             },
+             false, {hp, allp});
   bool same = true;
   std::vector<int> lens(static_cast<size_t>(n)), displs(static_cast<size_t>(n));
   int64_t total = 0;
@@ -333,11 +341,18 @@ std::string Session::differences(MPI_Comm comm, const std::string &mine, int64_t
   if (total > INT_MAX)
     throw RuntimeError("<runtime>", op,
                        fmt::format("{} bytes to compare exceed an MPI count", total));
-  std::string texts(size_t(total), '\0');
-  collective(comm, op, "the ranks' agreement on their settings", timeout_ms, [&](MPI_Request *r) {
-    return MPI_Iallgatherv(mine.data(), int(mine.size()), MPI_CHAR, texts.data(), lens.data(),
-                           displs.data(), MPI_CHAR, comm, r);
-  });
+  const auto minep = std::make_shared<std::string>(mine);
+  const auto textsp = std::make_shared<std::string>(size_t(total), '\0');
+  const auto countsp =
+      std::make_shared<std::pair<std::vector<int>, std::vector<int>>>(lens, displs);
+  const std::string &texts = *textsp;
+  collective(comm, op, "the ranks' agreement on their settings", timeout_ms,
+             [&](MPI_Request *r) {
+               return MPI_Iallgatherv(minep->data(), int(minep->size()), MPI_CHAR, textsp->data(),
+                                      countsp->first.data(), countsp->second.data(), MPI_CHAR, comm,
+                                      r);
+             },
+             false, {minep, textsp, countsp});
   // Ranks grouped by text, in order of their first rank.
   std::vector<std::pair<std::string, std::vector<int>>> by_text;
   for (int r = 0; r < n; ++r) {
@@ -363,13 +378,22 @@ std::vector<std::string> Session::gather_to_root(const std::string &mine, int64_
   if (mine.size() > size_t(INT_MAX))
     throw RuntimeError("<runtime>", kOp,
                        fmt::format("{} bytes to gather exceed an MPI count", mine.size()));
-  const int len = int(mine.size());
-  std::vector<int> lens(size_t(rank_ == 0 ? size_ : 0)), displs(lens.size());
+  // The buffers outlive an abandoned request (retain): shared, never on the stack.
+  const auto lenp = std::make_shared<int>(int(mine.size()));
+  const int len = *lenp;
+  const auto countsp = std::make_shared<std::pair<std::vector<int>, std::vector<int>>>(
+      std::vector<int>(size_t(rank_ == 0 ? size_ : 0)),
+      std::vector<int>(size_t(rank_ == 0 ? size_ : 0)));
+  std::vector<int> &lens = countsp->first, &displs = countsp->second;
   collective(host_comm_, op, "World::write_trace (collective on MPI)", timeout_ms,
              [&](MPI_Request *r) {
-               return MPI_Igather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, host_comm_, r);
-             });
-  std::string all;
+               return MPI_Igather(lenp.get(), 1, MPI_INT, lens.data(), 1, MPI_INT, 0, host_comm_,
+                                  r);
+             },
+             false, {lenp, countsp});
+  const auto minep = std::make_shared<std::string>(mine);
+  const auto allp = std::make_shared<std::string>();
+  std::string &all = *allp;
   if (rank_ == 0) {
     int64_t total = 0;
     for (int r = 0; r < size_; ++r) {
@@ -383,9 +407,10 @@ std::vector<std::string> Session::gather_to_root(const std::string &mine, int64_
   }
   collective(host_comm_, op, "World::write_trace (collective on MPI)", timeout_ms,
              [&](MPI_Request *r) {
-               return MPI_Igatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(),
+               return MPI_Igatherv(minep->data(), len, MPI_CHAR, all.data(), lens.data(),
                                    displs.data(), MPI_CHAR, 0, host_comm_, r);
-             });
+             },
+             false, {minep, allp, countsp});
   std::vector<std::string> out;
   for (int r = 0; r < int(lens.size()); ++r)
     out.push_back(all.substr(size_t(displs[size_t(r)]), size_t(lens[size_t(r)])));

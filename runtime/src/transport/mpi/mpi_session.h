@@ -111,9 +111,6 @@ public:
   /// `timeout_ms`, RuntimeError when MPI fails.
   std::vector<std::string> gather_to_root(const std::string &mine, int64_t timeout_ms,
                                           const char *op);
-  /// MPI_Allreduce(MPI_MAX / MPI_MIN) of `v` over `comm` as a polled non-blocking collective.
-  WaitOutcome allreduce_minmax(MPI_Comm comm, int64_t *v, int count, bool max, int64_t timeout_ms,
-                               bool stop_on_abort = true);
 
   /// The communicators of the runtime's own collectives, each for one kind of call only, so that
   /// a collective one rank abandoned (timed out) is never matched by a different later one:
@@ -128,9 +125,21 @@ public:
   /// rank exits non-zero. Throws DistributedError (at `op`) naming `what` on a timeout or when
   /// `comm` is unusable, RuntimeError when MPI fails to start it. Returns Aborted (the request is
   /// abandoned too) when another rank failed meanwhile and `stop_on_abort`.
+  /// `keep` holds the memory the collective reads and writes: when this rank abandons it, that
+  /// memory is retain()ed, never freed while MPI may still complete the request.
   WaitOutcome collective(MPI_Comm comm, const char *op, const std::string &what, int64_t timeout_ms,
-                         const std::function<int(MPI_Request *)> &start,
-                         bool stop_on_abort = false);
+                         const std::function<int(MPI_Request *)> &start, bool stop_on_abort = false,
+                         std::vector<std::shared_ptr<void>> keep = {});
+  /// Keeps `buffers` alive until the process ends: the memory of a non-blocking collective this
+  /// rank abandoned. MPI may still read or write it at any later call, even with a rank
+  /// missing (a ring allgather among the ranks present goes on), so freeing it would let MPI
+  /// write into memory reused for something else. The buffers are small (handshakes).
+  void retain(std::vector<std::shared_ptr<void>> buffers);
+  /// How many buffers retain() holds (for tests).
+  size_t retained() {
+    std::lock_guard lock(mu_);
+    return retained_.size();
+  }
   /// Compares `mine` (a setting or a definition this rank uses) across the ranks of `comm`
   /// (collective(): an MPI_Iallgather of a hash, then of the texts when they differ). Returns ""
   /// when every rank passed the same text, else which ranks passed what, e.g. "rank 0: '0';
@@ -176,9 +185,10 @@ private:
   std::byte *abort_mem_ = nullptr;
   int32_t *abort_word_ = nullptr;
   uint64_t *progress_word_ = nullptr; ///< at byte 8 of the abort window (count_progress)
-  std::mutex mu_;                     ///< guards comms_ and heaps_
+  std::mutex mu_;                     ///< guards comms_, heaps_, abandoned_, retained_
   std::vector<std::pair<std::vector<int>, MPI_Comm>> comms_;
   std::vector<std::weak_ptr<MpiHeap>> heaps_;
+  std::vector<std::shared_ptr<void>> retained_; ///< see retain(); under mu_
   std::atomic<bool> stop_{false};
   std::thread progress_;
   bool finalized_ = false;

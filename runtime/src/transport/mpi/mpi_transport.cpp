@@ -12,11 +12,15 @@
 #include "transport/transport.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <cstddef>
+#include <cstring>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <memory>
 #include <sched.h>
 #include <span>
 #include <utility>
@@ -231,6 +235,8 @@ private:
   std::chrono::steady_clock::time_point wait_start_{}, next_refresh_{};
   std::shared_ptr<MpiHeap> heap_;
   int64_t bytes_ = 0;
+  /// allgather's buffers (see there); a group's PE calls it from one thread at a time.
+  std::shared_ptr<std::vector<std::byte>> stage_send_, stage_recv_;
 };
 
 class MpiTransport final : public transport::Transport {
@@ -341,11 +347,16 @@ void MpiTransport::begin_run(int64_t timeout_ms) {
     if (!g->spans_world() || g->name() != "world")
       defs += fmt::format("'{}' with PEs [{}]; ", g->name(), fmt::join(g->members(), ", "));
   const auto h = int64_t(text_hash(defs) >> 2); // non-negative, so that -h is too
-  int64_t v[3] = {seen_abort_.load() || s_.aborted_by() != -1 ? 1 : 0, h, -h};
+  // Shared, not on the stack: an abandoned request may complete into it later (retain).
+  const auto vp = std::make_shared<std::array<int64_t, 3>>(
+      std::array<int64_t, 3>{seen_abort_.load() || s_.aborted_by() != -1 ? 1 : 0, h, -h});
+  const std::array<int64_t, 3> &v = *vp;
   const MPI_Comm rc = s_.run_comm();
-  s_.collective(rc, kRunOp, "World::run", timeout_ms, [&](MPI_Request *r) {
-    return MPI_Iallreduce(MPI_IN_PLACE, v, 3, MPI_INT64_T, MPI_MAX, rc, r);
-  });
+  s_.collective(rc, kRunOp, "World::run", timeout_ms,
+                [&](MPI_Request *r) {
+                  return MPI_Iallreduce(MPI_IN_PLACE, vp->data(), 3, MPI_INT64_T, MPI_MAX, rc, r);
+                },
+                false, {vp});
   if (v[1] != -v[2]) {
     if (!defs.empty())
       defs.resize(defs.size() - 2);
@@ -515,12 +526,30 @@ WaitResult MpiGroup::allgather(int, const void *mine, size_t bytes, void *all, W
     throw RuntimeError("<runtime>", "MPI backend",
                        fmt::format("an allgather of {} bytes per PE exceeds an MPI count", bytes));
   const int32_t arrival = arrive();
+  // Through buffers of the group's own: on a verdict other than Done the request stays pending
+  // and MPI may still write into them at a later call (the ranks present go on with a ring
+  // without the missing one), after the caller's buffers are gone; they are then retained for
+  // the process's life and the next allgather gets new ones.
+  const size_t n = size_t(members().size());
+  if (!stage_send_ || stage_send_->size() < bytes)
+    stage_send_ = std::make_shared<std::vector<std::byte>>(bytes);
+  if (!stage_recv_ || stage_recv_->size() < bytes * n)
+    stage_recv_ = std::make_shared<std::vector<std::byte>>(bytes * n);
+  std::memcpy(stage_send_->data(), mine, bytes);
   MPI_Request req = MPI_REQUEST_NULL;
-  if (MPI_Iallgather(mine, int(bytes), MPI_BYTE, all, int(bytes), MPI_BYTE, comm(), &req) !=
-      MPI_SUCCESS)
+  if (MPI_Iallgather(stage_send_->data(), int(bytes), MPI_BYTE, stage_recv_->data(), int(bytes),
+                     MPI_BYTE, comm(), &req) != MPI_SUCCESS)
     throw RuntimeError("<runtime>", "MPI backend",
                        fmt::format("MPI_Iallgather of group '{}' failed", name_));
-  return complete(req, policy, arrival);
+  const WaitResult r = complete(req, policy, arrival);
+  if (r == WaitResult::Done) {
+    std::memcpy(all, stage_recv_->data(), bytes * n);
+  } else {
+    t_.session().retain({std::move(stage_send_), std::move(stage_recv_)});
+    stage_send_.reset();
+    stage_recv_.reset();
+  }
+  return r;
 }
 
 } // namespace
