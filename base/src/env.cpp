@@ -4,7 +4,15 @@
 #include "pto/error.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <string_view>
+
+extern char **environ; // POSIX
 
 namespace pto::env {
 
@@ -206,7 +214,71 @@ std::optional<std::string> read_text(const Var &v) {
   return raw(v);
 }
 
+namespace {
+// The prefixes of the variables ptojit's own test suites, benchmarks and scripts read (tests/,
+// bench/, scripts/: PTO_TIDY).
+constexpr std::string_view kSuitePrefixes[] = {
+    "PTO_FUZZ_",   "PTO_PROPERTY_", "PTO_COMPARE_", "PTO_STRESS_", "PTO_LITMUS_", "PTO_ULP_",
+    "PTO_GOLDEN_", "PTO_TEST_",     "PTO_PEER_",    "PTO_STALL_",  "PTO_BENCH_",  "PTO_TIDY"};
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+} // namespace
+
+std::vector<std::string> unknown_names() {
+  std::vector<std::string> out;
+  for (char **e = environ; e && *e; ++e) {
+    const std::string_view entry(*e);
+    const size_t eq = entry.find('=');
+    const std::string_view name = entry.substr(0, eq);
+    if (name.substr(0, 4) != "PTO_" || eq == std::string_view::npos)
+      continue;
+    if (std::any_of(variables().begin(), variables().end(),
+                    [&](const Var &v) { return name == v.name; }) ||
+        std::any_of(std::begin(kSuitePrefixes), std::end(kSuitePrefixes),
+                    [&](std::string_view p) { return name.substr(0, p.size()) == p; }))
+      continue;
+    const Var *best = nullptr;
+    size_t best_d = SIZE_MAX;
+    for (const Var &v : variables())
+      if (const size_t d = edit_distance(name, v.name); d < best_d) {
+        best_d = d;
+        best = &v;
+      }
+    std::string text(name);
+    if (best && best_d <= 3)
+      text += std::string(" (did you mean ") + best->name + "?)";
+    out.push_back(std::move(text));
+  }
+  return out;
+}
+
 void check_all(const std::source_location &loc, const std::string &context) {
+  {
+    static std::mutex mu;
+    static std::set<std::string> warned;
+    const std::vector<std::string> unknown = unknown_names();
+    std::lock_guard lock(mu);
+    for (const auto &u : unknown)
+      if (warned.insert(u).second)
+        std::fprintf(stderr,
+                     "ptojit: warning: %s is not a ptojit variable; it has no effect (the "
+                     "README's \"Environment\" lists them)\n",
+                     u.c_str());
+  }
   for (const Var &v : variables())
     switch (v.kind) {
     case Kind::Choice:

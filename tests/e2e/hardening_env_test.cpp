@@ -15,6 +15,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -155,6 +156,25 @@ TEST_CASE("hardening env: the messages name the variable, the value and what is 
                          doctest::Contains("PTO_FUZZ_CASES: '10k' is not a decimal integer"),
                          pto::ArgumentError);
   }
+}
+
+TEST_CASE("hardening env: a misspelt PTO_* name is reported with the nearest known one") {
+  auto has = [](const std::vector<std::string> &v, const std::string &s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+  };
+  {
+    EnvVar typo("PTO_RUN_MOD", "interpret"), far("PTO_ZZZZZZZZZZZZ", "1");
+    EnvVar suite("PTO_FUZZ_WHATEVER", "1"), known("PTO_ISA", "avx2");
+    const std::vector<std::string> u = pto::env::unknown_names();
+    CHECK(has(u, "PTO_RUN_MOD (did you mean PTO_RUN_MODE?)"));
+    CHECK(has(u, "PTO_ZZZZZZZZZZZZ")); // nothing near: no suggestion
+    for (const auto &name : u) {
+      CHECK(name.rfind("PTO_FUZZ_", 0) != 0); // the suites' own prefixes
+      CHECK(name.rfind("PTO_ISA", 0) != 0);
+    }
+    CHECK_NOTHROW(pto::env::check_all(std::source_location::current())); // a warning only
+  }
+  CHECK(!has(pto::env::unknown_names(), "PTO_RUN_MOD (did you mean PTO_RUN_MODE?)"));
 }
 
 TEST_CASE("hardening env: a kernel tracing more than the op limit is a CompileError") {

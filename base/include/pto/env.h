@@ -65,7 +65,16 @@ std::optional<int64_t> read_integer(const Var &v, const std::source_location &lo
 std::optional<std::string> read_text(const Var &v);
 
 /// Checks the value of every variable of variables() that is set (see the header comment).
-/// Throws ArgumentError at `loc` for the first bad one.
+/// Throws ArgumentError at `loc` for the first bad one. Also warns (stderr, once per name per
+/// process) about each set PTO_* name that is neither in variables() nor one of the test
+/// suites' and benchmarks' own (unknown_names()), with the nearest known name: a misspelt
+/// name is not silently ignored either.
 void check_all(const std::source_location &loc, const std::string &context = "");
+
+/// The set PTO_* names of the environment that ptojit does not know: not in variables() and
+/// not starting with a prefix its test suites and benchmarks use (kSuitePrefixes in env.cpp:
+/// PTO_FUZZ_, PTO_PROPERTY_, PTO_COMPARE_, ...). Each with the nearest known name (edit
+/// distance), as "PTO_RUN_MOD (did you mean PTO_RUN_MODE?)".
+std::vector<std::string> unknown_names();
 
 } // namespace pto::env
