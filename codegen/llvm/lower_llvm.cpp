@@ -321,7 +321,7 @@ private:
       lower_reduce_axis(kb_, op);
       break;
     case OpFamily::Matmul:
-      lower_matmul(kb_, op);
+      lower_matmul(kb_, op, par_regions_);
       break;
     case OpFamily::Shmem:
       emit_shmem(op);

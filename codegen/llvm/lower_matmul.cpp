@@ -17,6 +17,8 @@
 #include <llvm/IR/IntrinsicsX86.h>
 
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <unistd.h>
@@ -28,6 +30,9 @@ using LV = llvm::Value;
 namespace {
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+/// Copies of the per-worker scratch at most (so at most this many threads share one matmul).
+constexpr int32_t kMaxCopies = 64;
 
 /// A data cache size from sysconf, or `fallback` when the host does not say (some VMs).
 int64_t cache_bytes(int name, int64_t fallback) {
@@ -76,9 +81,9 @@ namespace {
 
 class MatmulLowering {
 public:
-  MatmulLowering(KernelBuilder &kb, const ir::Op &op)
+  MatmulLowering(KernelBuilder &kb, const ir::Op &op, std::vector<ParRegion> &regions)
       : kb_(kb), B(kb.builder()), p_(kb.program()), op_(op), va_(p_.value(op.inputs[0])),
-        vb_(p_.value(op.inputs[1])), vc_(p_.value(op.outputs[0])) {}
+        vb_(p_.value(op.inputs[1])), vc_(p_.value(op.outputs[0])), regions_(regions) {}
 
   void run() {
     choose_blocks();
@@ -98,12 +103,17 @@ private:
   const ir::Program &p_;
   const ir::Op &op_;
   const ir::Value &va_, &vb_, &vc_;
+  std::vector<ParRegion> &regions_;
   DataType in_dt_ = DT_FP32, out_dt_ = DT_FP32;
   MatmulGeometry g_;
   unsigned W = 8;
   bool int_ = false, has_bias_ = false;
   bool direct_ = true; ///< fp32/int32 output: partial sums live in C; else in Cbuf_
   LV *Ap_ = nullptr, *Bp_ = nullptr, *Cbuf_ = nullptr, *bias_ = nullptr;
+  /// Per-worker scratch (the row blocks on the pool): copies_ (i32) copies, `stride_` bytes apart.
+  LV *copies_ = nullptr;
+  std::map<LV *, LV *> stride_;
+  bool parallel_ = false; ///< the row blocks may run on the pool (not known to be too small)
   Addr aa_, ab_, ac_;
   LV *M_ = nullptr, *N_ = nullptr, *K_ = nullptr;
   LV *a_si_ = nullptr, *a_sk_ = nullptr, *b_sk_ = nullptr, *b_sj_ = nullptr, *c_si_ = nullptr;
@@ -135,13 +145,49 @@ private:
   }
 
   /// Scratch, once per call: the packed A and B blocks and (fp16/bf16 outputs) the partial-sum
-  /// block, a few MiB at most (matmul_geometry). A refused allocation (its RuntimeError
-  /// recorded) returns before the first write.
+  /// block, a few MiB at most (matmul_geometry), one copy per pool worker of what a row block
+  /// writes (A's panels; with fp16/bf16 outputs B's and the partial sums too: their B block is
+  /// packed per row block), at most kMaxCopies copies, in the entry block (site -1: a failure
+  /// points at the user's call of the kernel). pto_rt_alloc keeps freed blocks, so a
+  /// steady state of calls allocates nothing. A refused allocation (its RuntimeError recorded)
+  /// returns before the first write.
   void alloc_scratch() {
-    Ap_ = alloc(g_.mc * g_.kcu * 4);
-    Bp_ = alloc(g_.nc * g_.kcu * 4);
-    Cbuf_ = direct_ ? Ap_ : alloc(g_.mc * g_.nc * 4);
+    parallel_ = !too_small_to_split();
+    llvm::IRBuilder<> eb(kb_.function()->getEntryBlock().getTerminator());
+    copies_ = parallel_ ? eb.CreateBinaryIntrinsic(llvm::Intrinsic::smin,
+                                                   kb_.call_rt_in_entry(RtFn::Workers, {}),
+                                                   eb.getInt32(kMaxCopies))
+                        : eb.getInt32(1);
+    LV *n = eb.CreateZExt(copies_, eb.getInt64Ty());
+    auto buffer = [&](int64_t bytes, bool per_worker) {
+      const int64_t stride = (bytes + 63) / 64 * 64;
+      LV *buf = kb_.call_rt_in_entry(
+          RtFn::Alloc,
+          {kb_.ctx_arg(), per_worker ? eb.CreateMul(n, eb.getInt64(stride)) : eb.getInt64(stride),
+           eb.getInt32(-1)});
+      if (per_worker)
+        stride_[buf] = kb_.i64(stride);
+      return buf;
+    };
+    Ap_ = buffer(g_.mc * g_.kcu * 4, true);
+    Bp_ = buffer(g_.nc * g_.kcu * 4, !direct_);
+    Cbuf_ = direct_ ? Ap_ : buffer(g_.mc * g_.nc * 4, true);
     return_if_null({Ap_, Bp_, Cbuf_});
+  }
+
+  /// Whether M, N and K are known at compile time to make too little work to split (fewer than
+  /// two ranges of kMatmulGrainMacs): then the row blocks are not outlined (no call, no
+  /// compile cost) and the scratch has one copy.
+  [[nodiscard]] bool too_small_to_split() const {
+    const size_t r = vc_.shape.size();
+    const int64_t m = concrete(vc_, r - 2), n = concrete(vc_, r - 1),
+                  k = concrete(va_, op_.a_trans ? r - 2 : r - 1);
+    if (m == 0 || n == 0 || k == 0)
+      return false;
+    if (m <= g_.mr)
+      return true;
+    const auto macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+    return macs < 2.0 * static_cast<double>(kMatmulGrainMacs);
   }
 
   /// Addresses of the operands, the valid M, N, K and the strides the loops walk.
@@ -215,12 +261,6 @@ private:
     return B.CreateICmpSLT(B.CreateAdd(iota(n), B.CreateVectorSplat(n, from)),
                            B.CreateVectorSplat(n, limit));
   }
-  /// Scratch of `bytes`, allocated in the entry block (once per call). Site -1: a failure points
-  /// at the user's call of the kernel.
-  LV *alloc(int64_t bytes) {
-    return kb_.call_rt_in_entry(RtFn::Alloc, {kb_.ctx_arg(), kb_.i64(bytes), B.getInt32(-1)});
-  }
-
   /// Returns PTO_ERR from the kernel when any of `ptrs` is null.
   void return_if_null(std::initializer_list<LV *> ptrs) {
     LV *bad = B.getFalse();
@@ -437,46 +477,77 @@ private:
         kb_.i64(0), N_, kb_.i64(g_.nc),
         [&](LV *jc) {
           LV *nc = kb_.smin(kb_.i64(g_.nc), B.CreateSub(N_, jc));
-          auto rows = [&](const Chunk &k) {
-            kb_.for_loop(
-                kb_.i64(0), M_, kb_.i64(g_.mc),
-                [&](LV *ic) {
-                  LV *mc = kb_.smin(kb_.i64(g_.mc), B.CreateSub(M_, ic));
-                  pack_a(a, ic, mc, k.pc, k.kc, k.kcu);
-                  register_blocks(c, ic, jc, mc, nc, k.kcu, k.first, k.last);
-                },
-                "mm.ic");
-          };
           if (direct_) {
-            // B once per K chunk; every row block accumulates into C.
+            // B once per K chunk (shared by the workers); the row blocks accumulate into C.
             kb_.for_loop(
                 kb_.i64(0), chunks, kb_.i64(1),
                 [&](LV *q) {
                   Chunk k = chunk(q);
                   pack_b(b, k.pc, k.kc, k.kcu, jc, nc);
-                  rows(k);
+                  row_ranges(B.CreateMul(nc, kb_.smax(k.kc, kb_.i64(1))), [&](LV *r0, LV *r1) {
+                    row_blocks(r0, r1, [&](LV *ic, LV *mc) {
+                      pack_a(a, ic, mc, k.pc, k.kc, k.kcu);
+                      register_blocks(c, ic, jc, mc, nc, k.kcu, k.first, k.last);
+                    });
+                  });
                 },
                 "mm.pc");
           } else {
             // The partial sums of one row block live in Cbuf_ across the chunks.
-            kb_.for_loop(
-                kb_.i64(0), M_, kb_.i64(g_.mc),
-                [&](LV *ic) {
-                  LV *mc = kb_.smin(kb_.i64(g_.mc), B.CreateSub(M_, ic));
-                  kb_.for_loop(
-                      kb_.i64(0), chunks, kb_.i64(1),
-                      [&](LV *q) {
-                        Chunk k = chunk(q);
-                        pack_b(b, k.pc, k.kc, k.kcu, jc, nc);
-                        pack_a(a, ic, mc, k.pc, k.kc, k.kcu);
-                        register_blocks(c, ic, jc, mc, nc, k.kcu, k.first, k.last);
-                      },
-                      "mm.pc");
-                },
-                "mm.ic");
+            row_ranges(B.CreateMul(nc, kb_.smax(K_, kb_.i64(1))), [&](LV *r0, LV *r1) {
+              row_blocks(r0, r1, [&](LV *ic, LV *mc) {
+                kb_.for_loop(
+                    kb_.i64(0), chunks, kb_.i64(1),
+                    [&](LV *q) {
+                      Chunk k = chunk(q);
+                      pack_b(b, k.pc, k.kc, k.kcu, jc, nc);
+                      pack_a(a, ic, mc, k.pc, k.kc, k.kcu);
+                      register_blocks(c, ic, jc, mc, nc, k.kcu, k.first, k.last);
+                    },
+                    "mm.pc");
+              });
+            });
           }
         },
         "mm.jc");
+  }
+
+  /// The rows [r0, r1) in blocks of mc: body(ic, rows).
+  void row_blocks(LV *r0, LV *r1, const std::function<void(LV *, LV *)> &body) {
+    kb_.for_loop(
+        r0, r1, kb_.i64(g_.mc),
+        [&](LV *ic) { body(ic, kb_.smin(kb_.i64(g_.mc), B.CreateSub(r1, ic))); }, "mm.ic");
+  }
+
+  /// body(r0, r1) over the rows of C in ranges of whole mr-row panels, on the pool
+  /// (parallel_outline.h) when it is worth it: each panel is computed by one thread with the
+  /// same instructions and the same K order, so the result has the same bits for any split.
+  /// `macs_per_row` (i64): the work of one row in the region, for the grain.
+  void row_ranges(LV *macs_per_row, const std::function<void(LV *, LV *)> &body) {
+    if (!parallel_) {
+      body(kb_.i64(0), M_);
+      return;
+    }
+    ParRegion r;
+    auto *lo_slot = kb_.entry_alloca(B.getInt64Ty(), "mm.par.lo");
+    auto *hi_slot = kb_.entry_alloca(B.getInt64Ty(), "mm.par.hi");
+    B.CreateStore(kb_.i64(0), lo_slot);
+    B.CreateStore(B.CreateSDiv(B.CreateAdd(M_, kb_.i64(g_.mr - 1)), kb_.i64(g_.mr)), hi_slot);
+    r.lo = B.CreateLoad(B.getInt64Ty(), lo_slot, "mm.par.lo");
+    r.hi = B.CreateLoad(B.getInt64Ty(), hi_slot, "mm.par.hi");
+    LV *per_panel = kb_.smax(B.CreateMul(macs_per_row, kb_.i64(g_.mr)), kb_.i64(1));
+    r.grain = kb_.smax(B.CreateSDiv(kb_.i64(kMatmulGrainMacs), per_panel), kb_.i64(1));
+    r.workers = copies_;
+    r.ctx = kb_.ctx_arg();
+    r.strides = stride_;
+    r.begin = kb_.block("mm.par");
+    r.end = kb_.block("mm.par.end");
+    B.CreateBr(r.begin);
+    B.SetInsertPoint(r.begin);
+    body(B.CreateMul(r.lo, kb_.i64(g_.mr)), kb_.smin(B.CreateMul(r.hi, kb_.i64(g_.mr)), M_));
+    B.CreateBr(r.end);
+    B.SetInsertPoint(r.end);
+    regions_.push_back(r);
   }
 
   /// The register blocks of one (mc x nc) block of C over one packed K chunk of kcu units.
@@ -741,10 +812,10 @@ private:
 
 } // namespace
 
-void lower_matmul(KernelBuilder &kb, const ir::Op &op) {
+void lower_matmul(KernelBuilder &kb, const ir::Op &op, std::vector<ParRegion> &regions) {
   if (op.tile.cube.size() != 7)
     throw InternalError(op.where, "matmul", "no cube tile captured (a ptojit bug; PTO_DUMP=ir)");
-  MatmulLowering(kb, op).run();
+  MatmulLowering(kb, op, regions).run();
 }
 
 } // namespace pto::codegen

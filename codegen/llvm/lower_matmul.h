@@ -19,10 +19,19 @@
 
 #include "llvm/kernel_builder.h"
 #include "llvm/lower_matmul_geometry.h"
+#include "llvm/parallel_outline.h"
+
+#include <vector>
 
 namespace pto::codegen {
 
-/// Emits `op` (OpKind::Matmul) at the builder's insertion point.
-void lower_matmul(KernelBuilder &kb, const ir::Op &op);
+/// A range of row panels on the pool gets at least this many multiply-adds per thread.
+inline constexpr int64_t kMatmulGrainMacs = int64_t{1} << 21;
+
+/// Emits `op` (OpKind::Matmul) at the builder's insertion point. Its row blocks (per nc column
+/// block and, for fp32/int32 outputs, per K chunk after B's block is packed) are a region of
+/// `regions` (parallel_outline.h), to be run on the pool after lowering: split over whole
+/// mr-row panels with per-worker packing buffers, never over K, so any split gives the same bits.
+void lower_matmul(KernelBuilder &kb, const ir::Op &op, std::vector<ParRegion> &regions);
 
 } // namespace pto::codegen

@@ -55,8 +55,10 @@ inline std::vector<pto::SymbolicScalar> origin(size_t rank) {
   return std::vector<pto::SymbolicScalar>(rank, pto::SymbolicScalar(0));
 }
 
-/// Runs the case as a kernel and compares it with naive::matmul; "" when it matches.
-inline std::string check(const Case &c, pto::RunMode mode, uint64_t seed) {
+/// Runs the case as a kernel and compares it with naive::matmul; "" when it matches. The result
+/// is also copied to `*got` when given.
+inline std::string check(const Case &c, pto::RunMode mode, uint64_t seed,
+                         pto::HostTensor *got = nullptr) {
   bool is_int = c.in == pto::DT_INT8;
   double lo = is_int ? -128 : -1, hi = is_int ? 127 : 1;
   auto a = naive::random_tensor(c.in, c.a_shape, seed, lo, hi);
@@ -98,6 +100,8 @@ inline std::string check(const Case &c, pto::RunMode mode, uint64_t seed) {
   auto want = naive::matmul(naive::from(a), naive::from(b), c.a_trans, c.b_trans,
                             c.bias_rank ? &nb : nullptr, c.relu);
   int64_t K = c.a_trans ? c.a_shape[c.a_shape.size() - 2] : c.a_shape.back();
+  if (got)
+    *got = y;
   return support::mismatch(y, want, mm_tolerance(c.out, K));
 }
 

@@ -1,8 +1,8 @@
-// pool.h - The worker pool inside a PE: generated code runs the tile loop of a fused group over
-// the cores a World leaves unused (one PE, a plain kernel call, is the common case). The loop
-// body is outlined into a function of a range (the pattern of OpenMP's outlined regions and
-// Halide's halide_do_par_for) and handed to pto_rt_parallel_for, which splits the range over a
-// persistent pool shared by every PE of the process.
+// pool.h - The worker pool inside a PE: generated code runs the tile loop of a fused group (and
+// the row panels of a matmul) over the cores a World leaves unused (one PE, a plain kernel call, is
+// the common case). The loop body is outlined into a function of a range (the pattern of OpenMP's
+// outlined regions and Halide's halide_do_par_for) and handed to pto_rt_parallel_for, which splits
+// the range over a persistent pool shared by every PE of the process.
 //
 // Threads: at most `pool_threads()` threads of this process run kernel code at once (the PE
 // threads inside a kernel call, each holding a seat (`PoolSeat`), plus the workers a
@@ -10,8 +10,9 @@
 // parallel_for that finds no free seat runs its range on the calling PE alone. Workers run only
 // outlined bodies that make no runtime call (no shmem wait, no barrier), so a waiting PE never
 // holds a worker, and a worker never waits for another PE. Results do not depend on the split:
-// the bodies handed out are row loops whose rows are independent, so each row is computed by
-// one thread with the same instructions, whatever the thread count.
+// the bodies handed out are row loops whose rows are independent (a matmul's are split over
+// whole register-block panels, never over K), so each row is computed by one thread with the
+// same instructions, whatever the thread count.
 #pragma once
 
 #include <stdint.h>
