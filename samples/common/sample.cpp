@@ -270,9 +270,16 @@ int resolve_mesh(const CLI::App &app, CommonFlags &f, MeshFlag &m) {
     return -1;
   }
   if (n != f.pes) {
-    fmt::print(stderr, "error: --mesh {} has {} PEs but {} {} PEs; give a mesh of {} PEs{}\n",
-               m.text, n, f.backend == "mpi" ? "mpirun started" : "--pes asks for", f.pes, f.pes,
-               f.backend == "mpi" ? " or mpirun -np " + std::to_string(n) : " or leave --pes out");
+    if (f.backend == "mpi")
+      fmt::print(stderr,
+                 "error: --mesh {} has {} PEs but mpirun started {} ranks (one PE each); give a "
+                 "mesh of {} PEs or mpirun -np {}\n",
+                 m.text, n, f.pes, f.pes, n);
+    else
+      fmt::print(stderr,
+                 "error: --mesh {} has {} PEs but --pes is {}; give a mesh of {} PEs or leave "
+                 "--pes out\n",
+                 m.text, n, f.pes, f.pes);
     return 2;
   }
   return -1;
