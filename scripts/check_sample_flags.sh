@@ -21,7 +21,7 @@ build=$(cd "${1:-build}" && pwd)
 cd "$(dirname "$0")/.."
 bin=$build/samples
 samples=(allreduce_softmax allreduce_add_allreduce multi_comm_groups allgather_matmul
-         matmul_allreduce_rmsnorm moe_dispatch_combine collectives)
+         matmul_allreduce_rmsnorm moe_dispatch_combine collectives sharded_mlp sharded_attention)
 pass=0 fail=0
 err=$(mktemp)
 trap 'rm -f "$err"' EXIT
@@ -103,5 +103,11 @@ refused collectives --reduction max --op broadcast --pes 2
 # collectives --root outside [0, pes).
 refused collectives --root 8 --op broadcast --pes 8
 refused collectives --root 2 --op broadcast --pes 2
+# The pto::parallel samples' --mesh AxB: not AxB, a zero axis, more PEs than --pes allows, or a
+# mesh that does not match --pes.
+for s in sharded_mlp sharded_attention; do
+  for v in 2x abc 2x4x1 0x4 4x0 -2x4 100x100 99999999999999999999x1 ""; do refused "$s" --mesh "$v"; done
+  refused "$s" --mesh 3x3 --pes 8
+done
 echo "sample flags: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -10,7 +10,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-build}/samples
 samples=(allreduce_softmax allreduce_add_allreduce multi_comm_groups allgather_matmul
-         matmul_allreduce_rmsnorm moe_dispatch_combine collectives)
+         matmul_allreduce_rmsnorm moe_dispatch_combine collectives sharded_mlp sharded_attention)
 pass=0 fail=0
 dump=$(mktemp -d)
 trap 'rm -rf "$dump"' EXIT

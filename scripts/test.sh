@@ -53,7 +53,11 @@ samples() {
       build/samples/allgather_matmul --pes "$pes" --dtype "$dt" --check
       build/samples/matmul_allreduce_rmsnorm --pes "$pes" --dtype "$dt" --check
     done
+    build/samples/sharded_mlp --pes "$pes" --check
+    build/samples/sharded_attention --pes "$pes" --check
   done
+  build/samples/sharded_mlp --mesh 4x2 --dtype bf16 --check
+  build/samples/sharded_attention --mesh 2x4 --dtype bf16 --check --interpret
   for dt in fp32 fp16 bf16; do
     build/samples/allreduce_softmax --pes 8 --dtype "$dt" --check
     build/samples/allreduce_softmax --pes 8 --dtype "$dt" --check --interpret
@@ -135,6 +139,18 @@ mpi_checks() (
           exit 1
         fi
       done
+    done
+  done
+  # The pto::parallel samples on 2 ranks (a 1x2 mesh), on the shared and on the RMA path.
+  for sh in 1 0; do
+    for cmd in "sharded_mlp" "sharded_attention --dtype bf16"; do
+      set -- $cmd
+      out=$(PTO_MPI_SHARED=$sh run -np 2 "build/samples/$1" "${@:2}" --backend mpi --check)
+      if [ "$(grep -c 'check: PASS' <<<"$out")" -ne 2 ]; then
+        echo "$out"
+        echo "mpi: $cmd on 2 ranks (PTO_MPI_SHARED=$sh): not every rank passed"
+        exit 1
+      fi
     done
   done
   PTO_MPI_PROGRESS=0 run -np 2 --mca osc pt2pt build/tests/test_mpi

@@ -5,6 +5,7 @@
 #include "pto/runtime/mpi.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <climits>
@@ -206,6 +207,82 @@ void share_outputs(const CommonFlags &f,
   (void)f;
   (void)per_pe;
 #endif
+}
+
+namespace {
+/// "AxB" as two decimal integers >= 1, or false.
+bool parse_mesh(const std::string &s, int64_t &a, int64_t &b) {
+  const auto x = s.find('x');
+  if (x == std::string::npos)
+    return false;
+  auto num = [](const char *p, const char *e, int64_t &v) {
+    auto [end, ec] = std::from_chars(p, e, v);
+    return p != e && ec == std::errc() && end == e && v >= 1;
+  };
+  return num(s.data(), s.data() + x, a) && num(s.data() + x + 1, s.data() + s.size(), b);
+}
+std::string upper(std::string s) {
+  for (char &c : s)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+} // namespace
+
+void add_mesh_flag(CLI::App &app, MeshFlag &m, const std::string &major, const std::string &minor,
+                   PeLimits limits) {
+  app.add_option(
+         "--mesh", m.text,
+         fmt::format("the 2-D PE mesh, {0} x {1} (e.g. 2x4): PE p sits at ({0}, {1}) = (p / "
+                     "{1}, p % {1}); sets --pes when that is not given, else must equal "
+                     "it. Default: from --pes, {0} = the largest divisor of pes whose "
+                     "square is at most pes (8 PEs: 2x4, 16: 4x4, 7: 1x7)",
+                     major, minor))
+      ->type_name(fmt::format("{}x{}", upper(major), upper(minor)))
+      ->check(CLI::Validator(
+          [limits](std::string &s) -> std::string {
+            int64_t a = 0, b = 0;
+            if (!parse_mesh(s, a, b))
+              return fmt::format("must be AxB with decimal integers A, B >= 1 (e.g. 2x4), got "
+                                 "'{}'",
+                                 s);
+            if (a > limits.max || b > limits.max || a * b < limits.min || a * b > limits.max)
+              return fmt::format("{} has {} x {} PEs; the PE count must be in [{}, {}]", s, a, b,
+                                 limits.min, limits.max);
+            return "";
+          },
+          "MESH"));
+}
+
+int resolve_mesh(const CLI::App &app, CommonFlags &f, MeshFlag &m) {
+  if (m.text.empty()) {
+    int64_t a = 1;
+    for (int64_t d = 1; d * d <= f.pes; ++d)
+      if (f.pes % d == 0)
+        a = d;
+    m.rows = a;
+    m.cols = f.pes / a;
+    return -1;
+  }
+  parse_mesh(m.text, m.rows, m.cols); // checked at parse time
+  const int64_t n = m.rows * m.cols;
+  if (app.count("--pes") == 0 && f.backend != "mpi") {
+    f.pes = static_cast<int>(n);
+    return -1;
+  }
+  if (n != f.pes) {
+    if (f.backend == "mpi")
+      fmt::print(stderr,
+                 "error: --mesh {} has {} PEs but mpirun started {} ranks (one PE each); give a "
+                 "mesh of {} PEs or mpirun -np {}\n",
+                 m.text, n, f.pes, f.pes, n);
+    else
+      fmt::print(stderr,
+                 "error: --mesh {} has {} PEs but --pes is {}; give a mesh of {} PEs or leave "
+                 "--pes out\n",
+                 m.text, n, f.pes, f.pes);
+    return 2;
+  }
+  return -1;
 }
 
 pto::JitOptions jit_options(const CommonFlags &f) {

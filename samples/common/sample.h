@@ -65,6 +65,24 @@ make_world(const CommonFlags &f, int n_pes, pto::runtime::WorldOptions opts = {}
 void share_outputs(const CommonFlags &f,
                    std::initializer_list<std::vector<pto::HostTensor> *> per_pe);
 
+/// --mesh DPxMP of the pto::parallel samples: a 2-D mesh of PEs (pto::parallel::Mesh), its two
+/// axis sizes (0 until resolve_mesh).
+struct MeshFlag {
+  int64_t rows = 0, cols = 0;
+  std::string text; ///< as the user wrote it; empty: derived from --pes
+};
+
+/// Adds --mesh to `app`: "AxB" (decimal integers >= 1, A*B in [limits.min, limits.max]),
+/// described with the axis names `major` and `minor`.
+void add_mesh_flag(CLI::App &app, MeshFlag &m, const std::string &major, const std::string &minor,
+                   PeLimits limits);
+
+/// After parse: the mesh and the PE count agree. Without --mesh the mesh is A x (pes / A) with A
+/// the largest divisor of pes whose square is at most pes (8 -> 2x4, 16 -> 4x4, 7 -> 1x7). With
+/// --mesh and without --pes (threads backend) pes becomes A*B; otherwise A*B must equal pes
+/// (error message, exit 2). Returns -1 to go on, else the exit code.
+int resolve_mesh(const CLI::App &app, CommonFlags &f, MeshFlag &m);
+
 /// The kernels' JitOptions: the interpreter with --interpret, else the library's default (JIT,
 /// or whatever PTO_RUN_MODE says), so PTO_RUN_MODE=interpret works for every sample.
 pto::JitOptions jit_options(const CommonFlags &f);
