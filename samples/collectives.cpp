@@ -148,10 +148,11 @@ int main(int argc, char **argv) {
 
     std::vector<pto::HostTensor> xs, ys;
     for (int p = 0; p < n; ++p) {
-      xs.emplace_back(dt, std::vector<int64_t>{rows, cols});
+      // Made here, then moved in: an error names this line, not libstdc++'s (README, "Errors").
+      xs.push_back(pto::HostTensor(dt, std::vector<int64_t>{rows, cols}));
       for (int64_t i = 0; i < rows * cols; ++i)
         xs.back().set(i, input(p, i, prod));
-      ys.emplace_back(dt, out_shape);
+      ys.push_back(pto::HostTensor(dt, out_shape));
       ys.back().fill(-3); // marks rows a collective leaves untouched
     }
     std::vector<int64_t> counts;

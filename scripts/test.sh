@@ -170,6 +170,23 @@ mpi_checks() (
   done
   out=$(PTO_MPI_PROGRESS=0 run -np 4 --mca osc pt2pt build/samples/collectives --backend mpi --check)
   [ "$(grep -c 'check: PASS' <<<"$out")" -eq 4 ] || { echo "$out"; exit 1; }
+  # A bad PTO_MPI_* value (MPI starts while the flags are checked) and a rank count outside a
+  # sample's PE limits are usage errors on every rank (exit 2, the variable named), not aborts.
+  rc=0
+  out=$(PTO_MPI_SHARED=2 run -np 2 -x PTO_MPI_SHARED build/samples/collectives --backend mpi 2>&1) ||
+    rc=$?
+  if [ $rc -eq 0 ] || [ "$(grep -c "error: .*PTO_MPI_SHARED: '2' is not a known value" <<<"$out")" -ne 2 ]; then
+    echo "$out"
+    echo "mpi: PTO_MPI_SHARED=2: rc $rc, want a usage error naming it on both ranks"
+    exit 1
+  fi
+  rc=0
+  out=$(run -np 3 build/samples/multi_comm_groups --backend mpi 2>&1) || rc=$?
+  if [ $rc -eq 0 ] || [ "$(grep -c 'error: mpirun started 3 ranks' <<<"$out")" -ne 3 ]; then
+    echo "$out"
+    echo "mpi: multi_comm_groups on 3 ranks (it needs an even count): rc $rc, want exit 2"
+    exit 1
+  fi
   # Outside mpirun --backend mpi is a flag error (exit 2), not a crash.
   rc=0
   build/samples/collectives --backend mpi --check 2>/dev/null || rc=$?

@@ -50,6 +50,7 @@ std::string bytes_str(int64_t b) {
 
 /// The flags add_common_flags registered, for parse()'s --backend checks.
 CommonFlags *g_flags = nullptr;
+PeLimits g_limits; ///< add_common_flags' limits: the rank count under --backend mpi obeys them
 
 /// --backend mpi's checks after parsing: MPI built in, started by mpirun, --pes = ranks.
 /// Returns -1 to go on, else the exit code.
@@ -65,8 +66,23 @@ int check_backend(const CLI::App &app, CommonFlags &f) {
                app.get_name());
     return 2;
   }
-  const int ranks = pto::runtime::mpi_size();
+  int ranks = 0;
+  try { // MPI starts here: settings the ranks disagree on fail it (on every rank)
+    ranks = pto::runtime::mpi_size();
+  } catch (const pto::Error &e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 2;
+  }
   if (app.count("--pes") == 0) {
+    // The rank count stands for --pes: the same limits.
+    if (ranks < g_limits.min || ranks > g_limits.max || (g_limits.even && ranks % 2 != 0)) {
+      fmt::print(stderr,
+                 "error: mpirun started {} ranks; under --backend mpi every PE is one rank and "
+                 "{} runs {} to {} PEs{} (mpirun -np N)\n",
+                 ranks, app.get_name(), g_limits.min, g_limits.max,
+                 g_limits.even ? ", an even number" : "");
+      return 2;
+    }
     f.pes = ranks;
   } else if (f.pes != ranks) {
     fmt::print(stderr,
@@ -168,6 +184,7 @@ void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::stri
       ->check(CLI::IsMember({"threads", "mpi"}))
       ->capture_default_str();
   g_flags = &f;
+  g_limits = limits;
 }
 
 int parse(CLI::App &app, int argc, char **argv) {

@@ -43,6 +43,8 @@ public:
 mpi::Session &session_at(const std::source_location &loc, const char *op) {
   try {
     return mpi::session();
+  } catch (const ArgumentError &e) { // a bad PTO_MPI_* value: as on the threads transport
+    throw ArgumentError(loc, e.op(), e.detail());
   } catch (const Error &e) {
     throw DistributedError(loc, op, e.detail());
   }

@@ -28,9 +28,11 @@ constexpr int64_t kReturnedAt = 16; // the returned-run word in the abort window
 // How long the ranks wait for each other at MPI start (twice the default deadlock timeout).
 constexpr int64_t kSetupTimeoutMs = 60000;
 
-// PTO_MPI_SHARED and PTO_MPI_PROGRESS (0 or 1) were checked when the World was made (env.h).
+// PTO_MPI_SHARED and PTO_MPI_PROGRESS (0 or 1), checked (env.h): MPI may start before any World
+// (mpi_size), so a bad value is an ArgumentError naming the variable here too.
 bool env_is_zero(const char *name) {
-  return env::read_choice(env::var(name), std::source_location::current()) == "0";
+  return env::read_choice(env::var(name), std::source_location::current(), " (starting MPI)") ==
+         "0";
 }
 
 [[noreturn]] void mpi_fail(const char *what, int rc) {
