@@ -459,3 +459,60 @@ TEST_CASE("parallel: PTO_DUMP=sharding records layouts and each inserted collect
       std::string::npos);
   CHECK(all.find("(1 PE: whole tensors, no collective)") != std::string::npos);
 }
+
+TEST_CASE("parallel: the seed table's remaining ops with explicit strategies, on 4 PEs") {
+  auto x = sharded::data({8, 14}, 21), w = sharded::data({6, 14}, 22);
+  // PReLU: x's channels (dim 1) and the weight [14] split alike over b; rows over a.
+  sharded::against_oracle(
+      "prelu", 4,
+      [](Tensor a, Tensor b, Tensor y) {
+        sharded::tiles();
+        auto weight = pto::reshape(pto::view(b, {1, 14}, {0, 0}), {14});
+        auto r = par::prelu(par::shard(a, kMesh2x2, {{}, {}}), weight, {{2, 2}, {2}});
+        CHECK(r.layout().to_string() == "[8@a, 14@b]");
+        pto::assemble(par::full_tensor(r), {0, 0}, y);
+      },
+      {x, w}, {8, 14}, kExact);
+  // Concat along a split axis (uneven: 14 rows into 4), then Split along it: bitwise.
+  sharded::against_oracle(
+      "concat_split", 4,
+      [](Tensor a, Tensor b, Tensor y) {
+        sharded::tiles();
+        auto c = par::concat({par::shard(a, kMesh4, {{}, {}}), b}, 0, {{4, 1}, {4, 1}});
+        CHECK(c.layout().to_string() == "[14@x, 14]");
+        auto p = par::split(c, {6, 8}, 0);
+        CHECK(p[1].layout().to_string() == "[8@x, 14]");
+        pto::assemble(par::full_tensor(p[1]), {0, 0}, y);
+        pto::assemble(pto::mul(par::full_tensor(p[0]), 2.0), {8, 0}, y);
+      },
+      {x, w}, {14, 14}, kExact);
+  // L2Normalize with its axis split over a sub-axis (b of 2x2), rows over a.
+  sharded::against_oracle(
+      "l2n", 4,
+      [](Tensor a, Tensor y) {
+        sharded::tiles();
+        auto r = par::l2_normalize(par::shard(a, kMesh2x2, {{}, {}}), 1, 1e-4, {{2, 2}});
+        CHECK(r.layout().to_string() == "[8@a, 14@b]");
+        pto::assemble(par::full_tensor(r), {0, 0}, y);
+      },
+      {x}, {8, 14}, sharded::kSumTolerance);
+  // Tile: the repeated dim 1 (multiple 4) split 2 (each PE tiles 2 copies), dim 0 kept whole;
+  // Slice and StridedSlice of the whole split dim 1 keep its split.
+  sharded::against_oracle(
+      "tile_slice", 4,
+      [](Tensor a, Tensor y) {
+        sharded::tiles();
+        auto t = par::tile(par::shard(a, kMesh2x2, {{}, {}}), {1, 4}, {{1, 2}});
+        CHECK(t.layout().to_string() == "[8, 56@a]");
+        auto s = par::slice(t, {2, 0}, {4, -1}, {{1, 2}});
+        CHECK(s.layout().to_string() == "[4, 56@a]");
+        auto ss = par::strided_slice(s, {0, 0}, {4, 56}, {1, 1}, {{2, 2}});
+        CHECK(ss.layout().to_string() == "[4@a, 56@b]"); // counts take the mesh axes in order
+        pto::assemble(par::full_tensor(ss), {0, 0}, y);
+        auto every2 =
+            par::strided_slice(par::shard(a, kMesh2x2, {{}, "b"}), {1, 0}, {8, 14}, {3, 1});
+        CHECK(every2.layout().to_string() == "[3, 14@b]");
+        pto::assemble(par::full_tensor(every2), {4, 0}, y);
+      },
+      {x}, {7, 56}, kExact);
+}

@@ -84,6 +84,39 @@ const std::vector<Op> &ops() {
                  sharded::kSumTolerance});
     o.push_back({"parallel::log_softmax", 1,
                  [](const auto &x) { return par::log_softmax(x[0], 0); }, sharded::kSumTolerance});
+    o.push_back({"parallel::approximate_equal", 2,
+                 [](const auto &x) { return par::approximate_equal(x[0], x[1], 0.25); }});
+    // The weight [7] (x's dim 1, the channels) from the second input: a split of the channels
+    // reaches the weight.
+    o.push_back(
+        {"parallel::prelu", 2, [](const auto &x) { return par::prelu(x[0], par::amax(x[1], 0)); }});
+    o.push_back({"parallel::l2_normalize", 1,
+                 [](const auto &x) { return par::l2_normalize(x[0], 1, 0.5); },
+                 sharded::kSumTolerance});
+    o.push_back({"parallel::l2_normalize", 1,
+                 [](const auto &x) { return par::l2_normalize(x[0], 0); }, sharded::kSumTolerance});
+    // Concat along dim 0 (split or not), then split back into the inputs (along a split axis).
+    o.push_back({"parallel::concat", 2, [](const auto &x) {
+                   const int64_t r = x[1].layout().global_shape()[0];
+                   auto p = par::split(par::concat({x[1], x[0]}, 0), {r, 5}, 0);
+                   return par::add(p[1], p[0]);
+                 }});
+    o.push_back({"parallel::split", 1, [](const auto &x) {
+                   auto p = par::split(x[0], {2, 3, 2}, 1);
+                   return par::concat({p[2], p[0], p[1]}, 1);
+                 }});
+    o.push_back({"parallel::slice", 1, [](const auto &x) {
+                   return par::concat(
+                       {par::slice(x[0], {0, 3}, {-1, 4}), par::slice(x[0], {0, 0}, {5, 3})}, 1);
+                 }});
+    o.push_back({"parallel::strided_slice", 1, [](const auto &x) {
+                   return par::concat({par::strided_slice(x[0], {1, 0}, {5, 7}, {2, 1}),
+                                       par::strided_slice(x[0], {0, 0}, {5, 7}, {2, 1})},
+                                      0);
+                 }});
+    o.push_back({"parallel::tile", 1, [](const auto &x) {
+                   return par::slice(par::tile(x[0], {1, 2}), {0, 3}, {5, 7});
+                 }});
     return o;
   }();
   return v;
