@@ -516,3 +516,53 @@ TEST_CASE("parallel: the seed table's remaining ops with explicit strategies, on
       },
       {x}, {7, 56}, kExact);
 }
+
+TEST_CASE("parallel: ArgMaxWithValue / ArgMinWithValue with the reduced axis split: ties, NaN") {
+  auto x = sharded::data({8, 14}, 23);
+  // Values in {-2, .., 2} (many ties, -0 and +0 among them) split unevenly over 4 PEs and over a
+  // sub-axis: the lowest global index wins, bitwise; rows 0 and 5 get NaNs (NaN wins).
+  sharded::against_oracle(
+      "argmax_ties", 4,
+      [](Tensor a, Tensor y) {
+        sharded::tiles();
+        Tensor t = pto::round(pto::mul(a, 2.0));
+        Tensor rows = pto::reshape(pto::arange(int64_t{0}, int64_t{8}), {8, 1});
+        Tensor cols = pto::reshape(pto::arange(int64_t{0}, int64_t{14}), {1, 14});
+        Tensor nan_at =
+            pto::logical_or(pto::logical_and(pto::eq(rows, int64_t{0}), pto::eq(cols, int64_t{9})),
+                            pto::logical_and(pto::eq(rows, int64_t{5}), pto::ge(cols, int64_t{6})));
+        Tensor v = pto::where(nan_at, std::nan(""), t);
+        auto mx = par::argmax_with_value(par::shard(v, kMesh4, {{}, "x"}), 1);
+        CHECK(mx.index.layout().to_string() == "[8]");
+        auto mn = par::argmin_with_value(par::shard(v, kMesh2x2, {"a", "b"}), 1, true);
+        CHECK(mn.values.layout().to_string() == "[8@a, 1]");
+        auto col = [](const par::DTensor &d) {
+          return pto::reshape(pto::cast(par::full_tensor(d), pto::DT_FP32), {8, 1});
+        };
+        pto::assemble(col(mx.index), {0, 0}, y);
+        pto::assemble(col(mx.values), {0, 1}, y);
+        pto::assemble(col(mn.index), {0, 2}, y);
+        pto::assemble(col(mn.values), {0, 3}, y);
+      },
+      {x}, {8, 4}, kExact);
+}
+
+TEST_CASE("parallel: TopK with the last dim split: ties, sorted and unsorted, largest and not") {
+  auto x = sharded::data({8, 14}, 24);
+  sharded::against_oracle(
+      "topk", 4,
+      [](Tensor a, Tensor y) {
+        sharded::tiles();
+        Tensor t = pto::round(pto::mul(a, 3.0)); // values in {-3, .., 3}: ties in every row
+        auto big = par::topk(par::shard(t, kMesh4, {{}, {}}), 3, true, true, {{1, 4}});
+        CHECK(big.indices.layout().to_string() == "[8, 3]");
+        auto small = par::topk(par::shard(t, kMesh2x2, {"a", "b"}), 3, false, false);
+        CHECK(small.values.layout().to_string() == "[8@a, 3]");
+        auto f = [](const par::DTensor &d) { return pto::cast(par::full_tensor(d), pto::DT_FP32); };
+        pto::assemble(f(big.values), {0, 0}, y);
+        pto::assemble(f(big.indices), {0, 3}, y);
+        pto::assemble(f(small.values), {0, 6}, y);
+        pto::assemble(f(small.indices), {0, 9}, y);
+      },
+      {x}, {8, 12}, kExact);
+}

@@ -331,4 +331,16 @@ TEST_CASE("parallel errors: the seed table's PReLU, Slice, StridedSlice and Tile
       },
       kFile, line, "parallel::concat",
       "operand 1 dim 0 is split 4, but operand 0 dim 0 splits the same factor 2");
+  // TopK: every PE's chunk of the split last dim must hold k elements.
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace(
+            [&](Tensor x, Tensor) {
+              line = __LINE__ + 1;
+              par::topk(par::shard(x, kMesh, {{}, {}}), 5, true, true, {{1, 8}});
+            },
+            8);
+      },
+      kFile, line, "parallel::topk",
+      "operand 0 dim 1 of size 32 is split 8: a PE's chunk has fewer than k = 5 elements");
 }

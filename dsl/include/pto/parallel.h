@@ -462,6 +462,41 @@ DTensor strided_slice(const Input &x, const std::vector<int64_t> &begin,
 DTensor tile(const Input &x, const std::vector<int64_t> &multiples, const Strategy &strategy = {},
              SrcLoc loc = SrcLoc::current());
 
+/// The two results of argmax_with_value / argmin_with_value: the index (DT_INT32, global along
+/// the reduced axis) and the value, of one layout.
+struct IndexValue {
+  DTensor index;
+  DTensor values;
+};
+/// ArgMaxWithValue (pto::argmax_with_value along `axis`, keepdim as pto's): the other dims may be
+/// split freely. Unlike MindSpore (whose result may then differ from one device) the reduced
+/// axis may be split too, bitwise equal to one PE: each PE's local index plus its chunk offset,
+/// then per mesh axis an allreduce(max) of the values and an allreduce(min) of the indices that
+/// hold the maximum (the lowest index wins ties; NaN wins, as pto's). The outputs are replicated
+/// on the reduced axis's mesh axes. Pending partials are resolved first.
+IndexValue argmax_with_value(const Input &x, int axis, bool keepdim = false,
+                             const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+/// ArgMinWithValue (pto::argmin_with_value): as argmax_with_value with min.
+IndexValue argmin_with_value(const Input &x, int axis, bool keepdim = false,
+                             const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+
+/// The two results of topk, of one layout: values, and indices (DT_INT32, global along the last
+/// dim).
+struct TopK {
+  DTensor values;
+  DTensor indices;
+};
+/// TopK (pto::topk along the last dim, as MindSpore's TopK; largest / sorted as pto's): the other
+/// dims may be split freely. Unlike MindSpore the last dim may be split too, bitwise equal to
+/// one PE: each PE's local top k with global indices, an allgather of those k candidates per PE
+/// along the dim, and the top k of them (among equal values the lower index first, NaN the
+/// largest, as pto::topk). Every PE's chunk must hold at least k elements (StrategyError naming
+/// the dim and the largest split that works; smaller chunks are planned). The outputs are
+/// replicated on the last dim's mesh axes. Pending partials are resolved first. ShapeError for k
+/// outside [1, the last dim].
+TopK topk(const Input &x, int64_t k, bool largest = true, bool sorted = true,
+          const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+
 /// One row of the rule table, as tools and docs read it (docs/sharding_ops.md is generated from
 /// it): the op as written, the seed table's MindSpore name, the number of inputs, whether a
 /// strategy may be given, the communication a split costs, and per pending Partial(sum|max|min|

@@ -217,6 +217,11 @@ bool keeps_partial(const Rule &rule, const std::vector<Placement> &on_axis, Part
 
 DTensor apply(const Rule &rule, const std::vector<Input> &inputs, const Strategy &strategy,
               const Attrs &attrs, SrcLoc loc) {
+  return apply_n(rule, inputs, strategy, attrs, loc).front();
+}
+
+std::vector<DTensor> apply_n(const Rule &rule, const std::vector<Input> &inputs,
+                             const Strategy &strategy, const Attrs &attrs, SrcLoc loc) {
   const char *op = rule.op;
   if (!rule.takes_strategy && !strategy.empty())
     throw StrategyError(loc, op,
@@ -331,11 +336,16 @@ DTensor apply(const Rule &rule, const std::vector<Input> &inputs, const Strategy
   record(fmt::format("{}: {}({}) -> {}{}", format_location(loc), op, ins, out.to_string(),
                      active ? "" : " (1 PE: whole tensors, no collective)"),
          loc);
-  Call call{rule, attrs, std::move(locals), sig, r.axes, *mesh, active, out_local, loc};
-  Tensor result = rule.local(call);
-  if (std::find(gathered.begin(), gathered.end(), true) != gathered.end())
-    result = reslice(result, out, gathered, loc);
-  return {result, out};
+  std::vector<Tensor> results;
+  Call call{rule, attrs, std::move(locals), sig, r.axes, *mesh, active, out_local, loc, &results};
+  results.insert(results.begin(), rule.local(call));
+  std::vector<DTensor> outs;
+  for (Tensor &t : results) {
+    if (std::find(gathered.begin(), gathered.end(), true) != gathered.end())
+      t = reslice(t, out, gathered, loc);
+    outs.emplace_back(t, out);
+  }
+  return outs;
 }
 
 std::string nearest(const Counts &counts, const Signature &sig, size_t operand, size_t dim,

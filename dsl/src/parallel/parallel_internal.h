@@ -5,6 +5,7 @@
 
 #include "pto/nn_ops.h"
 #include "pto/parallel.h"
+#include "pto/sort_ops.h"
 
 #include <array>
 #include <string>
@@ -63,6 +64,7 @@ struct Attrs {
   DataFormat format = DataFormat::NCHW; ///< bias_add's
   std::vector<int64_t> begin, size;     ///< slice's window; tile's multiples in `size`
   std::vector<int64_t> strides;         ///< strided_slice's (empty: all 1)
+  TopkOptions topk;                     ///< topk's (k in `axis`)
 };
 
 struct Rule;
@@ -78,6 +80,9 @@ struct Call {
   bool active; ///< false on a 1-PE world: slices are whole and no collective runs
   std::vector<int64_t> out_local_shape;
   SrcLoc loc;
+  /// A rule with several outputs (ArgMaxWithValue, TopK) returns the first and appends the
+  /// others here; every output has the first one's layout.
+  std::vector<Tensor> *extra = nullptr;
 };
 
 /// The strategy as part counts (axis names as their sizes), one vector per input: what a rule's
@@ -112,6 +117,9 @@ std::string nearest(const Counts &counts, const Signature &sig, size_t operand, 
 /// Runs `rule` on `inputs` under `strategy` (empty: follow the inputs' layouts).
 DTensor apply(const Rule &rule, const std::vector<Input> &inputs, const Strategy &strategy,
               const Attrs &attrs, SrcLoc loc);
+/// As apply, for a rule with several outputs (all of one layout), in the rule's order.
+std::vector<DTensor> apply_n(const Rule &rule, const std::vector<Input> &inputs,
+                             const Strategy &strategy, const Attrs &attrs, SrcLoc loc);
 
 // --- redistribute.cpp ---
 

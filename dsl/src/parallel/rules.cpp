@@ -14,6 +14,7 @@
 #include "parallel_internal.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -349,6 +350,38 @@ Signature sig_l2_normalize(const Shapes &s, const Attrs &a, SrcLoc loc) {
   return sig_softmax_axis(s, a, "parallel::l2_normalize", loc);
 }
 
+/// ArgMaxWithValue / ArgMinWithValue: one factor per dim; the reduced axis a combine factor
+/// (the recipe of local_arg_with_value), gone from the outputs (or a kept size-1 dim).
+Signature sig_arg_with_value(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  Signature sig = sig_reduce(s, a, PartialOp::MAX, "parallel::argmax_with_value", loc);
+  for (auto &f : sig.factors)
+    if (f.kind == FactorKind::REDUCE)
+      f.kind = FactorKind::SOFTMAX;
+  return sig;
+}
+
+/// TopK (k = attrs.axis) along the last dim: that dim a combine factor of the input, the
+/// output's last dim a fresh (unsplit) factor of size k.
+Signature sig_topk(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  const char *op = "parallel::topk";
+  const int64_t k = a.axis, n = s[0].back();
+  if (k < 1 || k > n)
+    throw ShapeError(loc, op,
+                     fmt::format("k = {} for a last dim of {} (x {})", k, n, dims_str(s[0])));
+  Signature sig;
+  sig.in.emplace_back();
+  for (size_t d = 0; d < s[0].size(); ++d) {
+    const bool last = d + 1 == s[0].size();
+    sig.factors.push_back({s[0][d], last ? FactorKind::SOFTMAX : FactorKind::FREE});
+    sig.in[0].push_back(static_cast<int>(d));
+    if (!last)
+      sig.out.push_back(static_cast<int>(d));
+  }
+  sig.out.push_back(static_cast<int>(sig.factors.size()));
+  sig.factors.push_back({k});
+  return sig;
+}
+
 /// Concat: the other dims FREE factors shared by every input; the concat axis one GATHER factor
 /// of the output's length (each input made whole along it, the result cut to this PE's chunk).
 Signature sig_concat(const Shapes &s, const Attrs &a, SrcLoc loc) {
@@ -619,6 +652,96 @@ Tensor local_l2_normalize(const Call &c) {
     s = allreduce_axis(s, c.mesh, a, PartialOp::SUM, c.loc);
   return pto::div(x, pto::sqrt(pto::maximum(s, c.attrs.alpha, c.loc), c.loc), c.loc);
 }
+/// ArgMaxWithValue / ArgMinWithValue (attrs.fn 0 / 1) with the reduced axis split: each PE's
+/// local {index, value}, the index made global (+ this PE's chunk offset); then per mesh axis
+/// of the split, m = allreduce(max|min) of the values and the index = allreduce(min) of the
+/// indices whose value is m (or NaN: NaN wins), else INT32_MAX: the lowest index wins ties, so
+/// both results are bitwise one PE's (-0 and +0 tie, as in one PE's argmax; the value is then
+/// pto::maximum's / minimum's, -0 < +0).
+Tensor local_arg_with_value(const Call &c) {
+  const bool is_max = c.attrs.fn == 0;
+  const Tensor &x = c.locals[0];
+  const int axis = c.attrs.axis < 0 ? c.attrs.axis + x.dim(c.loc) : c.attrs.axis;
+  const auto &axes = c.factor_axes[static_cast<size_t>(axis)];
+  ReduceOptions o{.keepdim = c.attrs.keepdim};
+  pto::IndexValue r = is_max ? pto::argmax_with_value(x, axis, o, c.loc)
+                             : pto::argmin_with_value(x, axis, o, c.loc);
+  if (c.active && !axes.empty()) {
+    std::vector<Placement> pl(static_cast<size_t>(c.mesh.n_axes()));
+    for (int a : axes)
+      pl[static_cast<size_t>(a)] = Placement::split(axis);
+    std::vector<int64_t> shape;
+    for (int f : c.sig.in[0])
+      shape.push_back(c.sig.factors[static_cast<size_t>(f)].size);
+    const SymChunk chunk = my_chunk(Layout(c.mesh, shape, pl, c.loc), axis, c.loc);
+    // The offset as a [1] tensor: a view of arange(n + 1) at the (run-time) offset (an empty
+    // chunk of a split into more parts than elements is at offset n).
+    Tensor offset =
+        pto::view(pto::arange(int64_t{0}, shape[static_cast<size_t>(axis)] + 1, 1, c.loc), {1},
+                  {chunk.offset}, {}, c.loc);
+    Tensor index = pto::cast(pto::add(r.index, offset, c.loc), DT_INT32, c.loc);
+    Tensor value = r.values;
+    const PartialOp op = is_max ? PartialOp::MAX : PartialOp::MIN;
+    for (int a : axes) {
+      Tensor m = allreduce_axis(value, c.mesh, a, op, c.loc);
+      Tensor wins = pto::logical_or(pto::eq(value, m, c.loc), pto::isnan(value, c.loc), c.loc);
+      Tensor cand = pto::where(wins, index, int64_t{INT32_MAX}, c.loc);
+      index = allreduce_axis(cand, c.mesh, a, PartialOp::MIN, c.loc);
+      value = m;
+    }
+    r = {index, value};
+  }
+  c.extra->push_back(r.values);
+  return r.index;
+}
+
+/// TopK with the last dim split: each PE's local top k (indices made global), an allgather of
+/// the k candidates per PE along the dim (in coordinate order, so among equal values the lower
+/// global index comes first, as in one PE's sort order), and the top k of those; the indices
+/// are picked by pto::gather. Every PE's chunk must hold k elements (StrategyError otherwise).
+Tensor local_topk(const Call &c) {
+  const Tensor &x = c.locals[0];
+  const int last = x.dim(c.loc) - 1;
+  const int64_t k = c.attrs.axis;
+  const auto &axes = c.factor_axes[static_cast<size_t>(last)];
+  SortResult r;
+  if (!c.active || axes.empty()) {
+    r = pto::topk(x, k, last, c.attrs.topk, c.loc);
+  } else {
+    std::vector<int64_t> shape;
+    std::vector<Placement> from(static_cast<size_t>(c.mesh.n_axes()));
+    for (size_t d = 0; d < c.sig.in[0].size(); ++d) {
+      shape.push_back(c.sig.factors[d].size);
+      for (int a : c.factor_axes[d])
+        from[static_cast<size_t>(a)] = Placement::split(static_cast<int>(d));
+    }
+    const Layout in(c.mesh, shape, from, c.loc);
+    if (shape.back() / in.parts(last) < k)
+      throw StrategyError(c.loc, c.rule.op,
+                          fmt::format("operand 0 dim {} of size {} is split {}: a PE's chunk has "
+                                      "fewer than k = {} elements (chunks smaller than k are "
+                                      "planned); split it at most {} ways",
+                                      last, shape.back(), in.parts(last), k, shape.back() / k));
+    r = pto::topk(x, k, last, c.attrs.topk, c.loc);
+    const SymChunk chunk = my_chunk(in, last, c.loc);
+    Tensor offset = pto::view(pto::arange(int64_t{0}, shape.back() + 1, 1, c.loc), {1},
+                              {chunk.offset}, {}, c.loc);
+    Tensor index = pto::cast(pto::add(r.indices, offset, c.loc), DT_INT32, c.loc);
+    shape.back() = k * in.parts(last);
+    const Layout cand(c.mesh, shape, from, c.loc);
+    std::vector<Placement> to = from;
+    for (int a : axes)
+      to[static_cast<size_t>(a)] = Placement::replicate();
+    const Layout whole(c.mesh, shape, to, c.loc);
+    Tensor values = redistribute_local(r.values, cand, whole, true, c.loc);
+    index = redistribute_local(index, cand, whole, true, c.loc);
+    SortResult m = pto::topk(values, k, last, c.attrs.topk, c.loc);
+    r = {m.values, pto::gather(index, last, m.indices, c.loc)};
+  }
+  c.extra->push_back(r.indices);
+  return r.values;
+}
+
 Tensor local_concat(const Call &c) { return pto::concat(c.locals, c.attrs.axis, c.loc); }
 /// Split's piece and Slice's window: a view of the slice (whole along every windowed dim).
 Tensor local_window(const Call &c) {
@@ -780,6 +903,21 @@ const Rule kRules[] = {
      "stride != 1: pto::view, then pto::index_select of pto::arange along the dim (composed); "
      "masks are not taken (all zero)",
      check_window},
+    {"parallel::argmax_with_value", "ArgMaxWithValue", 1, true, kResolve, sig_arg_with_value,
+     local_arg_with_value,
+     "reduced axis: per mesh axis, allreduce(max) of one value and allreduce(min) of one index "
+     "per row",
+     "reduced axis split (the seed table: may differ from one device): global index = local + "
+     "chunk offset, lowest index wins ties, NaN wins; bitwise"},
+    {"parallel::argmin_with_value", "ArgMinWithValue", 1, true, kResolve, sig_arg_with_value,
+     local_arg_with_value,
+     "reduced axis: per mesh axis, allreduce(min) of one value and allreduce(min) of one index "
+     "per row",
+     "as ArgMaxWithValue; bitwise"},
+    {"parallel::topk", "TopK", 1, true, kResolve, sig_topk, local_topk,
+     "last dim: an allgather of k candidates (value, index) per PE along it",
+     "last dim split (beyond the seed table, which forbids it): local top k, allgather of the "
+     "candidates, top k of them; every chunk must hold k elements; bitwise"},
     {"parallel::tile", "Tile", 1, true, kMovement, sig_tile, local_tile,
      "none (the input is made whole along a repeated dim; a count divides the multiple)", "",
      check_tile},
@@ -816,6 +954,9 @@ enum RuleIndex : size_t {
   kSplit,
   kSlice,
   kStridedSlice,
+  kArgMaxWithValue,
+  kArgMinWithValue,
+  kTopk,
   kTile,
   kRuleCount
 };
@@ -1040,6 +1181,34 @@ DTensor strided_slice(const Input &x, const std::vector<int64_t> &begin,
   at.size = end;
   at.strides = strides;
   return apply(kRules[kStridedSlice], {x}, s, at, loc);
+}
+IndexValue argmax_with_value(const Input &x, int axis, bool keepdim, const Strategy &s,
+                             SrcLoc loc) {
+  Attrs at;
+  at.axis = axis;
+  at.keepdim = keepdim;
+  at.fn = 0;
+  auto r = apply_n(kRules[kArgMaxWithValue], {x}, s, at, loc);
+  return {r[0], r[1]};
+}
+IndexValue argmin_with_value(const Input &x, int axis, bool keepdim, const Strategy &s,
+                             SrcLoc loc) {
+  Attrs at;
+  at.axis = axis;
+  at.keepdim = keepdim;
+  at.fn = 1;
+  auto r = apply_n(kRules[kArgMinWithValue], {x}, s, at, loc);
+  return {r[0], r[1]};
+}
+TopK topk(const Input &x, int64_t k, bool largest, bool sorted, const Strategy &s, SrcLoc loc) {
+  if (k < 1 || k > INT32_MAX)
+    throw ShapeError(loc, "parallel::topk", fmt::format("k = {} must be in [1, 2^31)", k));
+  Attrs at;
+  at.axis = static_cast<int>(k);
+  at.topk.largest = largest;
+  at.topk.sorted = sorted;
+  auto r = apply_n(kRules[kTopk], {x}, s, at, loc);
+  return {r[0], r[1]};
 }
 DTensor tile(const Input &x, const std::vector<int64_t> &multiples, const Strategy &s, SrcLoc loc) {
   Attrs at;
