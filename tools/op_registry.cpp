@@ -748,7 +748,9 @@ const std::vector<ShardingName> &sharding_names() {
       {"OneHot"},
       {"PReLU"},
       {"Reshape"},
-      {"StridedSlice", "pto::view takes stride 1 only; a stride != 1 is not supported"},
+      {"StridedSlice",
+       "pto::view takes stride 1 only: parallel::strided_slice composes a stride != "
+       "1 with pto::index_select"},
       {"Slice"},
       {"Tile"},
       {"Unique"},

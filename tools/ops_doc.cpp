@@ -296,12 +296,14 @@ std::string render_sharding_md() {
         "summed factor (matmul's k, a reduced axis, the softmax axis) adds the PEs' partial "
         "results in mesh-coordinate order, a reassociation of the one-PE sum "
         "([sharding.md](sharding.md), \"Determinism and tolerance\").\n\n"
-     << "| rule | MindSpore | inputs | strategy | communication of a split | pending partials |\n"
-     << "|---|---|---|---|---|---|\n";
+     << "| rule | MindSpore | inputs | strategy | communication of a split | pending partials | "
+        "notes |\n"
+     << "|---|---|---|---|---|---|---|\n";
   for (const auto &r : rules)
-    os << "| `" << r.op << "` | " << r.mindspore << " | " << r.arity << " | "
+    os << "| `" << r.op << "` | " << r.mindspore << " | "
+       << (r.arity == 0 ? std::string("1-128") : std::to_string(r.arity)) << " | "
        << (r.takes_strategy ? "yes" : "no (follows its input)") << " | " << cell(r.cost) << " | "
-       << cell(r.partials) << " |\n";
+       << cell(r.partials) << " | " << cell(r.notes) << " |\n";
   return os.str();
 }
 

@@ -459,3 +459,110 @@ TEST_CASE("parallel: PTO_DUMP=sharding records layouts and each inserted collect
       std::string::npos);
   CHECK(all.find("(1 PE: whole tensors, no collective)") != std::string::npos);
 }
+
+TEST_CASE("parallel: the seed table's remaining ops with explicit strategies, on 4 PEs") {
+  auto x = sharded::data({8, 14}, 21), w = sharded::data({6, 14}, 22);
+  // PReLU: x's channels (dim 1) and the weight [14] split alike over b; rows over a.
+  sharded::against_oracle(
+      "prelu", 4,
+      [](Tensor a, Tensor b, Tensor y) {
+        sharded::tiles();
+        auto weight = pto::reshape(pto::view(b, {1, 14}, {0, 0}), {14});
+        auto r = par::prelu(par::shard(a, kMesh2x2, {{}, {}}), weight, {{2, 2}, {2}});
+        CHECK(r.layout().to_string() == "[8@a, 14@b]");
+        pto::assemble(par::full_tensor(r), {0, 0}, y);
+      },
+      {x, w}, {8, 14}, kExact);
+  // Concat along a split axis (uneven: 14 rows into 4), then Split along it: bitwise.
+  sharded::against_oracle(
+      "concat_split", 4,
+      [](Tensor a, Tensor b, Tensor y) {
+        sharded::tiles();
+        auto c = par::concat({par::shard(a, kMesh4, {{}, {}}), b}, 0, {{4, 1}, {4, 1}});
+        CHECK(c.layout().to_string() == "[14@x, 14]");
+        auto p = par::split(c, {6, 8}, 0);
+        CHECK(p[1].layout().to_string() == "[8@x, 14]");
+        pto::assemble(par::full_tensor(p[1]), {0, 0}, y);
+        pto::assemble(pto::mul(par::full_tensor(p[0]), 2.0), {8, 0}, y);
+      },
+      {x, w}, {14, 14}, kExact);
+  // L2Normalize with its axis split over a sub-axis (b of 2x2), rows over a.
+  sharded::against_oracle(
+      "l2n", 4,
+      [](Tensor a, Tensor y) {
+        sharded::tiles();
+        auto r = par::l2_normalize(par::shard(a, kMesh2x2, {{}, {}}), 1, 1e-4, {{2, 2}});
+        CHECK(r.layout().to_string() == "[8@a, 14@b]");
+        pto::assemble(par::full_tensor(r), {0, 0}, y);
+      },
+      {x}, {8, 14}, sharded::kSumTolerance);
+  // Tile: the repeated dim 1 (multiple 4) split 2 (each PE tiles 2 copies), dim 0 kept whole;
+  // Slice and StridedSlice of the whole split dim 1 keep its split.
+  sharded::against_oracle(
+      "tile_slice", 4,
+      [](Tensor a, Tensor y) {
+        sharded::tiles();
+        auto t = par::tile(par::shard(a, kMesh2x2, {{}, {}}), {1, 4}, {{1, 2}});
+        CHECK(t.layout().to_string() == "[8, 56@a]");
+        auto s = par::slice(t, {2, 0}, {4, -1}, {{1, 2}});
+        CHECK(s.layout().to_string() == "[4, 56@a]");
+        auto ss = par::strided_slice(s, {0, 0}, {4, 56}, {1, 1}, {{2, 2}});
+        CHECK(ss.layout().to_string() == "[4@a, 56@b]"); // counts take the mesh axes in order
+        pto::assemble(par::full_tensor(ss), {0, 0}, y);
+        auto every2 =
+            par::strided_slice(par::shard(a, kMesh2x2, {{}, "b"}), {1, 0}, {8, 14}, {3, 1});
+        CHECK(every2.layout().to_string() == "[3, 14@b]");
+        pto::assemble(par::full_tensor(every2), {4, 0}, y);
+      },
+      {x}, {7, 56}, kExact);
+}
+
+TEST_CASE("parallel: ArgMaxWithValue / ArgMinWithValue with the reduced axis split: ties, NaN") {
+  auto x = sharded::data({8, 14}, 23);
+  // Values in {-2, .., 2} (many ties, -0 and +0 among them) split unevenly over 4 PEs and over a
+  // sub-axis: the lowest global index wins, bitwise; rows 0 and 5 get NaNs (NaN wins).
+  sharded::against_oracle(
+      "argmax_ties", 4,
+      [](Tensor a, Tensor y) {
+        sharded::tiles();
+        Tensor t = pto::round(pto::mul(a, 2.0));
+        Tensor rows = pto::reshape(pto::arange(int64_t{0}, int64_t{8}), {8, 1});
+        Tensor cols = pto::reshape(pto::arange(int64_t{0}, int64_t{14}), {1, 14});
+        Tensor nan_at =
+            pto::logical_or(pto::logical_and(pto::eq(rows, int64_t{0}), pto::eq(cols, int64_t{9})),
+                            pto::logical_and(pto::eq(rows, int64_t{5}), pto::ge(cols, int64_t{6})));
+        Tensor v = pto::where(nan_at, std::nan(""), t);
+        auto mx = par::argmax_with_value(par::shard(v, kMesh4, {{}, "x"}), 1);
+        CHECK(mx.index.layout().to_string() == "[8]");
+        auto mn = par::argmin_with_value(par::shard(v, kMesh2x2, {"a", "b"}), 1, true);
+        CHECK(mn.values.layout().to_string() == "[8@a, 1]");
+        auto col = [](const par::DTensor &d) {
+          return pto::reshape(pto::cast(par::full_tensor(d), pto::DT_FP32), {8, 1});
+        };
+        pto::assemble(col(mx.index), {0, 0}, y);
+        pto::assemble(col(mx.values), {0, 1}, y);
+        pto::assemble(col(mn.index), {0, 2}, y);
+        pto::assemble(col(mn.values), {0, 3}, y);
+      },
+      {x}, {8, 4}, kExact);
+}
+
+TEST_CASE("parallel: TopK with the last dim split: ties, sorted and unsorted, largest and not") {
+  auto x = sharded::data({8, 14}, 24);
+  sharded::against_oracle(
+      "topk", 4,
+      [](Tensor a, Tensor y) {
+        sharded::tiles();
+        Tensor t = pto::round(pto::mul(a, 3.0)); // values in {-3, .., 3}: ties in every row
+        auto big = par::topk(par::shard(t, kMesh4, {{}, {}}), 3, true, true, {{1, 4}});
+        CHECK(big.indices.layout().to_string() == "[8, 3]");
+        auto small = par::topk(par::shard(t, kMesh2x2, {"a", "b"}), 3, false, false);
+        CHECK(small.values.layout().to_string() == "[8@a, 3]");
+        auto f = [](const par::DTensor &d) { return pto::cast(par::full_tensor(d), pto::DT_FP32); };
+        pto::assemble(f(big.values), {0, 0}, y);
+        pto::assemble(f(big.indices), {0, 3}, y);
+        pto::assemble(f(small.values), {0, 6}, y);
+        pto::assemble(f(small.indices), {0, 9}, y);
+      },
+      {x}, {8, 12}, kExact);
+}

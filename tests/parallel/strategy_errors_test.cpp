@@ -263,3 +263,84 @@ TEST_CASE("parallel errors: shapes of BroadcastTo, BiasAdd, ExpandDims and Squee
       },
       kFile, line, "parallel::squeeze", "axis -3 is out of range for rank 2");
 }
+
+TEST_CASE("parallel errors: the seed table's PReLU, Slice, StridedSlice and Tile rules") {
+  int line = 0;
+  // PReLU: a per-channel weight [32] must be split as x's channels (dim 1).
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          line = __LINE__ + 2;
+          auto weight = pto::reshape(pto::view(x, {1, 32}, {0, 0}), {32});
+          par::prelu(par::shard(x, kMesh, {{}, {}}), weight, {{2, 4}, {2}});
+        });
+      },
+      kFile, line, "parallel::prelu",
+      "operand 1 (weight) dim 0 is split 2, but operand 0 (x) dim 1, the channel dim, is split 4: "
+      "PReLU's weight [32] must be split as x's channels; nearest valid strategy: ((2, 4), (4,))");
+  // Slice: a split dim must be taken whole.
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          line = __LINE__ + 1;
+          par::slice(par::shard(x, kMesh, {{}, {}}), {0, 8}, {16, 8}, {{2, 4}});
+        });
+      },
+      kFile, line, "parallel::slice",
+      "operand 0 dim 1 is split 4, but the slice takes 8 of its 32 elements: Slice takes a split "
+      "dim only whole; nearest valid strategy: ((2, 1)) (or redistribute after the slice)");
+  // StridedSlice: a dim with stride != 1 must not be split, even over its whole extent.
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          line = __LINE__ + 1;
+          par::strided_slice(par::shard(x, kMesh, {{}, {}}), {0, 0}, {16, 32}, {2, 1}, {{2, 4}});
+        });
+      },
+      kFile, line, "parallel::strided_slice",
+      "operand 0 dim 0 is split 2, but the strided slice takes 8 of its 16 elements with stride "
+      "2: StridedSlice takes a split dim only whole; nearest valid strategy: ((1, 4))");
+  // Tile: only the multiples may be split; a dim with multiple 1 takes no count.
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          line = __LINE__ + 1;
+          par::tile(par::shard(x, kMesh, {{}, {}}), {4, 1}, {{2, 4}});
+        });
+      },
+      kFile, line, "parallel::tile",
+      "operand 0 dim 1 is split 4, but its multiple is 1: Tile takes a strategy only for its "
+      "multiples (a count must divide the dim's multiple); nearest valid strategy: ((2, 1))");
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          line = __LINE__ + 1;
+          par::tile(par::shard(x, kMesh, {{}, {}}), {3, 1}, {{2, 1}});
+        });
+      },
+      kFile, line, "parallel::tile",
+      "operand 0 dim 0 is split 2, but its multiple is 3: Tile takes a strategy only for its "
+      "multiples");
+  // Concat: every input splits the concat axis alike (one factor).
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          line = __LINE__ + 1;
+          par::concat({par::shard(x, kMesh, {{}, {}}), x}, 0, {{2, 1}, {4, 1}});
+        });
+      },
+      kFile, line, "parallel::concat",
+      "operand 1 dim 0 is split 4, but operand 0 dim 0 splits the same factor 2");
+  // TopK: every PE's chunk of the split last dim must hold k elements.
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace(
+            [&](Tensor x, Tensor) {
+              line = __LINE__ + 1;
+              par::topk(par::shard(x, kMesh, {{}, {}}), 5, true, true, {{1, 8}});
+            },
+            8);
+      },
+      kFile, line, "parallel::topk",
+      "operand 0 dim 1 of size 32 is split 8: a PE's chunk has fewer than k = 5 elements");
+}

@@ -414,6 +414,89 @@ DTensor permute(const Input &x, const std::vector<int> &perm, const Strategy &st
 DTensor reshape(const Input &x, const std::vector<int64_t> &shape, const Strategy &strategy = {},
                 SrcLoc loc = SrcLoc::current());
 
+/// ApproximateEqual (pto::approximate_equal: DT_BOOL |a - b| < tolerance): elementwise, as the
+/// binary ops above (broadcasting as pto::approximate_equal allows); partials are resolved first.
+DTensor approximate_equal(const Input &a, const Input &b, double tolerance = 1e-5,
+                          const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+/// PReLU (pto::prelu): every dim of x may be split. A per-channel weight [C] shares x's dim 1:
+/// it must be split as x's channels (the seed table's rule: StrategyError naming operand 1 dim 0
+/// and the channel split otherwise); a weight [1] is replicated (splitting it is the broadcast
+/// error). Partials are resolved first. ShapeError for a weight that is neither [1] nor [C].
+DTensor prelu(const Input &x, const Input &weight, const Strategy &strategy = {},
+              SrcLoc loc = SrcLoc::current());
+/// L2Normalize (pto::l2_normalize: x / sqrt(max(sum(x^2, axis), epsilon))). Unlike MindSpore
+/// the axis may be split: each PE's sum of squares is allreduced (sum) over the axis's mesh
+/// axes, then x / sqrt(max(S, epsilon)) (composed; the sum is reassociated, docs/sharding.md).
+DTensor l2_normalize(const Input &x, int axis, double epsilon = 1e-4, const Strategy &strategy = {},
+                     SrcLoc loc = SrcLoc::current());
+/// Concat (pto::concat of 1-128 inputs along `dim`): the other dims split alike in every input,
+/// no communication. Unlike MindSpore the concat axis may be split: each input is allgathered
+/// along it, concatenated, and the result cut to this PE's balanced chunk of the output (a view):
+/// the output is split on that axis like the inputs; bitwise. A strategy has one tuple per input.
+/// Pending partials are kept when every input has the same one (movement).
+DTensor concat(const std::vector<Input> &xs, int dim = 0, const Strategy &strategy = {},
+               SrcLoc loc = SrcLoc::current());
+/// Split (pto::split into pieces of `sizes`, which sum to dim `dim`; ShapeError otherwise): one
+/// DTensor per piece, each with x's layout (pieces of a split `dim` are split alike, unlike
+/// MindSpore, which forbids it: the input is allgathered along `dim`, once per piece, and each
+/// piece cut to this PE's chunk; bitwise). Pending partials stay pending.
+std::vector<DTensor> split(const Input &x, const std::vector<int64_t> &sizes, int dim = 0,
+                           const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+/// Slice (MindSpore's Slice(begin, size); pto::view): size -1 takes the rest of the dim. The
+/// seed table's whole-dim rule: a dim the window does not take whole must not be split
+/// (StrategyError naming the dim; with no strategy, redistribute first). Pending partials stay
+/// pending. ShapeError for a window outside x.
+DTensor slice(const Input &x, const std::vector<int64_t> &begin, const std::vector<int64_t> &size,
+              const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+/// StridedSlice with all-zero masks (begin, end exclusive, strides >= 1, one each per dim): as
+/// slice, and a dim with stride != 1 must not be split either (the seed table's rule). pto::view
+/// takes stride 1 only: a stride != 1 dim is picked by pto::index_select of pto::arange.
+DTensor strided_slice(const Input &x, const std::vector<int64_t> &begin,
+                      const std::vector<int64_t> &end, const std::vector<int64_t> &strides,
+                      const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+/// Tile (pto::tile with one multiple per dim of x): the seed table's multiples-only rule: a
+/// strategy splits only the repeated dims, each count dividing its multiple (PE i then tiles
+/// multiple / count copies: its chunk, no communication); a count on a dim with multiple 1 or
+/// one that does not divide it is a StrategyError. x is made whole along its repeated dims; its
+/// other splits are kept. Pending partials stay pending.
+DTensor tile(const Input &x, const std::vector<int64_t> &multiples, const Strategy &strategy = {},
+             SrcLoc loc = SrcLoc::current());
+
+/// The two results of argmax_with_value / argmin_with_value: the index (DT_INT32, global along
+/// the reduced axis) and the value, of one layout.
+struct IndexValue {
+  DTensor index;
+  DTensor values;
+};
+/// ArgMaxWithValue (pto::argmax_with_value along `axis`, keepdim as pto's): the other dims may be
+/// split freely. Unlike MindSpore (whose result may then differ from one device) the reduced
+/// axis may be split too, bitwise equal to one PE: each PE's local index plus its chunk offset,
+/// then per mesh axis an allreduce(max) of the values and an allreduce(min) of the indices that
+/// hold the maximum (the lowest index wins ties; NaN wins, as pto's). The outputs are replicated
+/// on the reduced axis's mesh axes. Pending partials are resolved first.
+IndexValue argmax_with_value(const Input &x, int axis, bool keepdim = false,
+                             const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+/// ArgMinWithValue (pto::argmin_with_value): as argmax_with_value with min.
+IndexValue argmin_with_value(const Input &x, int axis, bool keepdim = false,
+                             const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+
+/// The two results of topk, of one layout: values, and indices (DT_INT32, global along the last
+/// dim).
+struct TopK {
+  DTensor values;
+  DTensor indices;
+};
+/// TopK (pto::topk along the last dim, as MindSpore's TopK; largest / sorted as pto's): the other
+/// dims may be split freely. Unlike MindSpore the last dim may be split too, bitwise equal to
+/// one PE: each PE's local top k with global indices, an allgather of those k candidates per PE
+/// along the dim, and the top k of them (among equal values the lower index first, NaN the
+/// largest, as pto::topk). Every PE's chunk must hold at least k elements (StrategyError naming
+/// the dim and the largest split that works; smaller chunks are planned). The outputs are
+/// replicated on the last dim's mesh axes. Pending partials are resolved first. ShapeError for k
+/// outside [1, the last dim].
+TopK topk(const Input &x, int64_t k, bool largest = true, bool sorted = true,
+          const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+
 /// One row of the rule table, as tools and docs read it (docs/sharding_ops.md is generated from
 /// it): the op as written, the seed table's MindSpore name, the number of inputs, whether a
 /// strategy may be given, the communication a split costs, and per pending Partial(sum|max|min|
@@ -422,10 +505,13 @@ DTensor reshape(const Input &x, const std::vector<int64_t> &shape, const Strateg
 struct RuleInfo {
   std::string op;
   std::string mindspore;
-  int arity = 0;
+  int arity = 0; ///< 0: any number (Concat's 1-128)
   bool takes_strategy = true;
   std::string cost;
   std::string partials; ///< e.g. "sum: kept when every input has it; max, min, prod: resolve"
+  /// How the rule computes the op when no single pto op does, and where it goes beyond the
+  /// seed table (exactness included); empty when there is nothing to say.
+  std::string notes;
 };
 /// Every rule of the table, in table order.
 std::vector<RuleInfo> rules();

@@ -6,6 +6,7 @@
 
 #include "parallel_internal.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <optional>
 
@@ -26,17 +27,9 @@ std::vector<std::vector<int64_t>> as_counts(const Strategy &s, const Mesh &mesh)
   return c;
 }
 
-/// The strategy with entry (operand, dim) set to `value` (and every other dim of the same
-/// factor too, so the hint is consistent).
 std::string hint(const Strategy &s, const Mesh &mesh, const Signature &sig, size_t operand,
                  size_t dim, int64_t value) {
-  auto c = as_counts(s, mesh);
-  const int f = sig.in[operand][dim];
-  for (size_t i = 0; i < c.size() && i < sig.in.size(); ++i)
-    for (size_t d = 0; d < c[i].size() && d < sig.in[i].size(); ++d)
-      if ((i == operand && d == dim) || (f >= 0 && sig.in[i][d] == f))
-        c[i][d] = value;
-  return "nearest valid strategy: " + strategy_str(c);
+  return nearest(as_counts(s, mesh), sig, operand, dim, value);
 }
 
 struct Resolved {
@@ -47,16 +40,16 @@ struct Resolved {
 /// The factor -> mesh axes assignment an explicit strategy gives.
 Resolved resolve_strategy(const Rule &rule, const Strategy &s, const Signature &sig,
                           const Mesh &mesh, const std::vector<std::vector<int64_t>> &shapes,
-                          SrcLoc loc) {
+                          const Attrs &attrs, SrcLoc loc) {
   const char *op = rule.op;
-  if (s.size() != static_cast<size_t>(rule.arity)) {
+  if (s.size() != shapes.size()) {
     std::vector<std::vector<int64_t>> ones;
     for (const auto &sh : shapes)
       ones.emplace_back(sh.size(), 1);
     throw StrategyError(loc, op,
                         fmt::format("the strategy has {} tuples but {} ({}) has {} inputs: one "
                                     "tuple per input; e.g. {}",
-                                    s.size(), rule.op, rule.mindspore, rule.arity,
+                                    s.size(), rule.op, rule.mindspore, shapes.size(),
                                     strategy_str(ones)));
   }
   for (size_t i = 0; i < s.size(); ++i) {
@@ -81,6 +74,8 @@ Resolved resolve_strategy(const Rule &rule, const Strategy &s, const Signature &
                                         i, d, s[i][d].axis, mesh.to_string()));
     }
   }
+  if (rule.check)
+    rule.check(rule, as_counts(s, mesh), shapes, attrs, sig, loc);
   Resolved r{std::vector<std::vector<int>>(sig.factors.size()),
              std::vector<bool>(static_cast<size_t>(mesh.n_axes()), false)};
   // The count of each factor, checked equal across operands; named axes first.
@@ -161,8 +156,9 @@ Resolved follow_inputs(const Rule &rule, const std::vector<Input> &in, const Sig
     for (int d = 0; d < l.rank(); ++d) {
       const int f = sig.in[i][static_cast<size_t>(d)];
       auto axes = l.split_axes(d);
-      if (f < 0 || axes.empty() || !r.axes[static_cast<size_t>(f)].empty())
-        continue;
+      if (f < 0 || axes.empty() || !r.axes[static_cast<size_t>(f)].empty() ||
+          sig.factors[static_cast<size_t>(f)].kind == FactorKind::REPEAT)
+        continue; // a REPEAT factor is split only by a strategy: the input is gathered
       if (sig.factors[static_cast<size_t>(f)].kind == FactorKind::WHOLE)
         throw StrategyError(loc, rule.op,
                             fmt::format("operand {} dim {} is split {} ({}), but {} needs it "
@@ -221,6 +217,11 @@ bool keeps_partial(const Rule &rule, const std::vector<Placement> &on_axis, Part
 
 DTensor apply(const Rule &rule, const std::vector<Input> &inputs, const Strategy &strategy,
               const Attrs &attrs, SrcLoc loc) {
+  return apply_n(rule, inputs, strategy, attrs, loc).front();
+}
+
+std::vector<DTensor> apply_n(const Rule &rule, const std::vector<Input> &inputs,
+                             const Strategy &strategy, const Attrs &attrs, SrcLoc loc) {
   const char *op = rule.op;
   if (!rule.takes_strategy && !strategy.empty())
     throw StrategyError(loc, op,
@@ -249,7 +250,7 @@ DTensor apply(const Rule &rule, const std::vector<Input> &inputs, const Strategy
                          : static_shape(inputs[i].tensor, op, static_cast<int>(i), loc));
   const Signature sig = rule.signature(shapes, attrs, loc);
   Resolved r = strategy.empty() ? follow_inputs(rule, inputs, sig, *mesh, loc)
-                                : resolve_strategy(rule, strategy, sig, *mesh, shapes, loc);
+                                : resolve_strategy(rule, strategy, sig, *mesh, shapes, attrs, loc);
   // Uneven splits: balanced, over one mesh axis per dim (several axes are planned).
   for (size_t f = 0; f < sig.factors.size(); ++f) {
     int64_t p = 1;
@@ -284,7 +285,9 @@ DTensor apply(const Rule &rule, const std::vector<Input> &inputs, const Strategy
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::vector<Placement> pl(static_cast<size_t>(mesh->n_axes()));
     for (size_t d = 0; d < sig.in[i].size(); ++d)
-      if (int f = sig.in[i][d]; f >= 0)
+      if (int f = sig.in[i][d]; f >= 0 &&
+                                sig.factors[static_cast<size_t>(f)].kind != FactorKind::GATHER &&
+                                sig.factors[static_cast<size_t>(f)].kind != FactorKind::REPEAT)
         for (int a : r.axes[static_cast<size_t>(f)])
           pl[static_cast<size_t>(a)] = Placement::split(static_cast<int>(d));
     const DTensor *dt = inputs[i].get();
@@ -317,9 +320,15 @@ DTensor apply(const Rule &rule, const std::vector<Input> &inputs, const Strategy
       out_pl[static_cast<size_t>(a)] = Placement::partial(*k);
   Layout out(*mesh, out_shape, out_pl, loc);
   std::vector<int64_t> out_local = out_shape;
-  if (active)
-    for (size_t d = 0; d < out_local.size(); ++d)
+  std::vector<bool> gathered(out_shape.size(), false); // whole in the local result, then cut
+  for (size_t d = 0; d < out_local.size(); ++d) {
+    const int f = sig.out[d];
+    gathered[d] = active && f >= 0 &&
+                  sig.factors[static_cast<size_t>(f)].kind == FactorKind::GATHER &&
+                  !r.axes[static_cast<size_t>(f)].empty();
+    if (active && !gathered[d])
       out_local[d] = out.max_local_shape()[d];
+  }
   std::string ins;
   for (const auto &in : inputs)
     ins += (ins.empty() ? "" : ", ") +
@@ -327,8 +336,28 @@ DTensor apply(const Rule &rule, const std::vector<Input> &inputs, const Strategy
   record(fmt::format("{}: {}({}) -> {}{}", format_location(loc), op, ins, out.to_string(),
                      active ? "" : " (1 PE: whole tensors, no collective)"),
          loc);
-  Call call{rule, attrs, std::move(locals), sig, r.axes, *mesh, active, out_local, loc};
-  return {rule.local(call), out};
+  std::vector<Tensor> results;
+  Call call{rule, attrs, std::move(locals), sig, r.axes, *mesh, active, out_local, loc, &results};
+  results.insert(results.begin(), rule.local(call));
+  std::vector<DTensor> outs;
+  for (Tensor &t : results) {
+    if (std::find(gathered.begin(), gathered.end(), true) != gathered.end())
+      t = reslice(t, out, gathered, loc);
+    outs.emplace_back(t, out);
+  }
+  return outs;
+}
+
+std::string nearest(const Counts &counts, const Signature &sig, size_t operand, size_t dim,
+                    int64_t value) {
+  auto c = counts;
+  const int f = operand < sig.in.size() && dim < sig.in[operand].size() ? sig.in[operand][dim] : -1;
+  for (size_t i = 0; i < c.size(); ++i)
+    for (size_t d = 0; d < c[i].size(); ++d)
+      if ((i == operand && d == dim) ||
+          (f >= 0 && i < sig.in.size() && d < sig.in[i].size() && sig.in[i][d] == f))
+        c[i][d] = value;
+  return "nearest valid strategy: " + strategy_str(c);
 }
 
 } // namespace pto::parallel::detail

@@ -5,6 +5,7 @@
 
 #include "pto/nn_ops.h"
 #include "pto/parallel.h"
+#include "pto/sort_ops.h"
 
 #include <array>
 #include <string>
@@ -18,6 +19,12 @@ enum class FactorKind {
   REDUCE,  ///< absent from the output, which becomes Partial(reduce) on the axis
   SOFTMAX, ///< the softmax axis: the exact recipe (allreduce of row max, then of row sums)
   WHOLE,   ///< must not be split (Reshape's merged or split dims)
+  /// The inputs are made whole along it (allgathered when split) and the op's whole result is
+  /// cut to this PE's chunk by a view (Concat's and Split's axis: exact, bitwise).
+  GATHER,
+  /// The inputs are whole along it and the local op computes only this PE's chunk of the output
+  /// (Tile's repeated dims: each PE tiles multiples / count copies; no communication).
+  REPEAT,
 };
 
 struct Factor {
@@ -55,6 +62,9 @@ struct Attrs {
   std::vector<int> dims;                ///< squeeze's dims
   DataType dtype = DT_BOTTOM;           ///< cast's target
   DataFormat format = DataFormat::NCHW; ///< bias_add's
+  std::vector<int64_t> begin, size;     ///< slice's window; tile's multiples in `size`
+  std::vector<int64_t> strides;         ///< strided_slice's (empty: all 1)
+  TopkOptions topk;                     ///< topk's (k in `axis`)
 };
 
 struct Rule;
@@ -70,7 +80,14 @@ struct Call {
   bool active; ///< false on a 1-PE world: slices are whole and no collective runs
   std::vector<int64_t> out_local_shape;
   SrcLoc loc;
+  /// A rule with several outputs (ArgMaxWithValue, TopK) returns the first and appends the
+  /// others here; every output has the first one's layout.
+  std::vector<Tensor> *extra = nullptr;
 };
+
+/// The strategy as part counts (axis names as their sizes), one vector per input: what a rule's
+/// own check (Rule::check) reads.
+using Counts = std::vector<std::vector<int64_t>>;
 
 /// One entry of the rule table (rules.cpp, kRules).
 struct Rule {
@@ -83,12 +100,26 @@ struct Rule {
   Signature (*signature)(const std::vector<std::vector<int64_t>> &shapes, const Attrs &a,
                          SrcLoc loc);
   Tensor (*local)(const Call &c);
-  const char *cost; ///< the communication a split costs, for the docs
+  const char *cost;       ///< the communication a split costs, for the docs
+  const char *notes = ""; ///< how the rule is computed when no single pto op does it, exactness
+  /// The seed table's own constraint on an explicit strategy (PReLU's channel rule, Tile's
+  /// multiples-only rule, ...), run after the arity and rank checks: throws StrategyError.
+  void (*check)(const Rule &rule, const Counts &counts,
+                const std::vector<std::vector<int64_t>> &shapes, const Attrs &a,
+                const Signature &sig, SrcLoc loc) = nullptr;
 };
+
+/// "nearest valid strategy: ((1, 4), (4,))": `counts` with entry (operand, dim) set to `value`,
+/// and every other dim of the same factor too.
+std::string nearest(const Counts &counts, const Signature &sig, size_t operand, size_t dim,
+                    int64_t value);
 
 /// Runs `rule` on `inputs` under `strategy` (empty: follow the inputs' layouts).
 DTensor apply(const Rule &rule, const std::vector<Input> &inputs, const Strategy &strategy,
               const Attrs &attrs, SrcLoc loc);
+/// As apply, for a rule with several outputs (all of one layout), in the rule's order.
+std::vector<DTensor> apply_n(const Rule &rule, const std::vector<Input> &inputs,
+                             const Strategy &strategy, const Attrs &attrs, SrcLoc loc);
 
 // --- redistribute.cpp ---
 
@@ -106,6 +137,9 @@ struct SymChunk {
 SymChunk my_chunk(const Layout &l, int dim, SrcLoc loc);
 /// StrategyError for an uneven split over more than one mesh axis (not executed yet).
 void check_uneven(const Layout &l, const char *op, SrcLoc loc);
+/// A view of x that takes this PE's chunk of `target` along the dims marked in `dims` (x whole
+/// along them; the other dims keep x's extents).
+Tensor reslice(const Tensor &x, const Layout &target, const std::vector<bool> &dims, SrcLoc loc);
 /// The slice `target` gives this PE of a whole tensor (a view; `whole` itself when inactive).
 Tensor slice_whole(const Tensor &whole, const Layout &target, bool active, SrcLoc loc);
 /// The reduction over mesh axis `axis` of every PE's x (PEs that differ only in that axis), in

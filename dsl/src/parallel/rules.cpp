@@ -2,6 +2,7 @@
 // signature, what splitting each factor costs, and which pending partials each input may carry
 // (docs/sharding.md, "One rule table"); the public ops are thin calls of apply().
 #include "pto/error.h"
+#include "pto/index_ops.h"
 #include "pto/matmul.h"
 #include "pto/nn_ops.h"
 #include "pto/ops.h"
@@ -13,6 +14,8 @@
 #include "parallel_internal.h"
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <fmt/format.h>
 
 namespace pto::parallel::detail {
@@ -323,6 +326,231 @@ Signature sig_bias_add(const Shapes &s, const Attrs &a, SrcLoc loc) {
   return sig;
 }
 
+/// PReLU: every dim of x a factor; weight [C] shares x's channel factor (dim 1), weight [1] is
+/// shared by every channel (no factor: it cannot be split).
+Signature sig_prelu(const Shapes &s, const Attrs &, SrcLoc loc) {
+  const char *op = "parallel::prelu";
+  if (s[1].size() != 1 || (s[1][0] != 1 && (s[0].size() < 2 || s[1][0] != s[0][1])))
+    throw ShapeError(loc, op,
+                     fmt::format("weight {} must be [1] or [C] with C = x's dim 1 (x {})",
+                                 dims_str(s[1]), dims_str(s[0])));
+  Signature sig;
+  sig.in.emplace_back();
+  for (size_t d = 0; d < s[0].size(); ++d) {
+    sig.factors.push_back({s[0][d]});
+    sig.in[0].push_back(static_cast<int>(d));
+    sig.out.push_back(static_cast<int>(d));
+  }
+  sig.in.push_back({s[1][0] == 1 && (s[0].size() < 2 || s[0][1] != 1) ? -1 : 1});
+  return sig;
+}
+
+/// L2Normalize: the normalized axis is a combine factor (allreduce of the squared sums).
+Signature sig_l2_normalize(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  return sig_softmax_axis(s, a, "parallel::l2_normalize", loc);
+}
+
+/// ArgMaxWithValue / ArgMinWithValue: one factor per dim; the reduced axis a combine factor
+/// (the recipe of local_arg_with_value), gone from the outputs (or a kept size-1 dim).
+Signature sig_arg_with_value(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  Signature sig = sig_reduce(s, a, PartialOp::MAX, "parallel::argmax_with_value", loc);
+  for (auto &f : sig.factors)
+    if (f.kind == FactorKind::REDUCE)
+      f.kind = FactorKind::SOFTMAX;
+  return sig;
+}
+
+/// TopK (k = attrs.axis) along the last dim: that dim a combine factor of the input, the
+/// output's last dim a fresh (unsplit) factor of size k.
+Signature sig_topk(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  const char *op = "parallel::topk";
+  const int64_t k = a.axis, n = s[0].back();
+  if (k < 1 || k > n)
+    throw ShapeError(loc, op,
+                     fmt::format("k = {} for a last dim of {} (x {})", k, n, dims_str(s[0])));
+  Signature sig;
+  sig.in.emplace_back();
+  for (size_t d = 0; d < s[0].size(); ++d) {
+    const bool last = d + 1 == s[0].size();
+    sig.factors.push_back({s[0][d], last ? FactorKind::SOFTMAX : FactorKind::FREE});
+    sig.in[0].push_back(static_cast<int>(d));
+    if (!last)
+      sig.out.push_back(static_cast<int>(d));
+  }
+  sig.out.push_back(static_cast<int>(sig.factors.size()));
+  sig.factors.push_back({k});
+  return sig;
+}
+
+/// Concat: the other dims FREE factors shared by every input; the concat axis one GATHER factor
+/// of the output's length (each input made whole along it, the result cut to this PE's chunk).
+Signature sig_concat(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  const char *op = "parallel::concat";
+  const size_t r = s[0].size();
+  const int axis = norm_axis(a.axis, r, op, loc);
+  int64_t total = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i].size() != r)
+      throw ShapeError(loc, op,
+                       fmt::format("operand {} {} has another rank than operand 0 {}", i,
+                                   dims_str(s[i]), dims_str(s[0])));
+    for (size_t d = 0; d < r; ++d)
+      if (static_cast<int>(d) != axis && s[i][d] != s[0][d])
+        throw ShapeError(loc, op,
+                         fmt::format("operand {} {} differs from operand 0 {} in dim {}", i,
+                                     dims_str(s[i]), dims_str(s[0]), d));
+    total =
+        checked_extent_add(total, s[i][static_cast<size_t>(axis)], "the concat length", op, loc);
+  }
+  Signature sig;
+  sig.in.assign(s.size(), std::vector<int>(r, -1));
+  for (size_t d = 0; d < r; ++d) {
+    const bool cat = static_cast<int>(d) == axis;
+    sig.factors.push_back({cat ? total : s[0][d], cat ? FactorKind::GATHER : FactorKind::FREE});
+    for (auto &in : sig.in)
+      in[d] = static_cast<int>(d);
+    sig.out.push_back(static_cast<int>(d));
+  }
+  return sig;
+}
+
+/// Split's piece / Slice's window: attrs.begin and attrs.size per dim (size -1: to the end).
+/// A dim taken whole is a FREE factor; another one is GATHER: the input made whole along it, the
+/// window cut to this PE's chunk. (Slice's and StridedSlice's "every split dimension must be
+/// taken whole" is check_window's, on an explicit strategy.)
+Signature sig_window(const Shapes &s, const Attrs &a, const char *op, SrcLoc loc) {
+  const size_t r = s[0].size();
+  if (a.begin.size() != r || a.size.size() != r)
+    throw ShapeError(loc, op,
+                     fmt::format("begin has {} and size {} entries for x {} of rank {}",
+                                 a.begin.size(), a.size.size(), dims_str(s[0]), r));
+  Signature sig;
+  sig.in.emplace_back();
+  for (size_t d = 0; d < r; ++d) {
+    const int64_t n = s[0][d], b = a.begin[d], e = a.size[d] == -1 ? n - b : a.size[d];
+    if (b < 0 || e < 1 || b > n || e > n - b)
+      throw ShapeError(
+          loc, op,
+          fmt::format("dim {}: begin {} and size {} leave x {}", d, b, a.size[d], dims_str(s[0])));
+    const bool whole = b == 0 && e == n;
+    sig.factors.push_back({e, whole ? FactorKind::FREE : FactorKind::GATHER});
+    sig.in[0].push_back(static_cast<int>(d));
+    sig.out.push_back(static_cast<int>(d));
+  }
+  return sig;
+}
+Signature sig_split(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  return sig_window(s, a, "parallel::split", loc);
+}
+Signature sig_slice(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  return sig_window(s, a, "parallel::slice", loc);
+}
+/// StridedSlice (attrs.begin, attrs.size = end, attrs.strides; all masks zero): as Slice, and a
+/// dim with stride != 1 is WHOLE even when it spans the dim (the seed table's rule).
+Signature sig_strided_slice(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  const char *op = "parallel::strided_slice";
+  const size_t r = s[0].size();
+  if (a.begin.size() != r || a.size.size() != r || a.strides.size() != r)
+    throw ShapeError(loc, op,
+                     fmt::format("begin, end and strides have {}, {} and {} entries for x {} of "
+                                 "rank {}",
+                                 a.begin.size(), a.size.size(), a.strides.size(), dims_str(s[0]),
+                                 r));
+  Attrs w = a;
+  for (size_t d = 0; d < r; ++d) {
+    if (a.strides[d] < 1)
+      throw ShapeError(loc, op,
+                       fmt::format("dim {}: stride {} (strides must be >= 1)", d, a.strides[d]));
+    if (a.size[d] > s[0][d] || a.size[d] <= a.begin[d])
+      throw ShapeError(loc, op,
+                       fmt::format("dim {}: the window [{}, {}) is empty or leaves x {}", d,
+                                   a.begin[d], a.size[d], dims_str(s[0])));
+    w.size[d] = a.size[d] - a.begin[d];
+  }
+  Signature sig = sig_window(s, w, op, loc);
+  for (size_t d = 0; d < r; ++d)
+    if (a.strides[d] != 1) {
+      auto &f = sig.factors[d];
+      f.kind = FactorKind::GATHER;
+      f.size = (w.size[d] + a.strides[d] - 1) / a.strides[d];
+    }
+  return sig;
+}
+
+/// Tile (attrs.size = the multiples, one per dim of x): a dim with multiple 1 is a FREE factor
+/// shared by x and the output; a repeated dim is a REPEAT factor of the output (x whole along
+/// it; a count c dividing the multiple gives each PE multiple / c copies).
+Signature sig_tile(const Shapes &s, const Attrs &a, SrcLoc loc) {
+  const char *op = "parallel::tile";
+  if (a.size.size() != s[0].size())
+    throw ShapeError(loc, op,
+                     fmt::format("{} multiples for x {} of rank {}: give one per dim",
+                                 a.size.size(), dims_str(s[0]), s[0].size()));
+  Signature sig;
+  sig.in.emplace_back();
+  for (size_t d = 0; d < s[0].size(); ++d) {
+    if (a.size[d] < 1)
+      throw ShapeError(loc, op, fmt::format("multiple {} of dim {} is < 1", a.size[d], d));
+    const int f = static_cast<int>(sig.factors.size());
+    if (a.size[d] == 1) {
+      sig.factors.push_back({s[0][d]});
+      sig.in[0].push_back(f);
+    } else {
+      sig.factors.push_back({checked_extent_mul(s[0][d], a.size[d], "the tiled length", op, loc),
+                             FactorKind::REPEAT});
+      sig.in[0].push_back(f); // the input's dim: never split (REPEAT inputs are whole)
+    }
+    sig.out.push_back(f);
+  }
+  return sig;
+}
+
+// --- the seed table's own constraints on an explicit strategy (Rule::check) ---
+
+/// PReLU: a per-channel weight [C] is split exactly as x's channel dim (dim 1).
+void check_prelu(const Rule &rule, const Counts &c, const Shapes &s, const Attrs &,
+                 const Signature &sig, SrcLoc loc) {
+  if (s[1][0] == 1 || c[0].size() < 2 || c[1][0] == c[0][1])
+    return;
+  throw StrategyError(loc, rule.op,
+                      fmt::format("operand 1 (weight) dim 0 is split {}, but operand 0 (x) dim 1, "
+                                  "the channel dim, is split {}: PReLU's weight [{}] must be split "
+                                  "as x's channels; {}",
+                                  c[1][0], c[0][1], s[1][0], nearest(c, sig, 1, 0, c[0][1])));
+}
+
+/// Slice / StridedSlice: every split dim must be taken whole (stride 1, the whole extent).
+void check_window(const Rule &rule, const Counts &c, const Shapes &s, const Attrs &a,
+                  const Signature &sig, SrcLoc loc) {
+  for (size_t d = 0; d < c[0].size(); ++d) {
+    if (c[0][d] == 1 || sig.factors[d].kind == FactorKind::FREE)
+      continue;
+    const bool strided = !a.strides.empty() && a.strides[d] != 1;
+    throw StrategyError(
+        loc, rule.op,
+        fmt::format("operand 0 dim {} is split {}, but the {} takes {} of its {} elements{}: {} "
+                    "takes a split dim only whole; {} (or redistribute after the slice)",
+                    d, c[0][d], strided ? "strided slice" : "slice", sig.factors[d].size, s[0][d],
+                    strided ? fmt::format(" with stride {}", a.strides[d]) : "", rule.mindspore,
+                    nearest(c, sig, 0, d, 1)));
+  }
+}
+
+/// Tile: only the multiples may be split: a count on a dim with multiple 1 (which would split
+/// the input) or one that does not divide its multiple is an error.
+void check_tile(const Rule &rule, const Counts &c, const Shapes &, const Attrs &a,
+                const Signature &sig, SrcLoc loc) {
+  for (size_t d = 0; d < c[0].size(); ++d) {
+    if (c[0][d] == 1 || (a.size[d] > 1 && a.size[d] % c[0][d] == 0))
+      continue;
+    throw StrategyError(
+        loc, rule.op,
+        fmt::format("operand 0 dim {} is split {}, but its multiple is {}: Tile takes a strategy "
+                    "only for its multiples (a count must divide the dim's multiple); {}",
+                    d, c[0][d], a.size[d], nearest(c, sig, 0, d, 1)));
+  }
+}
+
 // --- local functions: the pto op on this PE's slices ---
 
 Tensor local_matmul(const Call &c) {
@@ -403,6 +631,158 @@ Tensor local_mean(const Call &c) {
     return pto::mean(c.locals[0], axis, {.keepdim = c.attrs.keepdim}, c.loc);
   const double n = static_cast<double>(c.sig.factors[static_cast<size_t>(axis)].size);
   return pto::mul(pto::sum(c.locals[0], axis, {.keepdim = c.attrs.keepdim}, c.loc), 1.0 / n, c.loc);
+}
+
+Tensor local_approximate_equal(const Call &c) {
+  return pto::approximate_equal(c.locals[0], c.locals[1], c.attrs.alpha, c.loc);
+}
+Tensor local_prelu(const Call &c) { return pto::prelu(c.locals[0], c.locals[1], c.loc); }
+/// L2Normalize with a split axis: x / sqrt(max(S, epsilon)), S the allreduce(sum) over the axis's
+/// mesh axes of each PE's sum of squares (pto::l2_normalize's formula, composed).
+Tensor local_l2_normalize(const Call &c) {
+  const int axis = c.attrs.axis < 0 ? c.attrs.axis + c.locals[0].dim(c.loc) : c.attrs.axis;
+  const auto &axes = c.factor_axes[static_cast<size_t>(axis)];
+  const Tensor &x = c.locals[0];
+  if (!c.active || axes.empty())
+    return pto::l2_normalize(x, axis, c.attrs.alpha, c.loc);
+  if (!(c.attrs.alpha >= 0) || !std::isfinite(c.attrs.alpha))
+    return pto::l2_normalize(x, axis, c.attrs.alpha, c.loc); // its ArgumentError
+  Tensor s = pto::sum(pto::mul(x, x, c.loc), axis, {.keepdim = true}, c.loc);
+  for (int a : axes)
+    s = allreduce_axis(s, c.mesh, a, PartialOp::SUM, c.loc);
+  return pto::div(x, pto::sqrt(pto::maximum(s, c.attrs.alpha, c.loc), c.loc), c.loc);
+}
+/// ArgMaxWithValue / ArgMinWithValue (attrs.fn 0 / 1) with the reduced axis split: each PE's
+/// local {index, value}, the index made global (+ this PE's chunk offset); then per mesh axis
+/// of the split, m = allreduce(max|min) of the values and the index = allreduce(min) of the
+/// indices whose value is m (or NaN: NaN wins), else INT32_MAX: the lowest index wins ties, so
+/// both results are bitwise one PE's (-0 and +0 tie, as in one PE's argmax; the value is then
+/// pto::maximum's / minimum's, -0 < +0).
+Tensor local_arg_with_value(const Call &c) {
+  const bool is_max = c.attrs.fn == 0;
+  const Tensor &x = c.locals[0];
+  const int axis = c.attrs.axis < 0 ? c.attrs.axis + x.dim(c.loc) : c.attrs.axis;
+  const auto &axes = c.factor_axes[static_cast<size_t>(axis)];
+  ReduceOptions o{.keepdim = c.attrs.keepdim};
+  pto::IndexValue r = is_max ? pto::argmax_with_value(x, axis, o, c.loc)
+                             : pto::argmin_with_value(x, axis, o, c.loc);
+  if (c.active && !axes.empty()) {
+    std::vector<Placement> pl(static_cast<size_t>(c.mesh.n_axes()));
+    for (int a : axes)
+      pl[static_cast<size_t>(a)] = Placement::split(axis);
+    std::vector<int64_t> shape;
+    for (int f : c.sig.in[0])
+      shape.push_back(c.sig.factors[static_cast<size_t>(f)].size);
+    const SymChunk chunk = my_chunk(Layout(c.mesh, shape, pl, c.loc), axis, c.loc);
+    // The offset as a [1] tensor: a view of arange(n + 1) at the (run-time) offset (an empty
+    // chunk of a split into more parts than elements is at offset n).
+    Tensor offset =
+        pto::view(pto::arange(int64_t{0}, shape[static_cast<size_t>(axis)] + 1, 1, c.loc), {1},
+                  {chunk.offset}, {}, c.loc);
+    Tensor index = pto::cast(pto::add(r.index, offset, c.loc), DT_INT32, c.loc);
+    Tensor value = r.values;
+    const PartialOp op = is_max ? PartialOp::MAX : PartialOp::MIN;
+    for (int a : axes) {
+      Tensor m = allreduce_axis(value, c.mesh, a, op, c.loc);
+      Tensor wins = pto::logical_or(pto::eq(value, m, c.loc), pto::isnan(value, c.loc), c.loc);
+      Tensor cand = pto::where(wins, index, int64_t{INT32_MAX}, c.loc);
+      index = allreduce_axis(cand, c.mesh, a, PartialOp::MIN, c.loc);
+      value = m;
+    }
+    r = {index, value};
+  }
+  c.extra->push_back(r.values);
+  return r.index;
+}
+
+/// TopK with the last dim split: each PE's local top k (indices made global), an allgather of
+/// the k candidates per PE along the dim (in coordinate order, so among equal values the lower
+/// global index comes first, as in one PE's sort order), and the top k of those; the indices
+/// are picked by pto::gather. Every PE's chunk must hold k elements (StrategyError otherwise).
+Tensor local_topk(const Call &c) {
+  const Tensor &x = c.locals[0];
+  const int last = x.dim(c.loc) - 1;
+  const int64_t k = c.attrs.axis;
+  const auto &axes = c.factor_axes[static_cast<size_t>(last)];
+  SortResult r;
+  if (!c.active || axes.empty()) {
+    r = pto::topk(x, k, last, c.attrs.topk, c.loc);
+  } else {
+    std::vector<int64_t> shape;
+    std::vector<Placement> from(static_cast<size_t>(c.mesh.n_axes()));
+    for (size_t d = 0; d < c.sig.in[0].size(); ++d) {
+      shape.push_back(c.sig.factors[d].size);
+      for (int a : c.factor_axes[d])
+        from[static_cast<size_t>(a)] = Placement::split(static_cast<int>(d));
+    }
+    const Layout in(c.mesh, shape, from, c.loc);
+    if (shape.back() / in.parts(last) < k)
+      throw StrategyError(c.loc, c.rule.op,
+                          fmt::format("operand 0 dim {} of size {} is split {}: a PE's chunk has "
+                                      "fewer than k = {} elements (chunks smaller than k are "
+                                      "planned); split it at most {} ways",
+                                      last, shape.back(), in.parts(last), k, shape.back() / k));
+    r = pto::topk(x, k, last, c.attrs.topk, c.loc);
+    const SymChunk chunk = my_chunk(in, last, c.loc);
+    Tensor offset = pto::view(pto::arange(int64_t{0}, shape.back() + 1, 1, c.loc), {1},
+                              {chunk.offset}, {}, c.loc);
+    Tensor index = pto::cast(pto::add(r.indices, offset, c.loc), DT_INT32, c.loc);
+    shape.back() = k * in.parts(last);
+    const Layout cand(c.mesh, shape, from, c.loc);
+    std::vector<Placement> to = from;
+    for (int a : axes)
+      to[static_cast<size_t>(a)] = Placement::replicate();
+    const Layout whole(c.mesh, shape, to, c.loc);
+    Tensor values = redistribute_local(r.values, cand, whole, true, c.loc);
+    index = redistribute_local(index, cand, whole, true, c.loc);
+    SortResult m = pto::topk(values, k, last, c.attrs.topk, c.loc);
+    r = {m.values, pto::gather(index, last, m.indices, c.loc)};
+  }
+  c.extra->push_back(r.indices);
+  return r.values;
+}
+
+Tensor local_concat(const Call &c) { return pto::concat(c.locals, c.attrs.axis, c.loc); }
+/// Split's piece and Slice's window: a view of the slice (whole along every windowed dim).
+Tensor local_window(const Call &c) {
+  std::vector<int64_t> shape;
+  std::vector<SymbolicScalar> offsets;
+  for (size_t d = 0; d < c.attrs.begin.size(); ++d) {
+    const auto &f = c.sig.factors[static_cast<size_t>(c.sig.in[0][d])];
+    const bool whole = f.kind == FactorKind::FREE; // keeps the slice's extent and valid shape
+    shape.push_back(whole ? c.locals[0].shape(static_cast<int>(d), c.loc).concrete(c.loc) : f.size);
+    offsets.emplace_back(whole ? 0 : c.attrs.begin[d]);
+  }
+  return pto::view(c.locals[0], shape, offsets, {}, c.loc);
+}
+/// StridedSlice: the window as Slice, then every stride != 1 dim picked by index_select of
+/// arange(0, extent, stride) (pto::view takes stride 1 only: composed, exact).
+Tensor local_strided_slice(const Call &c) {
+  std::vector<int64_t> shape;
+  std::vector<SymbolicScalar> offsets;
+  for (size_t d = 0; d < c.attrs.begin.size(); ++d) {
+    const auto &f = c.sig.factors[d];
+    const bool whole = f.kind == FactorKind::FREE;
+    shape.push_back(whole ? c.locals[0].shape(static_cast<int>(d), c.loc).concrete(c.loc)
+                          : c.attrs.size[d] - c.attrs.begin[d]);
+    offsets.emplace_back(whole ? 0 : c.attrs.begin[d]);
+  }
+  Tensor x = pto::view(c.locals[0], shape, offsets, {}, c.loc);
+  for (size_t d = 0; d < c.attrs.strides.size(); ++d)
+    if (c.attrs.strides[d] != 1)
+      x = pto::index_select(x, static_cast<int>(d),
+                            pto::arange(int64_t{0}, shape[d], c.attrs.strides[d], c.loc), c.loc);
+  return x;
+}
+/// Tile: each PE tiles multiple / count copies along a split repeated dim (its chunk of the
+/// output, since the count divides the multiple).
+Tensor local_tile(const Call &c) {
+  std::vector<int64_t> reps = c.attrs.size;
+  for (size_t d = 0; c.active && d < reps.size(); ++d)
+    for (int a : c.factor_axes[static_cast<size_t>(c.sig.out[d])])
+      if (c.sig.factors[static_cast<size_t>(c.sig.out[d])].kind == FactorKind::REPEAT)
+        reps[d] /= c.mesh.size(a);
+  return pto::tile(c.locals[0], reps, c.loc);
 }
 
 /// Exact (log-)softmax with a split axis: the global row max and row sum by allreduce over the
@@ -497,6 +877,50 @@ const Rule kRules[] = {
     {"parallel::permute", "Transpose", 1, true, kResolve, sig_permute, local_permute, "none"},
     {"parallel::reshape", "Reshape", 1, false, kResolve, sig_reshape, local_reshape,
      "none (merged or split dims must be whole)"},
+    {"parallel::approximate_equal", "ApproximateEqual", 2, true, kResolve, sig_elementwise,
+     local_approximate_equal, "none"},
+    {"parallel::prelu", "PReLU", 2, true, kResolve, sig_prelu, local_prelu,
+     "none (a weight [C] is split as x's channels; a weight [1] is replicated)", "", check_prelu},
+    {"parallel::l2_normalize", "L2Normalize", 1, true, kResolve, sig_l2_normalize,
+     local_l2_normalize, "normalized axis: allreduce(sum) of one squared sum per row",
+     "axis split (beyond the seed table, which forbids it): composed as x / sqrt(max(S, "
+     "epsilon)), S the allreduced sums of squares; a sum: reassociated"},
+    {"parallel::concat", "Concat", 0, true, kMovement, sig_concat, local_concat,
+     "other dims: none; concat axis: allgather of each input along it, then a local view",
+     "concat axis split (beyond the seed table, which forbids it): the output keeps the split; "
+     "bitwise"},
+    {"parallel::split", "Split", 1, true, kMovement, sig_split, local_window,
+     "other dims: none; split axis: allgather of the input along it (once per piece), then a "
+     "local view",
+     "one rule call per piece; split axis split (beyond the seed table, which forbids it): each "
+     "piece keeps the split; bitwise"},
+    {"parallel::slice", "Slice", 1, true, kMovement, sig_slice, local_window,
+     "none; a strategy must not split a dim not taken whole; without one, such a dim is "
+     "allgathered and the window cut to this PE's chunk",
+     "", check_window},
+    {"parallel::strided_slice", "StridedSlice", 1, true, kMovement, sig_strided_slice,
+     local_strided_slice, "as Slice; a dim with stride != 1 counts as not taken whole",
+     "stride != 1: pto::view, then pto::index_select of pto::arange along the dim (composed); "
+     "masks are not taken (all zero)",
+     check_window},
+    {"parallel::argmax_with_value", "ArgMaxWithValue", 1, true, kResolve, sig_arg_with_value,
+     local_arg_with_value,
+     "reduced axis: per mesh axis, allreduce(max) of one value and allreduce(min) of one index "
+     "per row",
+     "reduced axis split (the seed table: may differ from one device): global index = local + "
+     "chunk offset, lowest index wins ties, NaN wins; bitwise"},
+    {"parallel::argmin_with_value", "ArgMinWithValue", 1, true, kResolve, sig_arg_with_value,
+     local_arg_with_value,
+     "reduced axis: per mesh axis, allreduce(min) of one value and allreduce(min) of one index "
+     "per row",
+     "as ArgMaxWithValue; bitwise"},
+    {"parallel::topk", "TopK", 1, true, kResolve, sig_topk, local_topk,
+     "last dim: an allgather of k candidates (value, index) per PE along it",
+     "last dim split (beyond the seed table, which forbids it): local top k, allgather of the "
+     "candidates, top k of them; every chunk must hold k elements; bitwise"},
+    {"parallel::tile", "Tile", 1, true, kMovement, sig_tile, local_tile,
+     "none (the input is made whole along a repeated dim; a count divides the multiple)", "",
+     check_tile},
 };
 
 namespace {
@@ -523,6 +947,17 @@ enum RuleIndex : size_t {
   kLogSoftmax,
   kPermute,
   kReshape,
+  kApproximateEqual,
+  kPrelu,
+  kL2Normalize,
+  kConcat,
+  kSplit,
+  kSlice,
+  kStridedSlice,
+  kArgMaxWithValue,
+  kArgMinWithValue,
+  kTopk,
+  kTile,
   kRuleCount
 };
 static_assert(std::size(kRules) == kRuleCount, "kRules and RuleIndex must list the same ops");
@@ -601,7 +1036,7 @@ std::vector<RuleInfo> rules() {
     }
     if (!resolved.empty())
       partials += fmt::format("{}{}: resolve", partials.empty() ? "" : "; ", resolved);
-    out.push_back({r.op, r.mindspore, r.arity, r.takes_strategy, r.cost, partials});
+    out.push_back({r.op, r.mindspore, r.arity, r.takes_strategy, r.cost, partials, r.notes});
   }
   return out;
 }
@@ -677,6 +1112,108 @@ DTensor reshape(const Input &x, const std::vector<int64_t> &shape, const Strateg
   Attrs at;
   at.shape = shape;
   return apply(kRules[kReshape], {x}, s, at, loc);
+}
+
+DTensor approximate_equal(const Input &a, const Input &b, double tolerance, const Strategy &s,
+                          SrcLoc loc) {
+  Attrs at;
+  at.alpha = tolerance;
+  return apply(kRules[kApproximateEqual], {a, b}, s, at, loc);
+}
+DTensor prelu(const Input &x, const Input &weight, const Strategy &s, SrcLoc loc) {
+  return apply(kRules[kPrelu], {x, weight}, s, {}, loc);
+}
+DTensor l2_normalize(const Input &x, int axis, double epsilon, const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.axis = axis;
+  at.alpha = epsilon;
+  return apply(kRules[kL2Normalize], {x}, s, at, loc);
+}
+DTensor concat(const std::vector<Input> &xs, int dim, const Strategy &s, SrcLoc loc) {
+  if (xs.empty() || xs.size() > 128)
+    throw ShapeError(loc, "parallel::concat",
+                     fmt::format("{} inputs: concat takes 1-128", xs.size()));
+  Attrs at;
+  at.axis = dim;
+  return apply(kRules[kConcat], xs, s, at, loc);
+}
+std::vector<DTensor> split(const Input &x, const std::vector<int64_t> &sizes, int dim,
+                           const Strategy &s, SrcLoc loc) {
+  const char *op = "parallel::split";
+  const std::vector<int64_t> shape =
+      x.get() ? x.get()->layout().global_shape() : static_shape(x.tensor, op, 0, loc);
+  const int d = norm_axis(dim, shape.size(), op, loc);
+  int64_t total = 0;
+  for (int64_t n : sizes) {
+    if (n < 1)
+      throw ShapeError(loc, op, fmt::format("sizes {} has a piece < 1", dims_str(sizes)));
+    total = checked_extent_add(total, n, "the sum of the sizes", op, loc);
+  }
+  if (total != shape[static_cast<size_t>(d)])
+    throw ShapeError(loc, op,
+                     fmt::format("sizes {} sum to {}, but dim {} of {} is {}", dims_str(sizes),
+                                 total, d, dims_str(shape), shape[static_cast<size_t>(d)]));
+  std::vector<DTensor> out;
+  int64_t begin = 0;
+  for (int64_t n : sizes) {
+    Attrs at;
+    at.begin.assign(shape.size(), 0);
+    at.size = shape;
+    at.begin[static_cast<size_t>(d)] = begin;
+    at.size[static_cast<size_t>(d)] = n;
+    out.push_back(apply(kRules[kSplit], {x}, s, at, loc));
+    begin += n;
+  }
+  return out;
+}
+DTensor slice(const Input &x, const std::vector<int64_t> &begin, const std::vector<int64_t> &size,
+              const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.begin = begin;
+  at.size = size;
+  return apply(kRules[kSlice], {x}, s, at, loc);
+}
+DTensor strided_slice(const Input &x, const std::vector<int64_t> &begin,
+                      const std::vector<int64_t> &end, const std::vector<int64_t> &strides,
+                      const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.begin = begin;
+  at.size = end;
+  at.strides = strides;
+  return apply(kRules[kStridedSlice], {x}, s, at, loc);
+}
+IndexValue argmax_with_value(const Input &x, int axis, bool keepdim, const Strategy &s,
+                             SrcLoc loc) {
+  Attrs at;
+  at.axis = axis;
+  at.keepdim = keepdim;
+  at.fn = 0;
+  auto r = apply_n(kRules[kArgMaxWithValue], {x}, s, at, loc);
+  return {r[0], r[1]};
+}
+IndexValue argmin_with_value(const Input &x, int axis, bool keepdim, const Strategy &s,
+                             SrcLoc loc) {
+  Attrs at;
+  at.axis = axis;
+  at.keepdim = keepdim;
+  at.fn = 1;
+  auto r = apply_n(kRules[kArgMinWithValue], {x}, s, at, loc);
+  return {r[0], r[1]};
+}
+TopK topk(const Input &x, int64_t k, bool largest, bool sorted, const Strategy &s, SrcLoc loc) {
+  if (k < 1 || k > INT32_MAX)
+    throw ShapeError(loc, "parallel::topk", fmt::format("k = {} must be in [1, 2^31)", k));
+  Attrs at;
+  at.axis = static_cast<int>(k);
+  at.topk.largest = largest;
+  at.topk.sorted = sorted;
+  auto r = apply_n(kRules[kTopk], {x}, s, at, loc);
+  return {r[0], r[1]};
+}
+DTensor tile(const Input &x, const std::vector<int64_t> &multiples, const Strategy &s, SrcLoc loc) {
+  Attrs at;
+  at.size = multiples;
+  return apply(kRules[kTile], {x}, s, at, loc);
 }
 
 } // namespace pto::parallel
