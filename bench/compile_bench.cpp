@@ -1,7 +1,8 @@
 // compile_bench.cpp - JIT compile time against program size (issue 8): kernels of N chained ops
 // of one kind (reshape, loop, elementwise add), traced and compiled once each; prints
 // "kind N ops seconds" per case. Not a Google Benchmark suite: one compile per size is the
-// measurement (the JIT cache is bypassed by a distinct constant per run).
+// measurement (the in-memory JIT cache is bypassed by a distinct constant per run, the on-disk
+// one by PTO_CACHE=0 unless PTO_CACHE is set).
 //
 //   build/bench/compile_bench [kind ...] [--sizes 250,500,1000,2000]
 #include "pto/pto.h"
@@ -47,6 +48,7 @@ double compile_seconds(const std::string &kind, int n, double c) {
 } // namespace
 
 int main(int argc, char **argv) {
+  ::setenv("PTO_CACHE", "0", 0); // compile time, not a load from an earlier run's cache
   std::vector<std::string> kinds;
   std::vector<int> sizes = {250, 500, 1000, 2000};
   for (int i = 1; i < argc; ++i) {

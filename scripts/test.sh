@@ -14,6 +14,9 @@
 #   PTO_TIDY=off      # no clang-tidy stage
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The on-disk kernel cache of every stage (tests, samples, MPI): under the build tree, never the
+# user's own (~/.cache/ptojit); it goes with build/.
+export PTO_CACHE_DIR="$PWD/build/ptojit-cache"
 
 t_start=$(date +%s)
 done_stages=()

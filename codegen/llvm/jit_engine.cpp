@@ -11,10 +11,10 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
-#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Process.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Transforms/Utils/Cloning.h>
@@ -273,12 +273,10 @@ JitMemory jit_memory() {
 }
 
 namespace {
-std::unique_ptr<JitModule> jit_compile_impl(std::unique_ptr<llvm::LLVMContext> &ctx,
-                                            std::unique_ptr<llvm::Module> &m,
-                                            const StageDump &dump);
+std::string emit_object_impl(std::unique_ptr<llvm::Module> &m, const StageDump &dump);
+} // namespace
 
-// Adds `tsm` to a new JITDylib and compiles it (by looking up its entry).
-std::unique_ptr<JitModule> link(llvm::orc::ThreadSafeModule tsm) {
+std::unique_ptr<JitModule> jit_link_object(std::string_view object, const std::string &name) {
   Engine &e = engine();
   std::lock_guard lk(e.mu);
   auto &es = e.jit->getExecutionSession();
@@ -293,8 +291,11 @@ std::unique_ptr<JitModule> link(llvm::orc::ThreadSafeModule tsm) {
     remove_dylib(e, jd);
     throw CompileError("<codegen>", "jit", msg);
   };
-  if (auto err = e.jit->addIRModule(jd, std::move(tsm)))
-    fail("addIRModule: ", std::move(err));
+  // JITLink reads the object in place while linking: a copy-free view of the caller's bytes.
+  auto buf = llvm::MemoryBuffer::getMemBuffer(llvm::StringRef(object.data(), object.size()), name,
+                                              /*RequiresNullTerminator=*/false);
+  if (auto err = e.jit->addObjectFile(jd, std::move(buf)))
+    fail("addObjectFile: ", std::move(err));
   auto sym = e.jit->lookup(jd, "pto_kernel");
   if (!sym)
     fail("symbol pto_kernel not found: ", sym.takeError());
@@ -305,22 +306,30 @@ std::unique_ptr<JitModule> link(llvm::orc::ThreadSafeModule tsm) {
   e.modules.fetch_add(1);
   return out;
 }
-} // namespace
 
-std::unique_ptr<JitModule> jit_compile(std::unique_ptr<llvm::LLVMContext> ctx,
-                                       std::unique_ptr<llvm::Module> m, const StageDump &dump) {
+std::string jit_emit_object(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm::Module> m,
+                            const StageDump &dump) {
+  std::string obj;
   try {
-    return jit_compile_impl(ctx, m, dump);
+    obj = emit_object_impl(m, dump);
   } catch (...) {
     m.reset(); // a module must die before its context (parameter destruction order is unspecified)
     throw;
   }
+  m.reset();
+  ctx.reset();
+  return obj;
+}
+
+std::unique_ptr<JitModule> jit_compile(std::unique_ptr<llvm::LLVMContext> ctx,
+                                       std::unique_ptr<llvm::Module> m, const StageDump &dump) {
+  const std::string name = m->getModuleIdentifier();
+  const std::string obj = jit_emit_object(std::move(ctx), std::move(m), dump);
+  return jit_link_object(obj, name);
 }
 
 namespace {
-std::unique_ptr<JitModule> jit_compile_impl(std::unique_ptr<llvm::LLVMContext> &ctx,
-                                            std::unique_ptr<llvm::Module> &m,
-                                            const StageDump &dump) {
+std::string emit_object_impl(std::unique_ptr<llvm::Module> &m, const StageDump &dump) {
   HostTarget &ht = host_target();
   m->setDataLayout(ht.tm->createDataLayout());
   m->setTargetTriple(ht.tm->getTargetTriple().str());
@@ -370,7 +379,17 @@ std::unique_ptr<JitModule> jit_compile_impl(std::unique_ptr<llvm::LLVMContext> &
       pm.run(*clone);
     dump("asm", "s", std::string(buf.str()));
   }
-  return link(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx)));
+  // Machine code: an ELF relocatable object (what the on-disk cache stores), emitted by the host
+  // target machine (PIC, small code model: what LLJIT's own compiler would use with JITLink).
+  llvm::SmallString<0> obj;
+  {
+    llvm::raw_svector_ostream os(obj);
+    llvm::legacy::PassManager pm;
+    if (ht.tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+      throw CompileError("<codegen>", "jit", "the host target cannot emit object files");
+    pm.run(*m);
+  }
+  return std::string(obj.str());
 }
 } // namespace
 

@@ -1,7 +1,7 @@
-// jit_engine.h - LLVM ORC for the host CPU: O3 with the new pass manager, then machine code from
-// one process-wide LLJIT in which every compiled program has its own JITDylib (freed with the
-// program). Runtime and SLEEF symbols are bound explicitly (no -rdynamic needed); optional
-// .ll/.s dumps; counters of the JIT memory in use.
+// jit_engine.h - LLVM ORC for the host CPU: O3 with the new pass manager, an object file from the
+// host TargetMachine, linked by one process-wide LLJIT (JITLink) in which every compiled program
+// has its own JITDylib (freed with the program). Runtime and SLEEF symbols are bound explicitly (no
+// -rdynamic needed); optional .ll/.s dumps; counters of the JIT memory in use.
 #pragma once
 
 #include "llvm/host_target.h"
@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace pto::codegen {
 
@@ -38,9 +39,19 @@ private:
   int64_t code_bytes_ = 0;
 };
 
-/// Optimizes `m` at O3 for the host, dumps .ll/.s if requested, and compiles it into a new
-/// JITDylib; returns it with `pto_kernel` resolved (compiled). Serialized across threads. Throws
-/// CompileError on failure (naming the dump path when one was written).
+/// Optimizes `m` at O3 for the host, dumps .ll/.s if requested, and emits its machine code as an
+/// ELF relocatable object (the bytes the on-disk cache stores, kernel_cache_disk.h). Not
+/// thread-safe: callers serialize (the host TargetMachine is shared). Throws CompileError when
+/// LLVM fails, InternalError (after dumping .unopt.ll when PTO_DUMP names llvm) for invalid IR.
+std::string jit_emit_object(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm::Module> m,
+                            const StageDump &dump);
+
+/// Links the object `object` (from jit_emit_object, in this process or an earlier one) into a
+/// new JITDylib named after `name` and resolves its `pto_kernel`. Thread-safe. Throws
+/// CompileError when JITLink refuses the object or it defines no `pto_kernel`.
+std::unique_ptr<JitModule> jit_link_object(std::string_view object, const std::string &name);
+
+/// jit_emit_object, then jit_link_object.
 std::unique_ptr<JitModule> jit_compile(std::unique_ptr<llvm::LLVMContext> ctx,
                                        std::unique_ptr<llvm::Module> m, const StageDump &dump);
 

@@ -2,6 +2,7 @@
 #include "llvm/kernel_cache.h"
 
 #include "llvm/jit_engine.h"
+#include "llvm/kernel_cache_disk.h"
 
 namespace pto::codegen {
 
@@ -90,6 +91,13 @@ JitCacheStats KernelCache::stats() {
   s.live_programs = m.modules;
   s.live_code_bytes = m.bytes;
   s.live_mappings = m.mappings;
+  const DiskCacheCounters d = DiskCache::get().counters();
+  s.disk_hits = d.hits;
+  s.disk_misses = d.misses;
+  s.disk_rejected = d.rejected;
+  s.disk_writes = d.writes;
+  s.disk_evictions = d.evictions;
+  s.disk_errors = d.errors;
   return s;
 }
 

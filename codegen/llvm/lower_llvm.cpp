@@ -447,13 +447,23 @@ std::string lowered_llvm_ir(const PlannedProgram &pp, const CompileOptions &opts
   return s;
 }
 
+std::string build_llvm_object(const PlannedProgram &pp, const CompileOptions &opts,
+                              const StageDump &dump) {
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  auto mod = lower(pp, opts, *ctx);
+  return jit_emit_object(std::move(ctx), std::move(mod), dump);
+}
+
+std::shared_ptr<Executable> link_llvm_executable(const PlannedProgram &pp,
+                                                 std::string_view object) {
+  auto jm = jit_link_object(object, pp.program.name);
+  return std::make_shared<LlvmExecutable>(std::move(jm), pp.sites.names());
+}
+
 std::shared_ptr<const Executable>
 build_llvm_executable(const PlannedProgram &pp, const CompileOptions &opts, const StageDump &dump) {
   auto t0 = std::chrono::steady_clock::now();
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  auto mod = lower(pp, opts, *ctx);
-  auto jm = jit_compile(std::move(ctx), std::move(mod), dump);
-  auto exe = std::make_shared<LlvmExecutable>(std::move(jm), pp.sites.names());
+  auto exe = link_llvm_executable(pp, build_llvm_object(pp, opts, dump));
   exe->compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return exe;

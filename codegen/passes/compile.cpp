@@ -6,6 +6,7 @@
 
 #include "passes/isa.h"
 
+#include <cstdlib>
 #include <fmt/format.h>
 
 namespace pto::codegen {
@@ -25,6 +26,15 @@ CompileOptions CompileOptions::from_env(const std::source_location &loc,
     o.dump_dir = *dir;
   if (auto mb = env::read_integer(env::var("PTO_JIT_CACHE_MB"), loc, context))
     o.cache_limit_bytes = *mb << 20;
+  o.disk_cache = env::read_choice(env::var("PTO_CACHE"), loc, context) != "0";
+  if (auto dir = env::read_text(env::var("PTO_CACHE_DIR")))
+    o.disk_cache_dir = *dir;
+  else if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && xdg[0] == '/')
+    o.disk_cache_dir = std::string(xdg) + "/ptojit";
+  else if (const char *home = std::getenv("HOME"); home && *home)
+    o.disk_cache_dir = std::string(home) + "/.cache/ptojit";
+  if (auto mb = env::read_integer(env::var("PTO_CACHE_MAX_MB"), loc, context))
+    o.disk_cache_max_bytes = *mb << 20;
   check_isa_env(loc, kernel); // read once per process: not an option, not in the cache key
   return o;
 }

@@ -22,6 +22,14 @@ struct CompileOptions {
   std::set<std::string> dump; ///< stages to write, of dump_stages() (PTO_DUMP)
   /// The compile cache's bound from PTO_JIT_CACHE_MB, in bytes; nullopt when unset.
   std::optional<int64_t> cache_limit_bytes;
+  /// The on-disk cache of compiled objects (llvm/kernel_cache_disk.h): off with PTO_CACHE=0 or
+  /// when no directory is known. Neither it nor the fields below change code: not in any key.
+  bool disk_cache = true;
+  /// PTO_CACHE_DIR, else $XDG_CACHE_HOME/ptojit (an absolute XDG_CACHE_HOME), else
+  /// $HOME/.cache/ptojit; empty (the cache off) when none is set.
+  std::string disk_cache_dir;
+  /// PTO_CACHE_MAX_MB in bytes, default 1 GiB: the bound the directory's files are evicted to.
+  int64_t disk_cache_max_bytes = int64_t{1024} << 20;
   /// The stages PTO_DUMP may name, in pipeline order: "sharding" (pto::parallel's layouts and
   /// inserted collectives, NAME.HASH.sharding; only for kernels that use pto::parallel), "ir"
   /// (the verified program, NAME.HASH.ir),
@@ -30,11 +38,12 @@ struct CompileOptions {
   /// first four are written for both executors, the last two by the JIT. PTO_DUMP=all names
   /// every one.
   static const std::vector<std::string> &dump_stages();
-  /// Reads PTO_DUMP, PTO_DUMP_DIR and PTO_JIT_CACHE_MB (unset or empty: the defaults), and
-  /// checks PTO_ISA (check_isa_env, passes/isa.h). Throws ArgumentError at `loc`
-  /// naming the variable and the kernel `kernel` for a PTO_DUMP stage that does not exist
-  /// (listing those that do), a PTO_JIT_CACHE_MB that is not an integer in [0, 2^40), or a bad
-  /// PTO_ISA.
+  /// Reads PTO_DUMP, PTO_DUMP_DIR, PTO_JIT_CACHE_MB, PTO_CACHE, PTO_CACHE_DIR and
+  /// PTO_CACHE_MAX_MB (unset or empty: the defaults), and checks PTO_ISA (check_isa_env,
+  /// passes/isa.h). Throws ArgumentError at `loc` naming the variable and the kernel `kernel`
+  /// for a PTO_DUMP stage that does not exist (listing those that do), a PTO_JIT_CACHE_MB that
+  /// is not an integer in [0, 2^40), a PTO_CACHE other than 0 or 1, a PTO_CACHE_MAX_MB that is
+  /// not an integer in [1, 2^40), or a bad PTO_ISA.
   static CompileOptions from_env(const std::source_location &loc, const std::string &kernel);
 };
 

@@ -90,7 +90,8 @@ struct JitOptions {
 /// Counters of one kernel (all PEs together).
 struct KernelStats {
   int traces = 0;        ///< signatures traced
-  int compiles = 0;      ///< programs compiled (a structural cache hit does not count)
+  int compiles = 0;      ///< programs compiled or loaded from the on-disk cache (a structural
+                         ///< hit in the in-memory cache does not count)
   double compile_ms = 0; ///< total trace + compile time
   int64_t calls = 0;
 };
@@ -101,11 +102,19 @@ struct JitCacheStats {
   int64_t bytes = 0;           ///< their size as the bound counts it: JIT memory + key + sites
   int64_t limit_bytes = 0;     ///< the bound in force (set_jit_cache_limit, PTO_JIT_CACHE_MB)
   int64_t hits = 0;            ///< compiles answered by the cache
-  int64_t misses = 0;          ///< programs compiled
+  int64_t misses = 0;          ///< programs compiled or loaded from the on-disk cache
   int64_t evictions = 0;       ///< entries dropped to stay within the bound
   int64_t live_programs = 0;   ///< JIT-compiled programs alive: cached and/or held by a kernel
   int64_t live_code_bytes = 0; ///< JIT memory (code and data, page-rounded) they hold
   int64_t live_mappings = 0;   ///< allocations (mmap calls) holding that memory
+  // The on-disk cache of compiled objects (PTO_CACHE, PTO_CACHE_DIR, PTO_CACHE_MAX_MB), this
+  // process's counts. A program the in-memory cache lacks is looked up there before compiling.
+  int64_t disk_hits = 0;      ///< programs linked from a cache file instead of compiled
+  int64_t disk_misses = 0;    ///< lookups that found no file (the program was compiled)
+  int64_t disk_rejected = 0;  ///< files refused (corrupt, truncated, stale), deleted, rebuilt
+  int64_t disk_writes = 0;    ///< files stored
+  int64_t disk_evictions = 0; ///< files removed to keep the directory within PTO_CACHE_MAX_MB
+  int64_t disk_errors = 0;    ///< I/O failures; each skipped the disk cache (warned once)
 };
 
 /// A snapshot of the compile cache's counters (thread-safe).
