@@ -362,7 +362,7 @@ void KernelCore::call(const std::vector<HostTensor *> &tensors,
     decl.push_back(k.declared(p, *tensors[p], call_loc));
   // The trace may unroll loops over PEs (collectives): the world's size is part of the key, and
   // the sizes of the groups the trace looked up must match (Entry::groups).
-  pto_ctx *ctx = runtime::current_ctx(call_loc);
+  pto_ctx *ctx = runtime::current_ctx(call_loc, &k.name);
   const int world_pes = runtime::n_pes(ctx);
   const auto groups = runtime::group_sizes(ctx);
   const std::string key = k.signature(tensors, decl, constants, world_pes);

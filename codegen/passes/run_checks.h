@@ -60,7 +60,15 @@ inline std::string element_index_message(const ir::Program &p, const SymExpr &e,
 /// The pto_error_class a failing Check op raises, for its message and for check_overflow
 /// (ir::Op::check_error: ShapeError, or DistributedError for shmem windows and PEs).
 inline int32_t check_error_class(const ir::Op &check) {
-  return check.check_error == ir::CheckError::Distributed ? PTO_ERROR_DISTRIBUTED : PTO_ERROR_SHAPE;
+  switch (check.check_error) {
+  case ir::CheckError::Shape:
+    break;
+  case ir::CheckError::Distributed:
+    return PTO_ERROR_DISTRIBUTED;
+  case ir::CheckError::Agreed:
+    return PTO_ERROR_DISTRIBUTED_AGREED;
+  }
+  return PTO_ERROR_SHAPE;
 }
 
 } // namespace pto::codegen

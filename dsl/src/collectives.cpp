@@ -3,6 +3,7 @@
 // the reuse protocol. Each reads like its PyPTO original (reference §7): puts into symmetric
 // tensors, signals, waits, gets. Loops over PEs are C++ loops, unrolled at trace time. The
 // allreduce algorithms are in collectives_allreduce.cpp, fusion in collectives_fusion.cpp.
+#include "pto/control.h"
 #include "pto/ops.h"
 #include "pto/shape_ops.h"
 #include "pto/size_math.h"
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace pto::distributed {
 
@@ -66,6 +68,91 @@ void check_reduction(Reduction r, const char *op, const SrcLoc &loc) {
       loc, op,
       fmt::format("the reduction must be SUM, MAX, MIN or PROD, got the value {}",
                   static_cast<int>(r)));
+}
+
+std::vector<Tensor> agree_valid_shape(const Tensor &x, size_t first_dim, const char *op,
+                                      const std::string &group, int n, std::vector<Tensor> pred,
+                                      const SrcLoc &loc) {
+  auto &r = ir::Recorder::current(op, loc);
+  const std::vector<SymbolicScalar> valid = x.valid_shape(); // a copy: values may move
+  const size_t rank = valid.size();
+  std::vector<size_t> dyn; // the dims known only at run time
+  for (size_t d = first_dim; d < rank; ++d)
+    if (!valid[d].is_concrete())
+      dyn.push_back(d);
+  if (dyn.empty()) {
+    if (first_dim < rank) {
+      std::vector<std::string> shown;
+      for (size_t d = 0; d < rank; ++d)
+        shown.push_back(d < first_dim ? "*" : valid[d].str());
+      const int g = r.group_index(group, n, op, loc);
+      r.program()
+          .groups.at(static_cast<size_t>(g))
+          .agreements.push_back(fmt::format("valid shape [{}] to {}\t{}:{}", fmt::join(shown, ", "),
+                                            op, loc.file_name(), loc.line()));
+    }
+    return pred;
+  }
+  const auto k = static_cast<int64_t>(dyn.size());
+  TileScope tile({n, k}, loc);
+  auto hdr = staging_tensor(group, n, DT_INT64, {n, k}, loc);
+  auto me = me_in(group, n, loc);
+  pred.push_back(x);
+  auto begin = nop(pred, loc);
+  auto send = [&](const SymbolicScalar &p) {
+    std::vector<Tensor> stored;
+    for (int64_t j = 0; j < k; ++j)
+      stored.push_back(shmem_atomic_swap(hdr, {me, j}, valid[dyn[static_cast<size_t>(j)]], p,
+                                         {.pred = {begin}}, loc)
+                           .token);
+    signal_arrival(hdr, p, nop(stored, loc), loc);
+  };
+  constexpr int kUnrolled = 16; // as the allreduce's per-PE loops (collectives_allreduce.cpp)
+  if (n <= kUnrolled)
+    for (int p = 0; p < n; ++p)
+      send(p);
+  else
+    for (auto p : loop(n, {.name = "valid_shape_exchange"}, loc))
+      send(p);
+  auto ready = wait_arrivals(hdr, me, n, begin, loc);
+  auto rows = shmem_get(hdr, me, {.pred = {ready}}, loc);
+  // PE q's valid shape: the concrete extents as traced, the others from row q.
+  auto shape_of = [&](const SymbolicScalar &q, std::vector<SymbolicScalar> &args) {
+    std::string text;
+    for (size_t d = 0, j = 0; d < rank; ++d) {
+      text += d ? ", " : "";
+      if (d < first_dim) {
+        text += "*";
+      } else if (j < dyn.size() && dyn[j] == d) {
+        text += "{}";
+        args.push_back(rows.at({q, static_cast<int64_t>(j++)}, loc));
+      } else {
+        text += valid[d].str();
+      }
+    }
+    return "[" + text + "]";
+  };
+  auto check = [&](const SymbolicScalar &q) {
+    SymbolicScalar same(1);
+    for (int64_t j = 0; j < k; ++j)
+      same = same * (rows.at({q, j}, loc) == rows.at({0, j}, loc));
+    std::vector<SymbolicScalar> args{q};
+    std::string theirs = shape_of(q, args);
+    std::string first = shape_of(0, args);
+    trace::require_le(r, 1, same,
+                      fmt::format("PE {{}} of group '{}' passes x with valid shape {} but PE 0 "
+                                  "passes {}; every PE must pass the same valid shape{}",
+                                  ir::escape_check(group), theirs, first,
+                                  first_dim ? " (* = may differ)" : ""),
+                      args, op, loc, ir::CheckError::Agreed);
+  };
+  if (n <= kUnrolled)
+    for (int q = 1; q < n; ++q)
+      check(q);
+  else
+    for (auto q : loop(1, n, {.name = "valid_shape_check"}, loc))
+      check(q);
+  return {nop({rows}, loc)};
 }
 
 namespace {
@@ -319,6 +406,7 @@ Tensor allreduce(const Tensor &x, Reduction op, AllreduceOptions opts, SrcLoc lo
     throw DistributedError(loc, "allreduce",
                            fmt::format("chunk_bytes must be >= 0, got {}", opts.chunk_bytes));
   int n = group_pes(opts.group, "allreduce", loc);
+  opts.pred = agree_valid_shape(x, 0, "allreduce", opts.group, n, std::move(opts.pred), loc);
   if (opts.fusion != 0)
     return defer_allreduce(x, shape, op, opts, n, loc);
   return exchange(x, shape, op, opts.algorithm, opts.group, n, opts.pred, opts.chunk_bytes, loc);
@@ -327,6 +415,7 @@ Tensor allreduce(const Tensor &x, Reduction op, AllreduceOptions opts, SrcLoc lo
 Tensor allgather(const Tensor &x, CollectiveOptions opts, SrcLoc loc) {
   auto shape = static_shape(x, "allgather", loc);
   int n = group_pes(opts.group, "allgather", loc);
+  opts.pred = agree_valid_shape(x, 0, "allgather", opts.group, n, std::move(opts.pred), loc);
   bool full = true;
   for (size_t d = 0; d < shape.size(); ++d)
     full = full && x.valid_shape()[d].same_as(SymbolicScalar(shape[d]));
@@ -361,6 +450,7 @@ Tensor reduce_scatter(const Tensor &x, Reduction op, CollectiveOptions opts, Src
   auto shape = static_shape(x, "reduce_scatter", loc);
   check_reduction(op, "reduce_scatter", loc);
   int n = group_pes(opts.group, "reduce_scatter", loc);
+  opts.pred = agree_valid_shape(x, 0, "reduce_scatter", opts.group, n, std::move(opts.pred), loc);
   Tensor start = opts.pred.empty() ? x : nop(opts.pred, loc);
   return reduce_scatter_blocks(x, op, shape, opts.group, n, start, loc);
 }
@@ -372,6 +462,7 @@ Tensor broadcast(const Tensor &x, int root, CollectiveOptions opts, SrcLoc loc) 
     throw DistributedError(
         loc, "broadcast",
         fmt::format("root {} is out of range [0, {}) for group '{}'", root, n, opts.group));
+  opts.pred = agree_valid_shape(x, 0, "broadcast", opts.group, n, std::move(opts.pred), loc);
   TileScope tile(shape, loc);
   size_t rank = shape.size();
   // Pull-based: every PE publishes its x in its own window; after a barrier all read root's.
@@ -426,7 +517,8 @@ Tensor all_to_all(const Tensor &x, const std::vector<std::vector<int64_t>> &coun
   auto buf = create_shmem_tensor(opts.group, n, x.dtype(), out_shape, loc);
   auto me = me_in(opts.group, n, loc);
   // Only x's valid region is sent: its valid rows must cover the rows this PE sends, and the
-  // other dims' valid extents carry over (collectives.h).
+  // other dims' valid extents carry over (collectives.h): every PE must pass the same ones.
+  opts.pred = agree_valid_shape(x, 1, "all_to_all", opts.group, n, std::move(opts.pred), loc);
   const std::vector<SymbolicScalar> x_valid = x.valid_shape();
   trace::require_le(ir::Recorder::current("all_to_all", loc), pick(sent, me), x_valid[0],
                     "PE {} sends {} rows but x has {} valid rows", {me, pick(sent, me), x_valid[0]},

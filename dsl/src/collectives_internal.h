@@ -33,6 +33,18 @@ private:
 /// shmem data or a dtype a collective does not move (collectives.h); ShapeError unless x has
 /// concrete dims (rank 2-4). Returns x's static shape.
 std::vector<int64_t> static_shape(const Tensor &x, const char *op, const SrcLoc &loc);
+/// Every PE of `group` (n PEs) must pass x with the same valid extents in dims >= `first_dim`
+/// (all_to_all lets dim 0 differ). Concrete extents are the same on every PE running one trace;
+/// they are added to the group's agreements (ir::Group), so PEs running traces that differ get
+/// a DistributedError at kernel entry. Symbolic ones are exchanged at run time: each PE stores
+/// its extents into row `me` of a small int64 shmem tensor on every PE (AMOs, then one counted
+/// signal per PE), waits for all n, and checks every row against PE 0's; every PE sees the same
+/// rows, so either all go on or all fail with the same DistributedError naming `op`, the PEs
+/// and both valid shapes, before any data is put. Returns `pred` with that check appended (as
+/// is when every extent is concrete: no run-time cost).
+std::vector<Tensor> agree_valid_shape(const Tensor &x, size_t first_dim, const char *op,
+                                      const std::string &group, int n, std::vector<Tensor> pred,
+                                      const SrcLoc &loc);
 /// DistributedError naming `op` for a Reduction value outside the enum (a cast integer).
 void check_reduction(Reduction r, const char *op, const SrcLoc &loc);
 

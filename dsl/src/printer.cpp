@@ -170,8 +170,10 @@ void print_op(const Program &p, const Op &op, int depth, std::string &out) {
     for (auto &a : op.args)
       args.push_back(a.str());
     out += fmt::format("{}check{} {} {} \"{}\" [{}]\n", ind,
-                       op.check_error == CheckError::Distributed ? " distributed" : "", op.label,
-                       op.holds.str(), op.message, fmt::join(args, ", "));
+                       op.check_error == CheckError::Distributed ? " distributed"
+                       : op.check_error == CheckError::Agreed    ? " agreed"
+                                                                 : "",
+                       op.label, op.holds.str(), op.message, fmt::join(args, ", "));
     return;
   }
   std::string line = ind + print_op_head(p, op);

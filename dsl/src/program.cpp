@@ -154,6 +154,8 @@ std::string layout_text(const Program &p, int g) {
                               : fmt::format("{} [{}] with {} signal bytes", name(s.dtype),
                                             fmt::join(s.shape, ", "), s.signal_bytes)) +
              "\t" + s.where + "\n";
+  for (auto &a : p.groups.at(static_cast<size_t>(g)).agreements)
+    out += a + "\n";
   return out;
 }
 } // namespace
@@ -208,6 +210,11 @@ void layout_shmem(Program &p) {
       mix(static_cast<uint64_t>(s.signal_offset_bytes));
       mix(static_cast<uint64_t>(s.signal_bytes));
       mix(s.zero_data ? 1 : 0);
+    }
+    for (auto &a : p.groups[gi].agreements) {
+      mix(a.size());
+      for (char c : a)
+        mix(static_cast<unsigned char>(c));
     }
     p.groups[gi].layout_hash = h;
     p.groups[gi].layout = layout_text(p, static_cast<int>(gi));

@@ -179,7 +179,7 @@ void require(Recorder &r, const SymbolicScalar &holds, const std::string &messag
     for (const auto &a : args)
       shown.push_back(a.str());
     const std::string detail = ir::format_check(message, shown);
-    if (err == ir::CheckError::Distributed)
+    if (err != ir::CheckError::Shape)
       throw DistributedError(loc, op, detail);
     throw ShapeError(loc, op, detail);
   }

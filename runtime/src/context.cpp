@@ -2,6 +2,7 @@
 // scratch memory, and the small ABI entry points that only read or write the context.
 #include "pto/runtime/context.h"
 
+#include "pto/env.h"
 #include "pto/runtime/world.h"
 
 #include "boundary.h"
@@ -9,6 +10,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <fmt/format.h>
 #include <new>
 
 namespace pto::runtime {
@@ -50,14 +52,14 @@ std::string describe(const std::exception_ptr &e) {
   }
 }
 
-int32_t record_error(pto_ctx *ctx, std::exception_ptr e, bool released) {
+int32_t record_error(pto_ctx *ctx, std::exception_ptr e, bool released, bool abort) {
   const bool first = ctx->status == PTO_OK;
   if (first) {
     ctx->status = PTO_ERR;
     ctx->error = std::move(e);
     ctx->error_released = released;
   }
-  if (!released)
+  if (!released && abort)
     ctx->world->mark_failed(ctx->pe, first ? describe(ctx->error) : "a second error");
   return PTO_ERR;
 }
@@ -79,10 +81,14 @@ int32_t fail_released(pto_ctx *ctx, int32_t site, const char *default_op) {
 namespace {
 // The 1-PE world of a thread that calls a kernel outside World::run. Per thread rather than per
 // process, so two host threads calling kernels never share a context.
-pto_ctx *default_ctx(const std::source_location &loc) {
+pto_ctx *default_ctx(const std::source_location &loc, const std::string *kernel) {
   thread_local std::unique_ptr<World> world;
   thread_local pto_ctx *ctx = nullptr;
   if (!ctx) {
+    // The World constructor checks the environment as "(creating a World)"; for a kernel call
+    // the kernel's own check (codegen/driver/kernel.cpp) runs first here, with its context.
+    if (kernel)
+      env::check_all(loc, fmt::format(" (tracing kernel '{}')", *kernel));
     world = std::make_unique<World>(1, WorldOptions{}, loc);
     ctx = world->context(0);
   }
@@ -115,11 +121,11 @@ void detail::free_scratch(pto_ctx *ctx) {
   ctx->scratch.clear();
 }
 
-pto_ctx *current_ctx(std::source_location loc) {
+pto_ctx *current_ctx(std::source_location loc, const std::string *kernel) {
   if (detail::tls_ctx)
     return detail::tls_ctx;
   try {
-    return default_ctx(loc);
+    return default_ctx(loc, kernel);
   } catch (...) {
     detail::rethrow_as_pto_error("<runtime>", "current_ctx", "creating the implicit 1-PE world");
   }
@@ -252,6 +258,13 @@ int32_t pto_rt_fail_msg(pto_ctx *ctx, int32_t error_class, int32_t site, const c
       return fail<pto::ArgumentError>(ctx, site, "", detail);
     case PTO_ERROR_DISTRIBUTED:
       return fail<pto::DistributedError>(ctx, site, "", detail);
+    case PTO_ERROR_DISTRIBUTED_AGREED: {
+      std::string where, op;
+      pto::runtime::detail::site_location(ctx, site, "", where, op);
+      return pto::runtime::detail::record_error(
+          ctx, std::make_exception_ptr(pto::DistributedError(where, op, detail)),
+          /*released=*/false, /*abort=*/false);
+    }
     default:
       return fail<pto::InternalError>(ctx, site, "", detail);
     }

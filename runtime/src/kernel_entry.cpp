@@ -83,6 +83,9 @@ std::vector<std::string> split_lines(const char *text) {
   return out;
 }
 
+// How ir::Group::agreements lines start (a collective's concrete valid shape).
+constexpr std::string_view kValidShapeLine = "valid shape [";
+
 // What differs between two layout descriptions (abi.h, pto_rt_kernel_enter's group_layout: one
 // shmem tensor per line, "what\twhere"): the first shmem tensor that differs, or the counts.
 std::string layout_difference(const char *a, const char *b, int pe_a, int pe_b) {
@@ -93,7 +96,13 @@ std::string layout_difference(const char *a, const char *b, int pe_a, int pe_b) 
     return tab == std::string::npos ? std::string("?") : l.substr(tab + 1);
   };
   for (size_t i = 0; i < std::min(la.size(), lb.size()); ++i)
-    if (what(la[i]) != what(lb[i]))
+    if (what(la[i]) != what(lb[i]) && what(la[i]).starts_with(kValidShapeLine) &&
+        what(lb[i]).starts_with(kValidShapeLine))
+      return fmt::format(
+          "PE {} passes {} at {} but PE {} passes {} at {}; every PE of a group must "
+          "pass the same valid shape to a collective",
+          pe_a, what(la[i]), where(la[i]), pe_b, what(lb[i]), where(lb[i]));
+    else if (what(la[i]) != what(lb[i]))
       return fmt::format("shmem tensor {} is {} on PE {} (created at {}) but {} on PE {} (created "
                          "at {})",
                          i, what(la[i]), pe_a, where(la[i]), what(lb[i]), pe_b, where(lb[i]));
@@ -133,6 +142,8 @@ std::string layout_mismatch(const detail::GroupState &g, const std::vector<Propo
   if (all[0].kernel_len >= 0 && all[size_t(p)].kernel_len >= 0 && kernel[0] != kernel[size_t(p)])
     what += fmt::format("; PE {} runs kernel '{}', PE {} kernel '{}'", pe0, kernel[0], pe,
                         kernel[size_t(p)]);
+  if (what.find("the same valid shape to a collective") != std::string::npos)
+    return fmt::format("PEs {} and {} of group '{}' disagree: {}", pe0, pe, g.name, what);
   return fmt::format(
       "PEs {} and {} of group '{}' declared different shmem tensors ({}); every PE of a "
       "group must create the same shmem tensors (same shapes and dtypes) in the same order",

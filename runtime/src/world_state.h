@@ -204,7 +204,8 @@ std::string describe(const std::exception_ptr &e);
 
 /// Records `e` in ctx (the first error of a call wins) and returns PTO_ERR. A primary error
 /// (`released` false) aborts the world so that blocked PEs are released.
-int32_t record_error(pto_ctx *ctx, std::exception_ptr e, bool released);
+/// `abort` false: the error is primary but the world is not aborted (PTO_ERROR_DISTRIBUTED_AGREED).
+int32_t record_error(pto_ctx *ctx, std::exception_ptr e, bool released, bool abort = true);
 
 /// Records an error of type E at call site `site` and returns PTO_ERR.
 template <class E>

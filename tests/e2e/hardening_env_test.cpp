@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 using support::EnvVar;
@@ -141,6 +142,23 @@ TEST_CASE("hardening env: the messages name the variable, the value and what is 
     CHECK(msg == std::string(kFile) + ":" + std::to_string(line) +
                      ": PTO_MPI_SHARED: '2' is not a known value (creating a World); expected "
                      "one of: 0, 1");
+  }
+  {
+    // A kernel called outside World::run on a fresh thread (whose implicit 1-PE World is made
+    // at this call): the message names the kernel, not the implicit World.
+    auto k = pto::jit("env_outside_world", [](pto::Tensor x) {
+      pto::set_vec_tile_shapes(4, 8);
+      pto::assemble(pto::add(x, 1.0), {0, 0}, x);
+    });
+    EnvVar timeout("PTO_DEADLOCK_TIMEOUT_MS", "-1");
+    std::string msg;
+    std::thread t([&] {
+      pto::HostTensor x(pto::DT_FP32, {4, 8});
+      msg = support::thrown<pto::ArgumentError>([&] { k(x); });
+    });
+    t.join();
+    CHECK(msg.find("PTO_DEADLOCK_TIMEOUT_MS: '-1' is not a decimal integer (tracing kernel "
+                   "'env_outside_world')") != std::string::npos);
   }
   {
     EnvVar mb("PTO_JIT_CACHE_MB", "1099511627776"); // 2^40

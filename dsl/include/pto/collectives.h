@@ -108,8 +108,10 @@ int n_pes(const std::string &group = "world",
 /// Every PE gets the elementwise reduction of all PEs' `x` (same shape and dtype on every PE;
 /// PEs that differ get a DistributedError at kernel entry). Result: x's shape, dtype and valid
 /// shape, whichever algorithm runs; elements outside the valid shape are unspecified. Every PE
-/// must pass the same valid shape (not checked at run time): where a PE's valid region is
-/// smaller, the result there is unspecified. As HCCL `allreduce` (seed 001).
+/// must pass the same valid shape (as must every collective's input; all_to_all's valid rows may
+/// differ): a concrete one is checked at kernel entry, a run-time one by a small exchange before
+/// any data moves; PEs that differ get a DistributedError on every PE naming the collective,
+/// the PEs and both valid shapes. As HCCL `allreduce` (seed 001).
 ///
 /// Fusion (HCCL's `fusion` / `fusion_id`). With fusion 1 or 2 the call is deferred: it returns
 /// at once a tensor with x's shape, dtype and valid shape, and joins a group of calls that are

@@ -251,7 +251,10 @@ template <class Sub> Sub kind_as(OpKind k) {
 
 /// The pto::Error subclass a failing Check op raises: ShapeError for the valid-shape and
 /// window rules of tensors, DistributedError for shmem windows and PE numbers (distributed.h).
-enum class CheckError : uint8_t { Shape, Distributed };
+/// Agreed: a DistributedError that every PE of the group raises alike (a check of data every PE
+/// has exchanged, dsl/src/collectives.cpp): the failing PE does not abort the world, so the
+/// others reach the same check instead of being released with a secondary error.
+enum class CheckError : uint8_t { Shape, Distributed, Agreed };
 
 /// The tile shape captured from set_vec_tile_shapes when the op was created.
 struct TileShape {
@@ -386,8 +389,14 @@ struct Group {
                             ///< offsets); every PE of the group must present the same one
   std::string where;        ///< "file:line" of the first use, for run-time messages
   /// Set by layout_shmem: what layout_hash hashes, readable, one shmem tensor per line as
-  /// "what\twhere" (pto_rt_kernel_enter's group_layout).
+  /// "what\twhere" (pto_rt_kernel_enter's group_layout), then one line per agreement.
   std::string layout;
+  /// What else every PE of the group must pass alike, known at trace time, one "what\twhere"
+  /// line each: a collective's concrete valid shape ("allreduce of valid shape [8, 6]\tf.cpp:9",
+  /// dsl/src/collectives.cpp). layout_shmem hashes them into layout_hash and appends them to
+  /// layout, so kernel entry reports PEs that differ (symbolic valid shapes are checked at run
+  /// time by the collective itself).
+  std::vector<std::string> agreements = {};
 };
 
 /// The name of the group that spans every PE running the kernel (always exists).

@@ -179,6 +179,10 @@ enum pto_error_class {
   PTO_ERROR_ARGUMENT = 2,    ///< pto::ArgumentError
   PTO_ERROR_INTERNAL = 3,    ///< pto::InternalError
   PTO_ERROR_DISTRIBUTED = 4, ///< pto::DistributedError
+  /// pto::DistributedError that every PE of the group raises alike (it checks data all have
+  /// exchanged): recorded without aborting the world, so no PE is released with a secondary
+  /// error before it reaches the same check.
+  PTO_ERROR_DISTRIBUTED_AGREED = 5,
 };
 /// Records a run-time error with a free-form detail message (library ops, xops.h), prefixed
 /// with the site's "file:line: op". Always returns PTO_ERR.

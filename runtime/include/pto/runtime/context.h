@@ -14,8 +14,12 @@ namespace pto::runtime {
 /// The calling thread's PE context: inside World::run, the PE that thread runs; elsewhere the
 /// context of a lazily created 1-PE world owned by the calling thread (so a plain kernel call
 /// from main() runs on 1 PE). Never null. Errors creating that world (a bad
-/// PTO_DEADLOCK_TIMEOUT_MS: ArgumentError) point at `loc`, the user's kernel call.
-pto_ctx *current_ctx(std::source_location loc = std::source_location::current());
+/// PTO_DEADLOCK_TIMEOUT_MS: ArgumentError) point at `loc`, the user's kernel call; with
+/// `kernel` (the kernel being called) a bad PTO_* variable is reported first, as
+/// " (tracing kernel 'name')" like the kernel's own check, so the message does not depend on
+/// whether this thread made its 1-PE world already.
+pto_ctx *current_ctx(std::source_location loc = std::source_location::current(),
+                     const std::string *kernel = nullptr);
 
 /// Starts a kernel call on `ctx`: clears a previous status and remembers the kernel's call-site
 /// table (`sites[i]` is "file.cpp:12: opname", indexed by the ABI's `site` argument; may be
