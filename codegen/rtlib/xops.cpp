@@ -14,6 +14,17 @@ uint8_t *elem(const XTensor &t, int64_t lin) {
   return static_cast<uint8_t *>(t.base) + lin * bytes_of(dt_of(t));
 }
 
+/// The registered-buffer allreduce (op_kinds.def AllreduceDirect): the runtime does it all.
+int32_t xop_allreduce(const XCall &call) {
+  if (call.n_tensors != 2 || call.n_ints != 2)
+    throw InternalError("<xop>", "allreduce", "malformed allreduce call (a ptojit bug)");
+  const XTensor &x = call.tensors[0], &y = call.tensors[1];
+  return pto_rt_allreduce(call.ctx, static_cast<int32_t>(call.ints[0]),
+                          static_cast<int32_t>(call.ints[1]), static_cast<int32_t>(x.dtype),
+                          static_cast<int32_t>(x.rank), x.valid, x.base, x.strides, y.base,
+                          y.strides, static_cast<int32_t>(call.site));
+}
+
 int32_t dispatch(const XCall &call) {
   if (call.kind < 0 || call.kind >= static_cast<int64_t>(ir::kNumOpKinds))
     throw InternalError("<xop>", "pto_rt_xop", "op kind out of range (a ptojit bug)");
@@ -43,6 +54,8 @@ int32_t dispatch(const XCall &call) {
     return xop_bessel_i0e(call);
   case L::BesselI1e:
     return xop_bessel_i1e(call);
+  case L::AllreduceDirect:
+    return xop_allreduce(call);
   }
   throw InternalError("<xop>", ir::op_info(static_cast<ir::OpKind>(call.kind)).name,
                       "not a library op (a ptojit bug)");

@@ -316,6 +316,38 @@ Tensor two_shot_sum(const Tensor &x, const std::vector<int64_t> &shape, const st
   return collect(gath, shape, g, n, xv, me, begin, loc);
 }
 
+/// Registered user buffers (AUTO for large inputs): one AllreduceDirect op, which the runtime
+/// runs as pto_rt_allreduce (abi.h): on shared memory each PE reduces its block straight from
+/// every PE's x into every PE's y (no staging copy, no heap round trip), else an allgather
+/// through the transport; member-order reduction either way, as reduce_in_order. A one-element
+/// shmem tensor declares the group, so that kernel entry registers it where nothing else does.
+Tensor registered(const Tensor &x, const std::vector<int64_t> &shape, Reduction op,
+                  const std::string &group, int n, const Tensor &start, const SrcLoc &loc) {
+  auto &r = ir::Recorder::current("allreduce", loc);
+  TileScope tile(shape, loc);
+  create_shmem_tensor(group, n, DT_INT32, {1, 1}, loc);
+  const int gi = r.group_index(group, n, "allreduce", loc);
+  ir::Op o;
+  o.kind = ir::OpKind::AllreduceDirect;
+  o.where = loc;
+  o.user_op = "allreduce";
+  o.inputs = {r.use(x, "allreduce", loc)};
+  if (start.id() != x.id())
+    o.preds = {r.use(start, "allreduce", loc)};
+  o.ints = {gi, static_cast<int64_t>(op)};
+  const ir::Value &xv = r.program().value(o.inputs[0]);
+  o.tile = ir::capture_tile(r, xv.shape.size(), "allreduce", loc);
+  ir::Value y;
+  y.kind = ir::ValueKind::Local;
+  y.dtype = xv.dtype;
+  y.shape = xv.shape;
+  y.valid = xv.valid;
+  Tensor out = r.tensor(r.add_value(std::move(y)));
+  o.outputs = {out.id()};
+  r.emit(std::move(o));
+  return out;
+}
+
 } // namespace
 
 AllreduceAlgorithm resolve_algorithm(AllreduceAlgorithm algo, int64_t bytes, int n) {
@@ -345,7 +377,10 @@ Tensor exchange(const Tensor &x, const std::vector<int64_t> &shape, Reduction op
                 AllreduceAlgorithm algo, const std::string &group, int n,
                 const std::vector<Tensor> &pred, int64_t chunk_bytes, const SrcLoc &loc) {
   Tensor start = pred.empty() ? x : nop(pred, loc);
-  switch (resolve_algorithm(algo, bytes_of_shape(shape, x.dtype()), n)) {
+  const AllreduceAlgorithm chosen = resolve_algorithm(algo, bytes_of_shape(shape, x.dtype()), n);
+  if (algo == AllreduceAlgorithm::AUTO && chosen == AllreduceAlgorithm::RS_AG)
+    return registered(x, shape, op, group, n, start, loc);
+  switch (chosen) {
   case AllreduceAlgorithm::ONE_SHOT:
     if (n > kUnrolledPes)
       return one_shot_looped(x, shape, op, group, n, start, loc);

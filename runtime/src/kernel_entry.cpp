@@ -20,8 +20,7 @@ using pto::runtime::detail::CorePolicy;
 using pto::runtime::detail::fail;
 using pto::runtime::transport::WaitResult;
 
-namespace {
-constexpr const char *kEnterOp = "kernel_enter";
+namespace pto::runtime::detail {
 
 // Turns the outcome of a collective of group `g` into the recorded error (anything but Done),
 // returning PTO_OK or PTO_ERR. `what` names the collective in messages ("kernel entry
@@ -58,6 +57,12 @@ int32_t collective_result(pto_ctx *ctx, const detail::GroupState &g, WaitResult 
   }
   return PTO_ERR;
 }
+
+} // namespace pto::runtime::detail
+
+namespace {
+constexpr const char *kEnterOp = "kernel_enter";
+using pto::runtime::detail::collective_result;
 
 // A barrier of group `g` (this PE is member `me`); records the error on failure.
 int32_t group_barrier(pto_ctx *ctx, detail::GroupState &g, int me, const char *op,

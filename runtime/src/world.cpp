@@ -87,6 +87,7 @@ GroupState &WorldState::add_group(const std::string &name, const std::vector<int
   g->name = name;
   g->n_pes = int(world_pe.size());
   g->world_pe = world_pe;
+  g->direct_args.resize(world_pe.size());
   g->t = transport->make_group(name, world_pe);
   return *registry.emplace(name, std::move(g)).first->second;
 }

@@ -100,6 +100,16 @@ struct GroupState {
   int n_pes = 0;
   std::vector<int> world_pe;
   std::unique_ptr<transport::Group> t;
+  /// pto_rt_allreduce's registered user buffers, by member: each PE writes its own entry
+  /// before the call's first barrier and every member reads them all before its second
+  /// (allreduce_direct.cpp). Used only when every member is a thread of this process.
+  struct DirectArgs {
+    const void *x = nullptr;
+    void *y = nullptr;
+    int32_t dtype = -1, reduction = -1, rank = 0;
+    int64_t valid[4] = {}, x_strides[4] = {}, y_strides[4] = {};
+  };
+  std::vector<DirectArgs> direct_args; ///< n_pes entries (WorldState::add_group)
 };
 
 /// State shared by the PEs of one World; the transport's Host.
@@ -206,6 +216,12 @@ std::string describe(const std::exception_ptr &e);
 /// (`released` false) aborts the world so that blocked PEs are released.
 /// `abort` false: the error is primary but the world is not aborted (PTO_ERROR_DISTRIBUTED_AGREED).
 int32_t record_error(pto_ctx *ctx, std::exception_ptr e, bool released, bool abort = true);
+
+/// Turns the outcome `r` of a collective of group `g` (barrier, allgather; `policy` the wait's)
+/// into the recorded error (anything but Done), returning PTO_OK or PTO_ERR. `what` names the
+/// collective in messages ("kernel entry barrier"). (kernel_entry.cpp)
+int32_t collective_result(pto_ctx *ctx, const GroupState &g, transport::WaitResult r,
+                          const CorePolicy &policy, const char *op, const char *what);
 
 /// Records an error of type E at call site `site` and returns PTO_ERR.
 template <class E>

@@ -106,6 +106,24 @@ void *pto_rt_heap_base(pto_ctx *ctx, int32_t group, int32_t pe);
 int32_t pto_rt_heap_table(pto_ctx *ctx, int32_t group, int32_t n_ranges, const int64_t *ranges,
                           void **bases);
 
+/// The allreduce of collectives.h (AUTO, large inputs) over group `group` (index into the
+/// groups of pto_rt_kernel_enter), called by every member with its input `x` and its output
+/// `y` (both `rank` 2-4, dtype `dtype` (pto::DataType), element strides `x_strides` /
+/// `y_strides`, valid extents `valid`, which every member must pass alike) and `reduction`
+/// (pto::distributed::Reduction). y's valid region becomes the reduction of every member's x
+/// in member order (sums of fp16/bf16 in fp32, rounded once; integers wrap), the same bits on
+/// every member; the rest of y is not written. When every member is a thread of this process
+/// (the shared-memory transport, not tracing, PTO_SHMEM_DIRECT not 0) and no member's x
+/// partly overlaps a member's y, the buffers are registered: member p reduces block p of the
+/// valid region straight from every member's x and writes it into every member's y, between
+/// two barriers of the group (nobody returns while a peer still reads its x or writes its y).
+/// Otherwise every member's x is allgathered through the transport and each member reduces
+/// locally. A DistributedError when the members' valid extents, dtypes or reductions differ.
+/// `site` as everywhere. Returns PTO_OK or PTO_ERR. (allreduce_direct.cpp)
+int32_t pto_rt_allreduce(pto_ctx *ctx, int32_t group, int32_t reduction, int32_t dtype,
+                         int32_t rank, const int64_t *valid, const void *x,
+                         const int64_t *x_strides, void *y, const int64_t *y_strides, int32_t site);
+
 /// Copies a block from local memory `src` (dtype `src_dt`) into PE `dst_pe`'s symmetric heap of
 /// `group` at byte offset `dst_offset_bytes` (dtype `dst_dt`), with `op` SET or atomic ADD, as
 /// PyPTO `shmem_put`. ADD loses no update under contention (exact for ints; a CAS loop for

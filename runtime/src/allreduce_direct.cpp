@@ -1,0 +1,442 @@
+// allreduce_direct.cpp - pto_rt_allreduce (abi.h): the allreduce that AUTO picks for large
+// inputs (collectives_allreduce.cpp). On the shared-memory transport it registers the callers'
+// buffers: every member publishes its x and y in its group's table, a barrier, member p
+// reduces its block of the valid region straight from every member's x and writes the result
+// into every member's y (the bytes a hand-written threads reduce-scatter + allgather moves: no
+// staging copy into a heap, no copy out of one), a barrier. Elsewhere (MPI, a trace) every
+// member's x is allgathered through the transport and reduced locally, in the same order: the
+// same bits either way.
+#include "pto/dtype.h"
+#include "pto/env.h"
+#include "pto/half.h"
+#include "pto/runtime/abi.h"
+
+#include "boundary.h"
+#include "world_state.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+#include <type_traits>
+#include <vector>
+
+using namespace pto::runtime;
+using pto::runtime::detail::abi_boundary;
+using pto::runtime::detail::fail;
+using Args = pto::runtime::detail::GroupState::DirectArgs;
+
+namespace {
+
+constexpr const char *kOp = "allreduce";
+/// Elements reduced at once: the accumulator (at most 16 KiB) stays in L1 while every member's
+/// x streams through it.
+constexpr int64_t kChunk = 2048;
+
+// pto::distributed::Reduction's order.
+enum Red : int32_t { kSum = 0, kMax = 1, kMin = 2, kProd = 3 };
+
+/// IEEE 754 maximum / minimum, as pto::maximum / pto::minimum: NaN propagates, -0 < +0.
+template <class F> F ieee_max(F a, F b) {
+  if (a != a)
+    return a;
+  if (b != b)
+    return b;
+  if (a == b)
+    return std::signbit(a) ? b : a;
+  return a > b ? a : b;
+}
+template <class F> F ieee_min(F a, F b) {
+  if (a != a)
+    return a;
+  if (b != b)
+    return b;
+  if (a == b)
+    return std::signbit(a) ? a : b;
+  return a < b ? a : b;
+}
+
+/// Storage type T, accumulator type A: load T -> A, store A -> T, combine in A. The combination
+/// of `R` is that of collectives_internal.h's reduce_dtype: fp16/bf16 sums in fp32 (one
+/// rounding at the end), every other combination in the element's own dtype (halves round each
+/// product; integers wrap, done in the unsigned type).
+template <class T, bool Wrap> struct AccOf {
+  using type = T;
+};
+template <class T> struct AccOf<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+template <class T, int32_t R> struct Elem {
+  using A = typename AccOf<T, std::is_integral_v<T> && (R == kSum || R == kProd)>::type;
+  static A load(T v) { return A(v); }
+  static T store(A a) { return T(a); }
+  static A combine(A a, A b) {
+    if constexpr (R == kSum)
+      return A(a + b);
+    else if constexpr (R == kProd)
+      return A(a * b);
+    else if constexpr (std::is_integral_v<T>)
+      return R == kMax ? std::max(a, b) : std::min(a, b);
+    else
+      return R == kMax ? ieee_max(a, b) : ieee_min(a, b);
+  }
+};
+
+/// fp16 (Bf false) or bf16 (Bf true), stored as uint16_t, reduced in fp32.
+template <bool Bf, int32_t R> struct Half {
+  using A = float;
+  static float load(uint16_t v) { return Bf ? pto::bf16_to_fp32(v) : pto::fp16_to_fp32(v); }
+  static uint16_t store(float a) { return Bf ? pto::fp32_to_bf16(a) : pto::fp32_to_fp16(a); }
+  static float combine(float a, float b) {
+    if constexpr (R == kSum)
+      return a + b;
+    else if constexpr (R == kProd)
+      return load(store(a * b)); // a product of two halves is exact in fp32: one rounding
+    else
+      return R == kMax ? ieee_max(a, b) : ieee_min(a, b);
+  }
+};
+
+/// dst[i] = src[0][i] op src[1][i] op ... op src[n-1][i] (in that order) for i < len <= kChunk.
+using ChunkFn = void (*)(const std::byte *const *src, int n, int64_t len, std::byte *dst);
+
+template <class T, class E>
+void reduce_chunk(const std::byte *const *src, int n, int64_t len, std::byte *dst) {
+  using A = typename E::A;
+  A acc[kChunk];
+  const T *s0 = reinterpret_cast<const T *>(src[0]);
+  for (int64_t i = 0; i < len; ++i)
+    acc[i] = E::load(s0[i]);
+  for (int q = 1; q < n; ++q) {
+    const T *s = reinterpret_cast<const T *>(src[q]);
+    for (int64_t i = 0; i < len; ++i)
+      acc[i] = E::combine(acc[i], E::load(s[i]));
+  }
+  T *d = reinterpret_cast<T *>(dst);
+  for (int64_t i = 0; i < len; ++i)
+    d[i] = E::store(acc[i]);
+}
+
+template <class T> ChunkFn plain_fn(int32_t r) {
+  switch (r) {
+  case kSum:
+    return &reduce_chunk<T, Elem<T, kSum>>;
+  case kMax:
+    return &reduce_chunk<T, Elem<T, kMax>>;
+  case kMin:
+    return &reduce_chunk<T, Elem<T, kMin>>;
+  case kProd:
+    return &reduce_chunk<T, Elem<T, kProd>>;
+  default:
+    return nullptr;
+  }
+}
+template <bool Bf> ChunkFn half_fn(int32_t r) {
+  switch (r) {
+  case kSum:
+    return &reduce_chunk<uint16_t, Half<Bf, kSum>>;
+  case kMax:
+    return &reduce_chunk<uint16_t, Half<Bf, kMax>>;
+  case kMin:
+    return &reduce_chunk<uint16_t, Half<Bf, kMin>>;
+  case kProd:
+    return &reduce_chunk<uint16_t, Half<Bf, kProd>>;
+  default:
+    return nullptr;
+  }
+}
+
+/// The routine of (dtype, reduction), or nullptr for a dtype collectives do not move.
+ChunkFn chunk_fn(int32_t dtype, int32_t r) {
+  switch (static_cast<pto::DataType>(dtype)) {
+  case pto::DT_INT8:
+    return plain_fn<int8_t>(r);
+  case pto::DT_INT16:
+    return plain_fn<int16_t>(r);
+  case pto::DT_INT32:
+    return plain_fn<int32_t>(r);
+  case pto::DT_INT64:
+    return plain_fn<int64_t>(r);
+  case pto::DT_FP32:
+    return plain_fn<float>(r);
+  case pto::DT_DOUBLE:
+    return plain_fn<double>(r);
+  case pto::DT_FP16:
+    return half_fn<false>(r);
+  case pto::DT_BF16:
+    return half_fn<true>(r);
+  default:
+    return nullptr;
+  }
+}
+
+/// The valid region as rows of its last dim: `rows` rows of `cols` elements; row r's element
+/// offset in a tensor of element strides `st`.
+struct Region {
+  int rank = 0;
+  int64_t valid[4] = {};
+  int64_t rows = 0, cols = 0;
+  int64_t offset(int64_t r, const int64_t *st) const {
+    int64_t off = 0;
+    for (int d = rank - 2; d >= 0; --d) {
+      off += (r % valid[d]) * st[d];
+      r /= valid[d];
+    }
+    return off;
+  }
+  /// Strides `st` hold the valid region densely in row-major order.
+  bool dense(const int64_t *st) const {
+    int64_t want = 1;
+    for (int d = rank - 1; d >= 0; --d) {
+      if (valid[d] > 1 && st[d] != want)
+        return false;
+      want *= valid[d];
+    }
+    return true;
+  }
+  /// [first, last] byte of the valid region in a tensor at `base` with strides `st` (E > 0).
+  std::pair<uintptr_t, uintptr_t> bytes(const void *base, const int64_t *st, int64_t es) const {
+    int64_t last = 0;
+    for (int d = 0; d < rank; ++d)
+      last += (valid[d] - 1) * st[d];
+    auto b = reinterpret_cast<uintptr_t>(base);
+    return {b, b + uintptr_t(last * es + es - 1)};
+  }
+};
+
+bool same_layout(const Region &g, const void *a, const int64_t *sa, const void *b,
+                 const int64_t *sb) {
+  if (a != b)
+    return false;
+  for (int d = 0; d < g.rank; ++d)
+    if (g.valid[d] > 1 && sa[d] != sb[d])
+      return false;
+  return true;
+}
+
+/// Whether member p's [lo, hi) share of `total` units (floor(total * p / n), exact).
+int64_t share(int64_t total, int p, int n) { return (total / n) * p + (total % n) * p / n; }
+
+/// The barrier that opens or closes a direct allreduce; records the error on failure.
+int32_t barrier(pto_ctx *ctx, detail::GroupState &g, int me, const char *what) {
+  detail::WorldState &w = *ctx->world;
+  w.progress.bump();
+  detail::CorePolicy policy(w, /*collective=*/true, &g);
+  return detail::collective_result(ctx, g, g.t->barrier(me, policy), policy, kOp, what);
+}
+
+/// The registered-buffer path: every member is a thread of this process. Returns -1 when the
+/// members' buffers overlap in a way it cannot take (the caller then takes the allgather path;
+/// every member decides alike, from the same table), else the status.
+int32_t direct(const detail::GroupState &g, int me, const Region &reg, int64_t es, ChunkFn fn) {
+  const int n = g.n_pes;
+  const std::vector<Args> &a = g.direct_args;
+  const int64_t total = reg.rows * reg.cols;
+  if (total == 0)
+    return PTO_OK;
+  // x and y of all members: disjoint, or the same buffer with the same layout (in place, or
+  // handles of one HostTensor); each element is then read and written by one member only, in
+  // that order. Anything else (a partial overlap) takes the allgather path.
+  std::vector<std::pair<uintptr_t, uintptr_t>> xb(static_cast<size_t>(n)), yb(xb.size());
+  bool inner = true, dense = true;
+  for (int q = 0; q < n; ++q) {
+    xb[size_t(q)] = reg.bytes(a[size_t(q)].x, a[size_t(q)].x_strides, es);
+    yb[size_t(q)] = reg.bytes(a[size_t(q)].y, a[size_t(q)].y_strides, es);
+    inner = inner && (reg.cols <= 1 || (a[size_t(q)].x_strides[reg.rank - 1] == 1 &&
+                                        a[size_t(q)].y_strides[reg.rank - 1] == 1));
+    dense = dense && reg.dense(a[size_t(q)].x_strides) && reg.dense(a[size_t(q)].y_strides);
+  }
+  auto apart = [](std::pair<uintptr_t, uintptr_t> u, std::pair<uintptr_t, uintptr_t> v) {
+    return u.second < v.first || v.second < u.first;
+  };
+  bool ok = inner;
+  for (int r = 0; r < n && ok; ++r) {
+    const Args &yr = a[size_t(r)];
+    for (int q = 0; q < n && ok; ++q) {
+      const Args &xq = a[size_t(q)], &yq = a[size_t(q)];
+      ok = apart(xb[size_t(q)], yb[size_t(r)]) ||
+           same_layout(reg, xq.x, xq.x_strides, yr.y, yr.y_strides);
+      ok = ok && (q == r || apart(yb[size_t(q)], yb[size_t(r)]) ||
+                  same_layout(reg, yq.y, yq.y_strides, yr.y, yr.y_strides));
+    }
+  }
+  if (!ok)
+    return -1;
+  std::vector<const std::byte *> src(static_cast<size_t>(n));
+  // One run of `len` <= kChunk elements at element offsets off[q] (x) / yoff[q] (y).
+  auto run = [&](const std::vector<int64_t> &xoff, const std::vector<int64_t> &yoff, int64_t len) {
+    for (int q = 0; q < n; ++q)
+      src[size_t(q)] = static_cast<const std::byte *>(a[size_t(q)].x) + xoff[size_t(q)] * es;
+    std::byte *mine = static_cast<std::byte *>(a[size_t(me)].y) + yoff[size_t(me)] * es;
+    fn(src.data(), n, len, mine);
+    for (int q = 0; q < n; ++q) {
+      std::byte *theirs = static_cast<std::byte *>(a[size_t(q)].y) + yoff[size_t(q)] * es;
+      if (q != me && theirs != mine)
+        std::memcpy(theirs, mine, size_t(len * es));
+    }
+  };
+  std::vector<int64_t> xoff(static_cast<size_t>(n)), yoff(xoff.size());
+  if (dense) {
+    // Block boundaries on 16-element multiples: members write different cache lines.
+    auto edge = [&](int p) { return p == n ? total : share(total, p, n) & ~int64_t(15); };
+    for (int64_t lo = edge(me), hi = edge(me + 1); lo < hi; lo += kChunk) {
+      std::fill(xoff.begin(), xoff.end(), lo);
+      std::fill(yoff.begin(), yoff.end(), lo);
+      run(xoff, yoff, std::min(kChunk, hi - lo));
+    }
+    return PTO_OK;
+  }
+  for (int64_t r = share(reg.rows, me, n), end = share(reg.rows, me + 1, n); r < end; ++r) {
+    for (int q = 0; q < n; ++q) {
+      xoff[size_t(q)] = reg.offset(r, a[size_t(q)].x_strides);
+      yoff[size_t(q)] = reg.offset(r, a[size_t(q)].y_strides);
+    }
+    for (int64_t c = 0; c < reg.cols; c += kChunk) {
+      run(xoff, yoff, std::min(kChunk, reg.cols - c));
+      for (int q = 0; q < n; ++q) {
+        xoff[size_t(q)] += kChunk;
+        yoff[size_t(q)] += kChunk;
+      }
+    }
+  }
+  return PTO_OK;
+}
+
+/// What members compare before they reduce.
+struct Header {
+  int32_t dtype = -1, reduction = -1, rank = 0, pad = 0;
+  int64_t valid[4] = {};
+  bool operator==(const Header &) const = default;
+};
+
+std::string show(const Header &h) {
+  std::string v;
+  for (int d = 0; d < h.rank && d < 4; ++d)
+    v += fmt::format("{}{}", d ? ", " : "", h.valid[d]);
+  return fmt::format("dtype {}, reduction {}, valid shape [{}]",
+                     pto::short_name(static_cast<pto::DataType>(h.dtype)), h.reduction, v);
+}
+
+/// The allgather path: every member's valid region packed, allgathered, reduced here.
+int32_t gathered(pto_ctx *ctx, detail::GroupState &g, int me, const Region &reg, int64_t es,
+                 ChunkFn fn, const void *x, const int64_t *xs, void *y, const int64_t *ys) {
+  const int n = g.n_pes;
+  const int64_t total = reg.rows * reg.cols;
+  std::vector<std::byte> mine(static_cast<size_t>(total * es)), all(mine.size() * size_t(n));
+  for (int64_t r = 0; r < reg.rows; ++r) {
+    const auto *row = static_cast<const std::byte *>(x) + reg.offset(r, xs) * es;
+    for (int64_t c = 0; c < reg.cols; ++c)
+      std::memcpy(&mine[size_t((r * reg.cols + c) * es)], row + c * xs[reg.rank - 1] * es,
+                  size_t(es));
+  }
+  {
+    detail::WorldState &w = *ctx->world;
+    w.progress.bump();
+    detail::CorePolicy policy(w, /*collective=*/true, &g);
+    const auto res = g.t->allgather(me, mine.data(), mine.size(), all.data(), policy);
+    if (int32_t st = detail::collective_result(ctx, g, res, policy, kOp, "allreduce allgather"))
+      return st;
+  }
+  std::vector<const std::byte *> src(static_cast<size_t>(n));
+  std::vector<std::byte> out(static_cast<size_t>(kChunk * es));
+  for (int64_t lo = 0; lo < total; lo += kChunk) {
+    const int64_t len = std::min(kChunk, total - lo);
+    for (int q = 0; q < n; ++q)
+      src[size_t(q)] = all.data() + (size_t(q) * size_t(total) + size_t(lo)) * size_t(es);
+    fn(src.data(), n, len, out.data());
+    for (int64_t i = 0; i < len; ++i) {
+      const int64_t e = lo + i, r = e / reg.cols, c = e % reg.cols;
+      std::memcpy(static_cast<std::byte *>(y) + (reg.offset(r, ys) + c * ys[reg.rank - 1]) * es,
+                  &out[size_t(i * es)], size_t(es));
+    }
+  }
+  return PTO_OK;
+}
+
+} // namespace
+
+extern "C" int32_t pto_rt_allreduce(pto_ctx *ctx, int32_t group, int32_t reduction, int32_t dtype,
+                                    int32_t rank, const int64_t *valid, const void *x,
+                                    const int64_t *x_strides, void *y, const int64_t *y_strides,
+                                    int32_t site) {
+  return abi_boundary(ctx, [&]() -> int32_t {
+    if (group < 0 || size_t(group) >= ctx->groups.size() || rank < 1 || rank > 4 || !valid ||
+        !x_strides || !y_strides)
+      return fail<pto::InternalError>(ctx, site, kOp,
+                                      fmt::format("bad allreduce call: group {} of {}, rank {}",
+                                                  group, ctx->groups.size(), rank));
+    detail::GroupState &g = *ctx->groups[size_t(group)];
+    const int me = ctx->group_pe[size_t(group)];
+    detail::TraceScope trace(ctx, "allreduce", "collective");
+    Header h;
+    h.dtype = dtype;
+    h.reduction = reduction;
+    h.rank = rank;
+    Region reg;
+    reg.rank = rank;
+    for (int d = 0; d < rank; ++d)
+      h.valid[d] = reg.valid[d] = std::max<int64_t>(valid[d], 0);
+    reg.cols = reg.valid[rank - 1];
+    reg.rows = 1;
+    for (int d = 0; d + 1 < rank; ++d)
+      reg.rows *= reg.valid[d];
+    ChunkFn fn = chunk_fn(dtype, reduction);
+    const int64_t es = pto::bytes_of(static_cast<pto::DataType>(dtype));
+    if (!fn)
+      return fail<pto::InternalError>(
+          ctx, site, kOp, fmt::format("no allreduce for dtype {} reduction {}", dtype, reduction));
+    detail::WorldState &w = *ctx->world;
+    bool shared = pto::env::read_choice(pto::env::var("PTO_SHMEM_DIRECT"), {}) != "0" &&
+                  !w.tracing.load(std::memory_order_relaxed);
+    for (int q = 0; q < g.n_pes && shared; ++q)
+      shared = w.is_local[size_t(g.world_pe[size_t(q)])] != 0;
+    auto mismatch = [&](const Header &h0, const Header &hq, int q) {
+      return fail<pto::DistributedError>(
+          ctx, site, kOp,
+          fmt::format("PE {} of group '{}' passes {}, PE {} passes {}; every PE must pass the "
+                      "same dtype, reduction and valid shape",
+                      g.world_pe[0], g.name, show(h0), g.world_pe[size_t(q)], show(hq)));
+    };
+    if (shared) {
+      Args &mine = g.direct_args[size_t(me)];
+      mine.x = x;
+      mine.y = y;
+      mine.dtype = dtype;
+      mine.reduction = reduction;
+      mine.rank = rank;
+      for (int d = 0; d < rank; ++d) {
+        mine.valid[d] = reg.valid[d];
+        mine.x_strides[d] = x_strides[d];
+        mine.y_strides[d] = y_strides[d];
+      }
+      if (int32_t st = barrier(ctx, g, me, "allreduce entry barrier"))
+        return st;
+      auto header = [&](const Args &a) {
+        Header k;
+        k.dtype = a.dtype;
+        k.reduction = a.reduction;
+        k.rank = a.rank;
+        std::copy(a.valid, a.valid + 4, k.valid);
+        return k;
+      };
+      for (int q = 1; q < g.n_pes; ++q)
+        if (!(header(g.direct_args[size_t(q)]) == header(g.direct_args[0])))
+          return mismatch(header(g.direct_args[0]), header(g.direct_args[size_t(q)]), q);
+      const int32_t st = direct(g, me, reg, es, fn);
+      if (st >= 0) // PTO_OK or PTO_ERR; -1: the buffers overlap, take the allgather path
+        return st == PTO_OK ? barrier(ctx, g, me, "allreduce exit barrier") : st;
+    }
+    std::vector<Header> all(static_cast<size_t>(g.n_pes));
+    {
+      w.progress.bump();
+      detail::CorePolicy policy(w, /*collective=*/true, &g);
+      const auto res = g.t->allgather(me, &h, sizeof h, all.data(), policy);
+      if (int32_t st = detail::collective_result(ctx, g, res, policy, kOp, "allreduce allgather"))
+        return st;
+    }
+    for (int q = 1; q < g.n_pes; ++q)
+      if (!(all[size_t(q)] == all[0]))
+        return mismatch(all[0], all[size_t(q)], q);
+    return gathered(ctx, g, me, reg, es, fn, x, x_strides, y, y_strides);
+  });
+}
