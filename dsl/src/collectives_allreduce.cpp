@@ -316,6 +316,9 @@ Tensor two_shot_sum(const Tensor &x, const std::vector<int64_t> &shape, const st
   return collect(gath, shape, g, n, xv, me, begin, loc);
 }
 
+/// The most PEs AUTO's large case takes registered() for; above, RS_AG (see exchange).
+constexpr int kMaxRegisteredPes = 2;
+
 /// Registered user buffers (AUTO for large inputs): one AllreduceDirect op, which the runtime
 /// runs as pto_rt_allreduce (abi.h): on shared memory each PE reduces its block straight from
 /// every PE's x into every PE's y (no staging copy, no heap round trip), else an allgather
@@ -378,7 +381,11 @@ Tensor exchange(const Tensor &x, const std::vector<int64_t> &shape, Reduction op
                 const std::vector<Tensor> &pred, int64_t chunk_bytes, const SrcLoc &loc) {
   Tensor start = pred.empty() ? x : nop(pred, loc);
   const AllreduceAlgorithm chosen = resolve_algorithm(algo, bytes_of_shape(shape, x.dtype()), n);
-  if (algo == AllreduceAlgorithm::AUTO && chosen == AllreduceAlgorithm::RS_AG)
+  // Registered buffers only up to kMaxRegisteredPes: measured faster than RS_AG at 2 PEs
+  // (4.1 vs 12.8 ms, 8 MiB, loaded 2-core host) but slower at 8 (75 vs 32 ms: every PE writes
+  // into every output, with more PE threads than cores). bench/RESULTS.md, session 9.
+  if (algo == AllreduceAlgorithm::AUTO && chosen == AllreduceAlgorithm::RS_AG &&
+      n <= kMaxRegisteredPes)
     return registered(x, shape, op, group, n, start, loc);
   switch (chosen) {
   case AllreduceAlgorithm::ONE_SHOT:

@@ -51,14 +51,15 @@ const char *name(Reduction r);
 ///   terms stay in cache. Each PE puts and gets about 2*S bytes whatever n is (the
 ///   bandwidth-bound choice).
 /// - AUTO: ONE_SHOT when n == 1, or when x has at most kAllreduceOneShotMaxBytes and all n
-///   inputs together at most kAllreduceOneShotMaxTotalBytes; otherwise registered user
-///   buffers (one runtime call, pto_rt_allreduce in pto/runtime/abi.h): when every PE is a
-///   thread of one process (the shared-memory transport, not while tracing, PTO_SHMEM_DIRECT
-///   not 0), PE p reduces block p of the valid region straight from every PE's x and writes it
-///   into every PE's result, between two barriers: each PE reads S and writes S bytes, with no
-///   staging copy and no heap round trip. In place (x the output) and handles of one buffer work;
-///   buffers that partly overlap, other transports (MPI) and traces allgather every x through
-///   the transport and reduce locally. Either way the reduction is RS_AG's, in PE order.
+///   inputs together at most kAllreduceOneShotMaxTotalBytes; otherwise, on at most 2 PEs,
+///   registered user buffers (above 2 PEs RS_AG: measured faster there on 2 cores) (one runtime
+///   call, pto_rt_allreduce in pto/runtime/abi.h): when every PE is a thread of one process (the
+///   shared-memory transport, not while tracing, PTO_SHMEM_DIRECT not 0), PE p reduces block p of
+///   the valid region straight from every PE's x and writes it into every PE's result, between two
+///   barriers: each PE reads S and writes S bytes, with no staging copy and no heap round trip. In
+///   place (x the output) and handles of one buffer work; buffers that partly overlap, other
+///   transports (MPI) and traces allgather every x through the transport and reduce locally. Either
+///   way the reduction is RS_AG's, in PE order.
 /// Above 16 PEs ONE_SHOT and RS_AG (without chunk_bytes) run their per-PE puts and their
 /// reductions as pto::loops, so the kernel's size (and JIT compile time) does not grow with n;
 /// the results are the same bits.
