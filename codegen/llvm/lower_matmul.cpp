@@ -21,7 +21,6 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <unistd.h>
 
 namespace pto::codegen {
 
@@ -29,53 +28,10 @@ using LV = llvm::Value;
 
 namespace {
 
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-
 /// Copies of the per-worker scratch at most (so at most this many threads share one matmul).
 constexpr int32_t kMaxCopies = 64;
 
-/// A data cache size from sysconf, or `fallback` when the host does not say (some VMs).
-int64_t cache_bytes(int name, int64_t fallback) {
-  long v = sysconf(name);
-  return v >= 16 * 1024 && v <= 64 * 1024 * 1024 ? v : fallback;
-}
-
-/// The test hook's setting (lower_matmul_geometry.h).
-std::optional<bool> &dpbf16_override() {
-  static std::optional<bool> v;
-  return v;
-}
-
 } // namespace
-
-void set_matmul_dpbf16_for_tests(std::optional<bool> use) { dpbf16_override() = use; }
-
-MatmulGeometry matmul_geometry(DataType in, int64_t m, int64_t k, int64_t n) {
-  const HostTarget &t = host_target();
-  MatmulGeometry g;
-  const bool avx512 = t.isa >= Isa::Avx512;
-  g.lanes = avx512 ? 16 : 8;
-  g.mr = avx512 ? 14 : 6;
-  g.nr = 2 * g.lanes;
-  g.dpbf16 = in == DT_BF16 && avx512 && target_has_feature(t, "avx512bf16") &&
-             dpbf16_override().value_or(!target_has_feature(t, "amx-bf16"));
-  g.kg = in == DT_INT8 || g.dpbf16 ? 2 : 1;
-  const int64_t l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32 * 1024);
-  const int64_t l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 256 * 1024);
-  // The row loop is outside the column loop: an A micro-panel (mr x kcu units) stays in L1
-  // while the B micro-panels (kcu x nr, 2/3 of L1 each) stream past from the B block (kcu x nc),
-  // which takes half of L2; the A block (mc x kcu) is packing granularity (half of L2 too).
-  g.kcu = std::clamp<int64_t>(l1 * 2 / 3 / (g.nr * 4) / 16 * 16, 64, 512);
-  g.mc = std::clamp<int64_t>(l2 / 2 / (g.kcu * 4) / g.mr * g.mr, g.mr, 4096 / g.mr * g.mr);
-  g.nc = std::clamp<int64_t>(l2 / 2 / (g.kcu * 4) / g.nr * g.nr, 4 * g.nr, 4096);
-  if (k > 0)
-    g.kcu = std::min(g.kcu, (k + g.kg - 1) / g.kg);
-  if (m > 0)
-    g.mc = std::min(g.mc, round_up(m, g.mr));
-  if (n > 0)
-    g.nc = std::min(g.nc, round_up(n, g.nr));
-  return g;
-}
 
 namespace {
 
@@ -613,22 +569,6 @@ private:
     epilogue(res, out, bias);
     B.CreateBr(done);
     B.SetInsertPoint(done);
-  }
-
-  /// Prefetches (for writing) the C rows of the tile right of `t`, the next one the column loop
-  /// visits: its loads then hit the cache instead of stalling the first FMAs. A prefetch past the
-  /// end of C does not fault.
-  void prefetch_next(const Tile &t) {
-    llvm::Type *oe = storage_type(B, out_dt_);
-    const auto line = static_cast<int64_t>(64 / (oe->getPrimitiveSizeInBits() / 8));
-    for (int64_t i = 0; i < g_.mr; ++i)
-      for (int64_t off = 0; off < g_.nr + line - 1; off += line) {
-        LV *row = B.CreateGEP(oe, B.CreateGEP(oe, t.ptr, kb_.i64(g_.nr)),
-                              B.CreateMul(kb_.i64(i), t.stride));
-        LV *at = B.CreateGEP(oe, row, kb_.i64(std::min(off, g_.nr - 1)));
-        B.CreateIntrinsic(llvm::Intrinsic::prefetch, {B.getPtrTy()},
-                          {at, B.getInt32(1), B.getInt32(3), B.getInt32(1)});
-      }
   }
 
   /// Accumulators: zero on the first chunk, else the partial sums (masked loads: nothing
