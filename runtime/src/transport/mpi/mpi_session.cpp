@@ -440,7 +440,10 @@ void Session::shutdown() {
     progress_.join();
   std::fflush(stdout);
   std::fflush(stderr);
-  const bool failed = aborted_by() != -1 || !setup_error_.empty();
+  // A run that failed earlier is not a failed job: its error reached the user's program, which
+  // went on to exit (with the status it chose). Only ranks that cannot meet, or a setup that
+  // differs across the ranks, end in MPI_Abort.
+  const bool failed = !setup_error_.empty();
   // Every rank reaches here at exit; a rank that never does (stuck outside the runtime) must not
   // hang the job: after 10 s the watchdog aborts it, non-zero.
   std::atomic<bool> done{false};
@@ -475,7 +478,7 @@ void Session::shutdown() {
   }
   done.store(true);
   watchdog.join();
-  // A failed job: every rank has reported its error; end them all with a non-zero status
+  // The ranks did not all arrive, or their setups differ: end them all with a non-zero status
   // rather than finalize windows whose collectives may never complete.
   MPI_Abort(MPI_COMM_WORLD, 1);
 }

@@ -159,8 +159,9 @@ public:
   /// The last run in which rank `r`'s PE returned from its function (0: none).
   int64_t returned_run(int r);
 
-  /// Called at exit (atexit): frees the windows, stops the progress thread, finalizes MPI; if the
-  /// job failed and the ranks cannot meet to finalize within a few seconds, MPI_Abort.
+  /// Called at exit (atexit): frees the windows, stops the progress thread, finalizes MPI. If the
+  /// ranks cannot meet to finalize within 10 s, or their settings differ (setup_error()),
+  /// MPI_Abort. A run that failed earlier does not change the exit status the program chose.
   void shutdown();
 
   Session();
