@@ -45,8 +45,9 @@ void mpi_share_host_buffers(const std::vector<std::pair<void *, int64_t>> &bufs,
 /// pto::DistributedError (at `loc`) when n_pes differs from the number of MPI ranks or outside
 /// mpirun; pto::RuntimeError when MPI fails to start. An error on one rank (including
 /// DeadlockError) releases the waits and barriers of every rank, which then fail with a
-/// DistributedError naming the failed PE; at exit a failed job ends every rank with a non-zero
-/// status (MPI_Abort once each rank has reported), never a hang.
+/// DistributedError naming the failed PE. At exit the ranks finalize MPI together and exit with
+/// the status the program returns; if they cannot all meet within 10 s the job ends with
+/// MPI_Abort (non-zero), never a hang.
 std::unique_ptr<Backend>
 make_mpi_backend(int n_pes, std::source_location loc = std::source_location::current());
 #endif
