@@ -9,10 +9,13 @@
 #include "passes/pipeline.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -85,6 +88,44 @@ std::string spec_str(const std::vector<int64_t> &d) {
   return fmt::format("[{}]", fmt::join(s, ", "));
 }
 
+/// A recent call of a kernel on this thread: KernelCore::call's fast path. A call whose kernel,
+/// world and groups (one version number: runtime::groups_version), argument dtypes and shapes
+/// and constants equal a recent call's runs that call's program without building the signature
+/// key, the group map or the declared dims: those are functions of what is compared here.
+struct RecentCall {
+  uint64_t core = 0;         ///< KernelCore::Impl::id; 0: empty
+  uint64_t groups = 0;       ///< runtime::groups_version of the world at that call
+  std::vector<int64_t> args; ///< arg_key()
+  std::vector<std::string> constants;
+  std::weak_ptr<Entry> entry; ///< not owning: the kernel's cache decides the program's life
+};
+constexpr size_t kRecentCalls = 4;
+thread_local std::array<RecentCall, kRecentCalls> t_recent;
+thread_local size_t t_recent_next = 0;
+std::atomic<uint64_t> g_next_core_id{1};
+
+/// The tensor count, then per tensor its dtype, rank and dims, into `out` (reused: no
+/// allocation once it has grown).
+void arg_key(HostTensor *const *tensors, size_t n, std::vector<int64_t> &out) {
+  out.clear();
+  out.push_back(int64_t(n));
+  for (size_t p = 0; p < n; ++p) {
+    const auto &shape = tensors[p]->shape();
+    out.push_back(int64_t(tensors[p]->dtype()));
+    out.push_back(int64_t(shape.size()));
+    out.insert(out.end(), shape.begin(), shape.end());
+  }
+}
+
+bool same_constants(const std::vector<std::string> &a, const std::string *b, size_t n) {
+  if (a.size() != n)
+    return false;
+  for (size_t i = 0; i < n; ++i)
+    if (a[i] != b[i])
+      return false;
+  return true;
+}
+
 bool groups_match(const Entry &e, int world_pes, const std::map<std::string, int> &groups) {
   for (const auto &[name, size] : e.groups) {
     int now = 0;
@@ -101,6 +142,9 @@ bool groups_match(const Entry &e, int world_pes, const std::map<std::string, int
 } // namespace
 
 struct KernelCore::Impl {
+  /// Process-wide unique (never reused, unlike an address): the key of RecentCall.
+  const uint64_t id = g_next_core_id.fetch_add(1, std::memory_order_relaxed);
+  std::atomic<int64_t> calls{0}; ///< KernelStats::calls, counted without the lock
   std::string name;
   JitOptions opts;
   std::source_location loc;
@@ -189,7 +233,8 @@ struct KernelCore::Impl {
 
   TraceResult trace_and_compile(const std::vector<HostTensor *> &tensors,
                                 const std::vector<std::vector<int64_t>> &decl,
-                                const std::vector<std::string> &constants, const TraceFn &trace,
+                                const std::vector<std::string> &constants,
+                                const std::function<void(const std::vector<Tensor> &)> &trace,
                                 int world_pes, const std::map<std::string, int> &groups,
                                 const std::source_location &cl);
 
@@ -198,16 +243,16 @@ struct KernelCore::Impl {
   std::shared_ptr<Entry>
   find_or_trace(const std::string &key, const void *world, const std::vector<HostTensor *> &tensors,
                 const std::vector<std::vector<int64_t>> &decl,
-                const std::vector<std::string> &constants, const TraceFn &trace, int world_pes,
+                const std::vector<std::string> &constants,
+                const std::function<void(const std::vector<Tensor> &)> &trace, int world_pes,
                 const std::map<std::string, int> &groups, const std::source_location &cl);
 };
 
-TraceResult KernelCore::Impl::trace_and_compile(const std::vector<HostTensor *> &tensors,
-                                                const std::vector<std::vector<int64_t>> &decl,
-                                                const std::vector<std::string> &constants,
-                                                const TraceFn &trace, int world_pes,
-                                                const std::map<std::string, int> &groups,
-                                                const std::source_location &cl) {
+TraceResult KernelCore::Impl::trace_and_compile(
+    const std::vector<HostTensor *> &tensors, const std::vector<std::vector<int64_t>> &decl,
+    const std::vector<std::string> &constants,
+    const std::function<void(const std::vector<Tensor> &)> &trace, int world_pes,
+    const std::map<std::string, int> &groups, const std::source_location &cl) {
   auto t0 = std::chrono::steady_clock::now();
   // Settings first: a bad environment variable fails before any work (even one this kernel's
   // options override, so that a typo is never silently ignored).
@@ -257,8 +302,8 @@ TraceResult KernelCore::Impl::trace_and_compile(const std::vector<HostTensor *> 
 std::shared_ptr<Entry> KernelCore::Impl::find_or_trace(
     const std::string &key, const void *world, const std::vector<HostTensor *> &tensors,
     const std::vector<std::vector<int64_t>> &decl, const std::vector<std::string> &constants,
-    const TraceFn &trace, int world_pes, const std::map<std::string, int> &groups,
-    const std::source_location &cl) {
+    const std::function<void(const std::vector<Tensor> &)> &trace, int world_pes,
+    const std::map<std::string, int> &groups, const std::source_location &cl) {
   std::unique_lock lk(mu);
   auto cached = [&]() -> std::shared_ptr<Entry> {
     for (auto &e : cache[key])
@@ -335,7 +380,9 @@ KernelCore::~KernelCore() = default;
 
 KernelStats KernelCore::stats() const {
   std::lock_guard lk(impl_->mu);
-  return impl_->stats;
+  KernelStats s = impl_->stats;
+  s.calls = impl_->calls.load(std::memory_order_relaxed);
+  return s;
 }
 
 std::string KernelCore::last_ir() const {
@@ -343,55 +390,90 @@ std::string KernelCore::last_ir() const {
   return impl_->last_ir;
 }
 
-void KernelCore::call(const std::vector<HostTensor *> &tensors,
-                      const std::vector<std::string> &constants, const TraceFn &trace,
+void KernelCore::call(HostTensor *const *tensor_args, size_t n_tensors,
+                      const std::string *constant_args, size_t n_constants, const TraceFn &trace,
                       std::source_location call_loc) {
   Impl &k = *impl_;
   k.check_not_tracing(call_loc);
-  if (tensors.empty())
+  if (n_tensors == 0)
     throw ArgumentError(call_loc, k.name, "expected at least 1 tensor argument, got 0");
-  if (k.opts.specs.size() > tensors.size())
-    throw ArgumentError(k.loc, k.name,
-                        fmt::format("JitOptions::specs has {} entries, but the call at {} passes "
-                                    "{} tensor arguments; give at most one TensorSpec per tensor "
-                                    "parameter",
-                                    k.opts.specs.size(), format_location(call_loc),
-                                    tensors.size()));
-  std::vector<std::vector<int64_t>> decl;
-  for (size_t p = 0; p < tensors.size(); ++p)
-    decl.push_back(k.declared(p, *tensors[p], call_loc));
-  // The trace may unroll loops over PEs (collectives): the world's size is part of the key, and
-  // the sizes of the groups the trace looked up must match (Entry::groups).
   pto_ctx *ctx = runtime::current_ctx(call_loc, &k.name);
-  const int world_pes = runtime::n_pes(ctx);
-  const auto groups = runtime::group_sizes(ctx);
-  const std::string key = k.signature(tensors, decl, constants, world_pes);
-
-  std::shared_ptr<Entry> entry = k.find_or_trace(key, runtime::world_id(ctx), tensors, decl,
-                                                 constants, trace, world_pes, groups, call_loc);
-  {
-    std::lock_guard lk(k.mu);
-    k.stats.calls++;
+  // The version first: a group made while this call looks up its program makes the next call
+  // miss (conservative), never hit a program traced for other group sizes.
+  const uint64_t groups_version = runtime::groups_version(ctx);
+  thread_local std::vector<int64_t> t_args;
+  arg_key(tensor_args, n_tensors, t_args);
+  std::shared_ptr<Entry> entry;
+  for (RecentCall &r : t_recent)
+    if (r.core == k.id && r.groups == groups_version && r.args == t_args &&
+        same_constants(r.constants, constant_args, n_constants)) {
+      entry = r.entry.lock();
+      break;
+    }
+  if (!entry) {
+    const std::vector<HostTensor *> tensors(tensor_args, tensor_args + n_tensors);
+    const std::vector<std::string> constants(constant_args, constant_args + n_constants);
+    if (k.opts.specs.size() > tensors.size())
+      throw ArgumentError(k.loc, k.name,
+                          fmt::format("JitOptions::specs has {} entries, but the call at {} "
+                                      "passes {} tensor arguments; give at most one TensorSpec "
+                                      "per tensor parameter",
+                                      k.opts.specs.size(), format_location(call_loc),
+                                      tensors.size()));
+    std::vector<std::vector<int64_t>> decl;
+    for (size_t p = 0; p < tensors.size(); ++p)
+      decl.push_back(k.declared(p, *tensors[p], call_loc));
+    // The trace may unroll loops over PEs (collectives): the world's size is part of the key,
+    // and the sizes of the groups the trace looked up must match (Entry::groups).
+    const int world_pes = runtime::n_pes(ctx);
+    const auto groups = runtime::group_sizes(ctx);
+    const std::string key = k.signature(tensors, decl, constants, world_pes);
+    const std::function<void(const std::vector<Tensor> &)> trace_fn =
+        [&trace](const std::vector<Tensor> &params) { trace(params); };
+    entry = k.find_or_trace(key, runtime::world_id(ctx), tensors, decl, constants, trace_fn,
+                            world_pes, groups, call_loc);
+    // Argument checks against the traced signature (key equality covers static dims).
+    for (size_t p = 0; p < tensors.size(); ++p)
+      if (tensors[p]->dtype() != entry->dtypes[p])
+        throw ArgumentError(call_loc, k.name,
+                            fmt::format("tensor argument {} has dtype {}, traced with {}", p,
+                                        name(tensors[p]->dtype()), name(entry->dtypes[p])));
+    RecentCall &slot = t_recent[t_recent_next++ % kRecentCalls];
+    slot.core = k.id;
+    slot.groups = groups_version;
+    slot.args = t_args;
+    slot.constants = constants;
+    slot.entry = entry;
   }
+  k.calls.fetch_add(1, std::memory_order_relaxed);
 
-  // Argument checks against the traced signature (key equality covers static dims).
-  for (size_t p = 0; p < tensors.size(); ++p)
-    if (tensors[p]->dtype() != entry->dtypes[p])
-      throw ArgumentError(call_loc, k.name,
-                          fmt::format("tensor argument {} has dtype {}, traced with {}", p,
-                                      name(tensors[p]->dtype()), name(entry->dtypes[p])));
-  std::vector<void *> ptrs;
-  std::vector<int64_t> dims;
-  for (auto *t : tensors) {
-    ptrs.push_back(t->data());
-    for (auto d : t->shape())
-      dims.push_back(d);
+  // Pointers and dims on the stack for the usual few tensors of small rank.
+  constexpr size_t kInline = 16;
+  std::array<void *, kInline> ptr_buf{};
+  std::array<int64_t, 4 * kInline> dim_buf{};
+  std::vector<void *> ptr_heap;
+  std::vector<int64_t> dim_heap;
+  const size_t n_dims = t_args.size() - 1 - 2 * n_tensors;
+  void **ptrs = ptr_buf.data();
+  int64_t *dims = dim_buf.data();
+  if (n_tensors > ptr_buf.size()) {
+    ptr_heap.resize(n_tensors);
+    ptrs = ptr_heap.data();
+  }
+  if (n_dims > dim_buf.size()) {
+    dim_heap.resize(n_dims);
+    dims = dim_heap.data();
+  }
+  for (size_t p = 0, d = 0; p < n_tensors; ++p) {
+    ptrs[p] = tensor_args[p]->data();
+    for (auto x : tensor_args[p]->shape())
+      dims[d++] = x;
   }
   runtime::init_pool(call_loc); // PTO_NUM_THREADS, read once
   const runtime::PoolSeat seat; // this PE runs kernel code: one thread of the pool's budget
   runtime::begin_call(ctx, &entry->exe->sites(), k.name.c_str(), call_loc);
   try {
-    entry->exe->run(ctx, ptrs.data(), dims.data());
+    entry->exe->run(ctx, ptrs, dims);
   } catch (...) {
     // The interpreter is C++ and may throw; still close the call (its own recorded error, if
     // any, is secondary to this one).

@@ -150,14 +150,19 @@ void begin_call(pto_ctx *ctx, const std::vector<std::string> *sites, const char 
 void end_call(pto_ctx *ctx) {
   record_kernel_event(ctx);
   detail::free_scratch(ctx);
+  if (ctx->status == PTO_OK) {
+    ctx->sites = nullptr;
+    ctx->kernel_name = nullptr;
+    ctx->call_loc = {};
+    ctx->world->progress.bump();
+    return;
+  }
   std::string where, op;
   detail::site_location(ctx, -1, "kernel", where, op); // the kernel call, for wrapped errors
   ctx->sites = nullptr;
   ctx->kernel_name = nullptr;
   ctx->call_loc = {};
   ctx->world->progress.bump();
-  if (ctx->status == PTO_OK)
-    return;
   // ctx->error stays until the next begin_call: World::run tells a released error (secondary)
   // from a primary one by its identity.
   std::exception_ptr e = ctx->error;
@@ -178,6 +183,10 @@ int my_pe(const pto_ctx *ctx) { return ctx->pe; }
 int n_pes(const pto_ctx *ctx) { return ctx->world->n_pes; }
 
 const void *world_id(const pto_ctx *ctx) { return ctx->world; }
+
+uint64_t groups_version(const pto_ctx *ctx) noexcept {
+  return ctx->world->groups_version.load(std::memory_order_acquire);
+}
 
 std::map<std::string, int> group_sizes(const pto_ctx *ctx) {
   try {

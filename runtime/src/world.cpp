@@ -22,7 +22,7 @@ extern thread_local pto_ctx *tls_ctx;
 
 WorldState::WorldState(int n, int64_t timeout_ms, Backend &backend)
     : n_pes(n), deadlock_timeout_ms(timeout_ms), local_pes(backend.local_pes(n)),
-      is_local(size_t(n), 0), ctxs(new pto_ctx[size_t(n)]) {
+      is_local(size_t(n), 0), ctxs(new pto_ctx[size_t(n)]), groups_version(next_groups_version()) {
   for (int pe = 0; pe < n; ++pe) {
     ctxs[size_t(pe)].world = this;
     ctxs[size_t(pe)].pe = pe;
@@ -31,6 +31,11 @@ WorldState::WorldState(int n, int64_t timeout_ms, Backend &backend)
     is_local[size_t(pe)] = 1;
   transport = backend.make_transport(n, *this);
   reset_for_run();
+}
+
+uint64_t next_groups_version() {
+  static std::atomic<uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
 WorldState::~WorldState() {
@@ -89,7 +94,9 @@ GroupState &WorldState::add_group(const std::string &name, const std::vector<int
   g->world_pe = world_pe;
   g->direct_args.resize(world_pe.size());
   g->t = transport->make_group(name, world_pe);
-  return *registry.emplace(name, std::move(g)).first->second;
+  GroupState &added = *registry.emplace(name, std::move(g)).first->second;
+  groups_version.store(next_groups_version(), std::memory_order_release);
+  return added;
 }
 
 GroupState &WorldState::group(const std::string &name, int n) {

@@ -112,6 +112,9 @@ struct GroupState {
   std::vector<DirectArgs> direct_args; ///< n_pes entries (WorldState::add_group)
 };
 
+/// A value never returned before in this process (WorldState::groups_version).
+uint64_t next_groups_version();
+
 /// State shared by the PEs of one World; the transport's Host.
 struct WorldState final : transport::Host {
   WorldState(int n, int64_t timeout_ms, Backend &backend);
@@ -125,6 +128,10 @@ struct WorldState final : transport::Host {
   /// Groups by name. Entries are never removed, so GroupState pointers stay valid.
   std::map<std::string, std::unique_ptr<GroupState>> registry;
   std::mutex registry_mu;
+  /// A new process-wide unique value whenever `registry` changes (and for every new World), so
+  /// that a kernel's per-thread cache of recent calls can tell "same world, same groups" by one
+  /// load (runtime::groups_version).
+  std::atomic<uint64_t> groups_version;
   std::atomic<bool> aborted{false};
   std::atomic<int> first_failed_pe{-1};
   /// A failure reported by another process (Host::remote_failed), under remote_mu.

@@ -134,10 +134,24 @@ class KernelCore {
 public:
   KernelCore(std::string name, JitOptions opts, std::source_location loc);
   ~KernelCore();
-  using TraceFn = std::function<void(const std::vector<Tensor> &params)>;
+  /// A non-owning reference to the callable that traces the kernel's function with its
+  /// parameters (valid for the duration of one call; no allocation).
+  class TraceFn {
+  public:
+    template <class F>
+    explicit TraceFn(F &f)
+        : obj_(&f),
+          fn_([](void *o, const std::vector<Tensor> &params) { (*static_cast<F *>(o))(params); }) {}
+    void operator()(const std::vector<Tensor> &params) const { fn_(obj_, params); }
+
+  private:
+    void *obj_;
+    void (*fn_)(void *, const std::vector<Tensor> &);
+  };
   /// Checks the arguments, traces and compiles on a new signature, then runs on the calling PE.
-  void call(const std::vector<HostTensor *> &tensors, const std::vector<std::string> &constants,
-            const TraceFn &trace, std::source_location call_loc);
+  /// `tensors` and `constants` point at `n_tensors` / `n_constants` elements.
+  void call(HostTensor *const *tensors, size_t n_tensors, const std::string *constants,
+            size_t n_constants, const TraceFn &trace, std::source_location call_loc);
   KernelStats stats() const;
   /// The printed IR of the most recent trace ("" before the first call).
   std::string last_ir() const;
@@ -201,22 +215,25 @@ private:
       throw ArgumentError(loc, "jit",
                           "this pto::Kernel was moved from; call the Kernel it was moved into "
                           "(or keep a copy: copies share the compiled specializations)");
-    std::vector<HostTensor *> tensors;
-    std::vector<std::string> constants;
-    (collect(args, tensors, constants), ...);
-    core_->call(
-        tensors, constants,
-        [&](const std::vector<Tensor> &params) {
-          invoke(std::index_sequence_for<Args...>{}, params, args...);
-        },
-        loc);
+    // On the stack: a cache-hit call allocates nothing here (constants' text aside).
+    constexpr size_t kTensors = (size_t(0) + ... + (detail::is_host_tensor_v<Args> ? 1 : 0));
+    constexpr size_t kConstants = sizeof...(Args) - kTensors;
+    std::array<HostTensor *, kTensors> tensors{};
+    std::array<std::string, kConstants> constants{};
+    size_t nt = 0, nc = 0;
+    (collect(args, tensors.data(), nt, constants.data(), nc), ...);
+    auto trace = [&](const std::vector<Tensor> &params) {
+      invoke(std::index_sequence_for<Args...>{}, params, args...);
+    };
+    core_->call(tensors.data(), kTensors, constants.data(), kConstants,
+                detail::KernelCore::TraceFn(trace), loc);
   }
   template <class A>
-  static void collect(A &a, std::vector<HostTensor *> &ts, std::vector<std::string> &cs) {
+  static void collect(A &a, HostTensor **ts, size_t &nt, std::string *cs, size_t &nc) {
     if constexpr (detail::is_host_tensor_v<A>)
-      ts.push_back(const_cast<HostTensor *>(&a));
+      ts[nt++] = const_cast<HostTensor *>(&a);
     else
-      cs.push_back(detail::constant_repr(a));
+      cs[nc++] = detail::constant_repr(a);
   }
   template <class... Args, size_t... I>
   void invoke(std::index_sequence<I...>, const std::vector<Tensor> &params, Args &...args) {

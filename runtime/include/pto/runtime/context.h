@@ -45,5 +45,10 @@ int n_pes(const pto_ctx *ctx);
 const void *world_id(const pto_ctx *ctx);
 /// The groups created in the world of `ctx` (World::create_group), as name -> number of PEs.
 std::map<std::string, int> group_sizes(const pto_ctx *ctx);
+/// A value that changes whenever the groups of the world of `ctx` change (a group created
+/// explicitly or on first use) and differs between Worlds, even one made at the address of a
+/// destroyed one: equal values mean the same world with the same groups, so group_sizes() is
+/// the same. Never throws.
+uint64_t groups_version(const pto_ctx *ctx) noexcept;
 
 } // namespace pto::runtime
