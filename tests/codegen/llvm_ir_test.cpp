@@ -105,7 +105,8 @@ TEST_CASE("llvm ir: softmax is one tile loop with three row passes and a vector 
     pto::assemble(pto::softmax(a[0], -1), {0, 0}, a[1]);
   });
   // One tile loop and, inside it, one row loop with three vector passes over the row: the max,
-  // the sum of exp (a SLEEF vector exp), the scaled store; then no second tile loop.
+  // the sum of exp (a SLEEF vector exp), then one division per row for the reciprocal of the sum
+  // and a multiply per element in the scaled store; then no second tile loop.
   check_ir("softmax", c,
            {kOneTileLoop, kOneRowLoop, R"(
 CHECK-COUNT-3: {{^}}vec.body{{[0-9]*}}:
@@ -118,8 +119,10 @@ CHECK:       call <16 x float> @llvm.maximum.v16f32
 CHECK:       {{^}}vec.body{{[0-9]+}}:
 CHECK:       call <{{[0-9]+}} x float> @Sleef_expf{{[0-9]+}}_u10
 CHECK:       fadd <16 x float>
+CHECK:       fdiv <16 x float> <float 1.000000e+00
 CHECK:       {{^}}vec.body{{[0-9]+}}:
-CHECK:       fdiv <16 x float>
+CHECK-NOT:   fdiv
+CHECK:       fmul <16 x float>
 )"});
 }
 

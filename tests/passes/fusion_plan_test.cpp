@@ -45,7 +45,8 @@ const std::vector<RegionItem> &kernel_items(const PlannedProgram &pp) {
 
 } // namespace
 
-TEST_CASE("fusion plan: softmax is one group of 3 row passes (amax | sub exp sum | div store)") {
+TEST_CASE(
+    "fusion plan: softmax is one group of 3 row passes (amax | sub exp sum | 1/s mul store)") {
   auto c =
       plan("softmax", {{F32, {64, 256}}, {F32, {64, 256}}}, [](const std::vector<pto::Tensor> &a) {
         pto::set_vec_tile_shapes(16, 256);
@@ -56,19 +57,20 @@ TEST_CASE("fusion plan: softmax is one group of 3 row passes (amax | sub exp sum
   CHECK(kernel_items(pp) == std::vector<RegionItem>{{kNoOp, 0}});
   const FusedGroup &g = pp.plan.groups[0];
   CHECK(member_kinds(pp, g) ==
-        std::vector<std::string>{"amax", "sub", "exp", "sum", "div", "assemble"});
+        std::vector<std::string>{"amax", "sub", "exp", "sum", "reciprocal", "mul", "assemble"});
   CHECK(g.passes == 3);
   CHECK(g.has_reduce);
-  // m = amax(x) accumulates in pass 0; x - m, e = exp(.) and sum(e) in pass 1; e / s and the
-  // store in pass 2.
-  CHECK(member_passes(pp, g) == std::vector<int>{0, 1, 1, 1, 2, 2});
+  // m = amax(x) accumulates in pass 0; x - m, e = exp(.) and sum(e) in pass 1; r = 1 / s (once
+  // per row), e * r and the store in pass 2.
+  CHECK(member_passes(pp, g) == std::vector<int>{0, 1, 1, 1, 2, 2, 2});
   const auto &ops = g.ops;
   const auto value_of = [&](size_t member) { return pp.sites.op(ops[member]).outputs[0]; };
   CHECK(g.values.at(value_of(0)).uniform);    // m: one value per row
   CHECK(g.values.at(value_of(0)).level == 1); // ready from pass 1
   CHECK(g.values.at(value_of(3)).uniform);    // s
   CHECK(g.values.at(value_of(3)).level == 2);
-  CHECK(g.values.at(value_of(2)).scratch);  // e: made in pass 1, read by the div in pass 2
+  CHECK(g.values.at(value_of(4)).uniform);  // 1 / s: one value per row, not per element
+  CHECK(g.values.at(value_of(2)).scratch);  // e: made in pass 1, read by the mul in pass 2
   CHECK(!g.values.at(value_of(1)).scratch); // x - m: read in its own pass only
   for (auto &[v, fv] : g.values)
     CHECK(!fv.store); // nothing outside the group reads a value

@@ -39,9 +39,10 @@ namespace pto {
 // ---- softmax family ------------------------------------------------------------------------
 
 /// exp(x - max) / sum(exp(x - max)) along `axis`, as PyTorch `torch.softmax` / PyPTO `softmax`
-/// (amax, sub, exp, sum, div). Floating. A row of equal values is uniform however large they
-/// are (1e30 in fp32, 60000 in fp16); a row of all -inf, or with +inf or NaN, is NaN (as
-/// PyTorch).
+/// (amax, sub, exp, sum, then a multiply by the reciprocal of the sum: one division per row,
+/// within 1 ulp of the quotient, as oneDNN). Floating. A row of equal values is uniform however
+/// large they are (1e30 in fp32, 60000 in fp16); a row of all -inf, or with +inf or NaN, is NaN
+/// (as PyTorch).
 Tensor softmax(const Tensor &x, int axis, SrcLoc loc = SrcLoc::current());
 /// x - max - log(sum(exp(x - max))) along `axis`, as PyTorch `torch.log_softmax` / MindSpore
 /// LogSoftmax: never log(0) for finite rows. A row of all -inf is NaN (as PyTorch).
