@@ -22,12 +22,12 @@ void check_precision(PrecisionType p, const char *op, const SrcLoc &loc) {
 } // namespace
 
 #define PTO_PRECISION_UNARY(name)                                                                  \
-  Tensor name(const Tensor &x, PrecisionType precision_type, SrcLoc loc) {                        \
+  Tensor name(const Tensor &x, PrecisionType precision_type, SrcLoc loc) {                         \
     check_precision(precision_type, #name, loc);                                                   \
     return name(x, loc);                                                                           \
   }
 #define PTO_PRECISION_BINARY(name)                                                                 \
-  Tensor name(const Operand &a, const Operand &b, PrecisionType precision_type, SrcLoc loc) {     \
+  Tensor name(const Operand &a, const Operand &b, PrecisionType precision_type, SrcLoc loc) {      \
     check_precision(precision_type, #name, loc);                                                   \
     return name(a, b, loc);                                                                        \
   }

@@ -206,6 +206,15 @@ Tensor trace::count_tensor(const SymbolicScalar &n, DataType dt, const SrcLoc &l
 
 Tensor reshape(const Tensor &x, const std::vector<SymbolicScalar> &shape, ReshapeOptions opts,
                SrcLoc loc) {
+  if (opts.inplace) {
+    auto &r = Recorder::current("reshape", loc);
+    const Value v = data_operand(r, x, "reshape", loc);
+    if (v.kind == ir::ValueKind::View)
+      throw ShapeError(loc, "reshape",
+                       fmt::format("inplace = true on '{}', a view; as PyPTO, a view is reshaped "
+                                   "only with inplace = false (the default)",
+                                   v.name));
+  }
   return reshape_impl(x, shape, opts.valid_shape, "reshape", loc);
 }
 

@@ -10,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <string>
 #include <tuple>
 
@@ -281,4 +282,64 @@ TEST_CASE("element store: set_tensor_data writes one element, concrete or symbol
   };
   support::expect_error<pto::ShapeError>(runtime_oob, "compat_spellings_test.cpp", line,
                                          "set_tensor_data", "");
+}
+
+TEST_CASE("precision_type: both PrecisionType values give the op's own result") {
+  for (auto mode : support::run_modes()) {
+    CAPTURE(support::mode_name(mode));
+    auto k = pto::jit(
+        "precision",
+        [](pto::Tensor x, pto::Tensor y, pto::Tensor z, pto::PrecisionType p) {
+          pto::set_vec_tile_shapes(4, 8);
+          pto::assemble(pto::div(x, 3.0, p), {0, 0}, y);
+          pto::assemble(pto::sqrt(x, p), {0, 0}, z);
+        },
+        support::opts(mode));
+    pto::HostTensor x(pto::DT_FP32, {4, 8}), y(pto::DT_FP32, {4, 8}), z(pto::DT_FP32, {4, 8});
+    for (int64_t i = 0; i < x.numel(); ++i)
+      x.set(i, 0.75 * double(i) + 0.1);
+    for (auto p : {pto::PrecisionType::INTRINSIC, pto::PrecisionType::HIGH_PRECISION}) {
+      k(x, y, z, p);
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const auto xi = static_cast<float>(x.get(i));
+        REQUIRE(y.get(i) == static_cast<double>(xi / 3.0F)); // IEEE division, correctly rounded
+        REQUIRE(z.get(i) == static_cast<double>(std::sqrt(xi)));
+      }
+    }
+  }
+  auto k = pto::jit("bad_precision", [](pto::Tensor x, pto::Tensor y) {
+    pto::set_vec_tile_shapes(4, 8);
+    pto::assemble(pto::exp(x, static_cast<pto::PrecisionType>(7)), {0, 0}, y);
+  });
+  pto::HostTensor x(pto::DT_FP32, {4, 8}), y(pto::DT_FP32, {4, 8});
+  int line = __LINE__ - 3;
+  support::expect_error<pto::ArgumentError>([&] { k(x, y); }, "compat_spellings_test.cpp", line,
+                                            "exp", "got 7");
+}
+
+TEST_CASE("reshape inplace: same values; a view is rejected as in PyPTO") {
+  for (auto mode : support::run_modes()) {
+    CAPTURE(support::mode_name(mode));
+    auto k = pto::jit(
+        "reshape_inplace",
+        [](pto::Tensor x, pto::Tensor y) {
+          pto::set_vec_tile_shapes(8, 4);
+          pto::assemble(pto::reshape(x * 2.0, {8, 4}, {.inplace = true}), {0, 0}, y);
+        },
+        support::opts(mode));
+    pto::HostTensor x(pto::DT_FP32, {4, 8}), y(pto::DT_FP32, {8, 4});
+    fill(x, 1.0);
+    k(x, y);
+    for (int64_t i = 0; i < x.numel(); ++i) // row-major order is kept: element i moves to i
+      REQUIRE(y.get(i) == 2.0 * x.get(i));
+  }
+  auto k = pto::jit("reshape_view_inplace", [](pto::Tensor x, pto::Tensor y) {
+    pto::set_vec_tile_shapes(8, 4);
+    auto v = pto::view(x, {4, 8}, {0, 0});
+    pto::assemble(pto::reshape(v, {8, 4}, {.inplace = true}), {0, 0}, y);
+  });
+  pto::HostTensor x(pto::DT_FP32, {4, 8}), y(pto::DT_FP32, {8, 4});
+  int line = __LINE__ - 3;
+  support::expect_error<pto::ShapeError>([&] { k(x, y); }, "compat_spellings_test.cpp", line,
+                                         "reshape", "a view");
 }

@@ -50,6 +50,15 @@ Tensor mul(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
 /// a / b. Floats: IEEE 754 division. Integers: truncating; a zero divisor makes the kernel call
 /// throw RuntimeError (a literal zero scalar throws at trace time).
 Tensor div(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+/// PyPTO's `PrecisionType` (reference §2.3): INTRINSIC (the chip's raw instruction) or
+/// HIGH_PRECISION (Ascend 950). A CPU has no cheaper, less accurate variant: ptojit computes each
+/// op at the accuracy its header and docs/ops.md give whichever is asked, so both values give the
+/// same bits. The overloads below take it so that `precision_type=` ports line by line.
+enum class PrecisionType : int { INTRINSIC = 0, HIGH_PRECISION = 1 };
+/// div(a, b) (above); `precision_type` must be one of the two enumerators (ArgumentError naming
+/// `div` otherwise, e.g. a cast int). The same holds for every PrecisionType overload here.
+Tensor div(const Operand &a, const Operand &b, PrecisionType precision_type,
+           SrcLoc loc = SrcLoc::current());
 /// Elementwise max; NaN propagates (as PyTorch `maximum`), and -0 < +0 (IEEE 754 maximum).
 Tensor maximum(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
 /// Elementwise min; NaN propagates (as PyTorch `minimum`), and -0 < +0 (IEEE 754 minimum).
@@ -70,6 +79,15 @@ Tensor sqrt(const Tensor &x, SrcLoc loc = SrcLoc::current());
 Tensor rsqrt(const Tensor &x, SrcLoc loc = SrcLoc::current());
 /// 1 / x. Floats only.
 Tensor reciprocal(const Tensor &x, SrcLoc loc = SrcLoc::current());
+/// exp, log, log2, log10, sqrt, rsqrt and reciprocal with PyPTO's `precision_type` argument:
+/// the functions above (same dtypes, accuracy and errors); see PrecisionType.
+Tensor exp(const Tensor &x, PrecisionType precision_type, SrcLoc loc = SrcLoc::current());
+Tensor log(const Tensor &x, PrecisionType precision_type, SrcLoc loc = SrcLoc::current());
+Tensor log2(const Tensor &x, PrecisionType precision_type, SrcLoc loc = SrcLoc::current());
+Tensor log10(const Tensor &x, PrecisionType precision_type, SrcLoc loc = SrcLoc::current());
+Tensor sqrt(const Tensor &x, PrecisionType precision_type, SrcLoc loc = SrcLoc::current());
+Tensor rsqrt(const Tensor &x, PrecisionType precision_type, SrcLoc loc = SrcLoc::current());
+Tensor reciprocal(const Tensor &x, PrecisionType precision_type, SrcLoc loc = SrcLoc::current());
 /// Converts to `dtype`. Float -> float and int -> float round once to nearest even (correctly
 /// rounded: int32/int64 -> bf16 and fp64 -> fp16/bf16 never round through fp32 or fp64 first);
 /// float -> int truncates toward zero (PyPTO's default cast mode), NaN -> 0, out of range and
@@ -185,6 +203,14 @@ Tensor fmod(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
 /// a - b * floor(a / b): the result has the sign of b (Python `%`, PyTorch `remainder`, PyPTO
 /// floor_mod). Floats: fmod(a, b), plus b when the signs differ. Ints as fmod.
 Tensor remainder(const Operand &a, const Operand &b, SrcLoc loc = SrcLoc::current());
+/// pow, fmod and remainder with PyPTO's `precision_type` argument: the functions above; see
+/// PrecisionType.
+Tensor pow(const Operand &a, const Operand &b, PrecisionType precision_type,
+           SrcLoc loc = SrcLoc::current());
+Tensor fmod(const Operand &a, const Operand &b, PrecisionType precision_type,
+            SrcLoc loc = SrcLoc::current());
+Tensor remainder(const Operand &a, const Operand &b, PrecisionType precision_type,
+                 SrcLoc loc = SrcLoc::current());
 /// floor(a / b), as PyTorch `floor_divide` (rounding_mode='floor'). Floats: PyTorch's exact
 /// algorithm from fmod (a / b when b = 0; NaN when a is infinite). Ints: floored, INT_MIN / -1
 /// wraps, a zero divisor fails the call with RuntimeError (a literal zero scalar at trace time).

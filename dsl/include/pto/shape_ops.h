@@ -26,12 +26,16 @@ struct ReshapeOptions {
   /// The result's valid shape. Default: the input's valid shape with size-1 dims inserted or
   /// removed when the reshape only does that, the full shape otherwise.
   std::optional<std::vector<SymbolicScalar>> valid_shape = {};
+  /// PyPTO's `inplace=True` (reuse x's buffer). ptojit tensors are values, so the result is the
+  /// same either way; as in PyPTO, a tensor made by `view` may not be reshaped in place
+  /// (ShapeError naming `reshape`).
+  bool inplace = false;
 };
-/// The elements of `x` in row-major order, laid out in `shape`, as PyPTO `reshape` (a copy,
-/// `inplace=False`). One dim may be -1 (inferred) when every dim of x is static. ShapeError when
-/// the element counts differ (or cannot be shown equal for run-time dims), for more than one -1,
-/// a dim < 1 other than -1, or a valid_shape breaking the valid-shape rule of ops.h (one entry
-/// per dim, each in [0, shape[d]]; at run time when symbolic).
+/// The elements of `x` in row-major order, laid out in `shape`, as PyPTO `reshape` (a copy; the
+/// same values with `inplace`). One dim may be -1 (inferred) when every dim of x is static.
+/// ShapeError when the element counts differ (or cannot be shown equal for run-time dims), for more
+/// than one -1, a dim < 1 other than -1, or a valid_shape breaking the valid-shape rule of ops.h
+/// (one entry per dim, each in [0, shape[d]]; at run time when symbolic).
 Tensor reshape(const Tensor &x, const std::vector<SymbolicScalar> &shape, ReshapeOptions opts = {},
                SrcLoc loc = SrcLoc::current());
 /// Inserts a size-1 dim at `dim` (in [-rank-1, rank]), as PyTorch/PyPTO `unsqueeze`.
