@@ -98,8 +98,9 @@ struct KernelStats {
 
 /// Counters of the process-wide cache of JIT-compiled programs and of the JIT memory in use.
 struct JitCacheStats {
-  int64_t entries = 0;         ///< programs in the cache
-  int64_t bytes = 0;           ///< their size as the bound counts it: JIT memory + key + sites
+  int64_t entries = 0; ///< programs in the cache
+  int64_t bytes = 0; ///< their size as the bound counts it: JIT memory + key + sites + 12 KiB each
+                     ///< for the JIT's bookkeeping (measured, LLVM 19)
   int64_t limit_bytes = 0;     ///< the bound in force (set_jit_cache_limit, PTO_JIT_CACHE_MB)
   int64_t hits = 0;            ///< compiles answered by the cache
   int64_t misses = 0;          ///< programs compiled or loaded from the on-disk cache
