@@ -42,8 +42,8 @@ const Shape kShapes[] = {
     {"strided", 3, {3, 5, 13}, {5 * 13 * 2 + 6, 13 * 2, 2}, {5 * 16 * 3, 16 * 3, 3}},
 };
 
-const pto::DataType kTypes[] = {pto::DT_INT8,  pto::DT_INT16,  pto::DT_INT32, pto::DT_INT64,
-                                pto::DT_FP32,  pto::DT_DOUBLE, pto::DT_FP16,  pto::DT_BF16};
+const pto::DataType kTypes[] = {pto::DT_INT8, pto::DT_INT16,  pto::DT_INT32, pto::DT_INT64,
+                                pto::DT_FP32, pto::DT_DOUBLE, pto::DT_FP16,  pto::DT_BF16};
 
 uint64_t mix(uint64_t h) {
   h ^= h >> 33;

@@ -606,7 +606,7 @@ std::optional<WaitResult> MpiGroup::native_allreduce(int, void *data, int64_t co
                                                      int32_t reduction,
                                                      const std::shared_ptr<void> &owner,
                                                      WaitPolicy &policy) {
-  static constexpr MPI_Op kOps[] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD};
+  const MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD};
   if (reduction < 0 || reduction > 3 || count > INT_MAX)
     return std::nullopt;
   const bool wrap = reduction == 0 || reduction == 3;
@@ -632,7 +632,7 @@ std::optional<WaitResult> MpiGroup::native_allreduce(int, void *data, int64_t co
   }
   const int32_t arrival = arrive();
   MPI_Request req = MPI_REQUEST_NULL;
-  if (MPI_Iallreduce(MPI_IN_PLACE, data, int(count), type, kOps[reduction], comm(), &req) !=
+  if (MPI_Iallreduce(MPI_IN_PLACE, data, int(count), type, ops[reduction], comm(), &req) !=
       MPI_SUCCESS)
     throw RuntimeError("<runtime>", "MPI backend",
                        fmt::format("MPI_Iallreduce of group '{}' failed", name_));
