@@ -3,9 +3,14 @@
 // buffers: every member publishes its x and y in its group's table, a barrier, member p
 // reduces its block of the valid region straight from every member's x and writes the result
 // into every member's y (the bytes a hand-written threads reduce-scatter + allgather moves: no
-// staging copy into a heap, no copy out of one), a barrier. Elsewhere (MPI, a trace) every
-// member's x is allgathered through the transport and reduced locally, in the same order: the
-// same bits either way.
+// staging copy into a heap, no copy out of one), a barrier. Elsewhere (MPI, a trace) each
+// member packs its x's valid region into a reused scratch buffer (whole rows per memcpy) and
+// the transport's collectives move it (gathered()): the transport's own allreduce where every
+// order of combining gives the same bits (integers; fp32 / double sums and products of two
+// members), else a reduce-scatter (an all-to-all of blocks, member p reducing block p in member
+// order) and an allgather of the reduced blocks, else (a transport with no all-to-all) every
+// member's x allgathered and reduced locally. Every path computes the left fold x0 op x1 op ...
+// op x(n-1) of reduce_chunk: the same bits either way.
 #include "pto/dtype.h"
 #include "pto/env.h"
 #include "pto/half.h"
@@ -18,6 +23,7 @@
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -317,39 +323,182 @@ std::string show(const Header &h) {
                      pto::short_name(static_cast<pto::DataType>(h.dtype)), h.reduction, v);
 }
 
-/// The allgather path: every member's valid region packed, allgathered, reduced here.
-int32_t gathered(pto_ctx *ctx, detail::GroupState &g, int me, const Region &reg, int64_t es,
-                 ChunkFn fn, const void *x, const int64_t *xs, void *y, const int64_t *ys) {
-  const int n = g.n_pes;
-  const int64_t total = reg.rows * reg.cols;
-  std::vector<std::byte> mine(static_cast<size_t>(total * es)), all(mine.size() * size_t(n));
-  for (int64_t r = 0; r < reg.rows; ++r) {
-    const auto *row = static_cast<const std::byte *>(x) + reg.offset(r, xs) * es;
-    for (int64_t c = 0; c < reg.cols; ++c)
-      std::memcpy(&mine[size_t((r * reg.cols + c) * es)], row + c * xs[reg.rank - 1] * es,
-                  size_t(es));
+/// Copies `rows` runs of `cols` elements of `es` bytes, run r from `src` + src_off(r) (element
+/// stride `ss`) to `dst` + dst_off(r) (element stride `ds`); whole runs when both strides are 1.
+template <class SrcOff, class DstOff>
+void copy_rows(int64_t rows, int64_t cols, int64_t es, const std::byte *src, SrcOff src_off,
+               int64_t ss, std::byte *dst, DstOff dst_off, int64_t ds) {
+  auto each = [&]<class W>(W) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const std::byte *s = src + src_off(r) * es;
+      std::byte *d = dst + dst_off(r) * es;
+      for (int64_t c = 0; c < cols; ++c)
+        std::memcpy(d + c * ds * es, s + c * ss * es, sizeof(W));
+    }
+  };
+  if ((ss == 1 && ds == 1) || cols == 1) {
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(dst + dst_off(r) * es, src + src_off(r) * es, size_t(cols * es));
+  } else if (es == 1) {
+    each(uint8_t{});
+  } else if (es == 2) {
+    each(uint16_t{});
+  } else if (es == 4) {
+    each(uint32_t{});
+  } else {
+    each(uint64_t{});
   }
-  {
-    detail::WorldState &w = *ctx->world;
+}
+
+/// Packs the valid region of `x` (strides `xs`) densely, row-major, into `out`.
+void pack(const Region &reg, int64_t es, const void *x, const int64_t *xs, std::byte *out) {
+  const auto *src = static_cast<const std::byte *>(x);
+  if (reg.dense(xs)) {
+    std::memcpy(out, src, size_t(reg.rows * reg.cols * es));
+    return;
+  }
+  copy_rows(
+      reg.rows, reg.cols, es, src, [&](int64_t r) { return reg.offset(r, xs); }, xs[reg.rank - 1],
+      out, [&](int64_t r) { return r * reg.cols; }, 1);
+}
+
+/// Writes the dense row-major `in` into the valid region of `y` (strides `ys`).
+void unpack(const Region &reg, int64_t es, const std::byte *in, void *y, const int64_t *ys) {
+  auto *dst = static_cast<std::byte *>(y);
+  if (reg.dense(ys)) {
+    std::memcpy(dst, in, size_t(reg.rows * reg.cols * es));
+    return;
+  }
+  copy_rows(
+      reg.rows, reg.cols, es, in, [&](int64_t r) { return r * reg.cols; }, 1, dst,
+      [&](int64_t r) { return reg.offset(r, ys); }, ys[reg.rank - 1]);
+}
+
+/// Member me's scratch of at least `bytes` bytes (not initialized; reused across calls).
+std::byte *scratch(detail::GroupState &g, int me, size_t bytes) {
+  detail::GroupState::Scratch &s = g.scratch[size_t(me)];
+  if (!s.mem || s.bytes < bytes) {
+    s.mem.reset();
+    s.mem = std::make_shared_for_overwrite<std::byte[]>(bytes);
+    s.bytes = bytes;
+  }
+  return s.mem.get();
+}
+
+/// dst[0, len) = the left fold of src[q][0, len) over q < n, kChunk elements at a time (dst may
+/// be src[0]).
+void reduce_run(ChunkFn fn, const std::byte *const *src, int n, int64_t len, int64_t es,
+                std::byte *dst) {
+  std::vector<const std::byte *> s(static_cast<size_t>(n));
+  for (int64_t lo = 0; lo < len; lo += kChunk) {
+    for (int q = 0; q < n; ++q)
+      s[size_t(q)] = src[q] + lo * es;
+    fn(s.data(), n, std::min(kChunk, len - lo), dst + lo * es);
+  }
+}
+
+/// Whether every order of combining gives the left fold's bits, so that the transport's own
+/// allreduce may do it: integers (wrapping sums and products, max, min: associative and
+/// commutative), and fp32 / double sums and products of two members (a op b == b op a bitwise,
+/// but for the payload of a NaN from two NaN operands). Not fp max / min (our NaN and -0 rules
+/// are not MPI_MAX's), not fp16 / bf16 (no MPI arithmetic; sums in fp32).
+bool order_free(int32_t dtype, int32_t reduction, int n) {
+  switch (static_cast<pto::DataType>(dtype)) {
+  case pto::DT_INT8:
+  case pto::DT_INT16:
+  case pto::DT_INT32:
+  case pto::DT_INT64:
+    return true;
+  case pto::DT_FP32:
+  case pto::DT_DOUBLE:
+    return n == 2 && (reduction == kSum || reduction == kProd);
+  default:
+    return false;
+  }
+}
+
+/// The path through the transport's collectives (every member not a thread of this process, or
+/// tracing): x's valid region packed into the member's scratch, then (1) the transport's own
+/// allreduce where order_free, else (2) an all-to-all of n blocks (member p receives block p of
+/// every x), member p reduces its block in member order, an allgather of the reduced blocks
+/// (each member sends and receives 2 (n-1) / n of the region), else, for a transport with
+/// neither, (3) every member's x allgathered and reduced whole here. The same bits each way.
+int32_t gathered(pto_ctx *ctx, detail::GroupState &g, int me, const Region &reg, int64_t es,
+                 ChunkFn fn, int32_t dtype, int32_t reduction, const void *x, const int64_t *xs,
+                 void *y, const int64_t *ys) {
+  const int n = g.n_pes;
+  const auto un = size_t(n);
+  const int64_t total = reg.rows * reg.cols;
+  if (total == 0)
+    return PTO_OK;
+  detail::WorldState &w = *ctx->world;
+  // The verdict of a collective on the scratch: on failure the transport kept it, so forget it.
+  auto verdict = [&](transport::WaitResult r, detail::CorePolicy &policy, const char *what) {
+    if (r != transport::WaitResult::Done) {
+      g.scratch[size_t(me)] = {};
+    }
+    return detail::collective_result(ctx, g, r, policy, kOp, what);
+  };
+  const size_t bytes = size_t(total * es);
+  if (order_free(dtype, reduction, n)) {
+    std::byte *buf = scratch(g, me, bytes);
+    pack(reg, es, x, xs, buf);
     w.progress.bump();
     detail::CorePolicy policy(w, /*collective=*/true, &g);
-    const auto res = g.t->allgather(me, mine.data(), mine.size(), all.data(), policy);
-    if (int32_t st = detail::collective_result(ctx, g, res, policy, kOp, "allreduce allgather"))
-      return st;
-  }
-  std::vector<const std::byte *> src(static_cast<size_t>(n));
-  std::vector<std::byte> out(static_cast<size_t>(kChunk * es));
-  for (int64_t lo = 0; lo < total; lo += kChunk) {
-    const int64_t len = std::min(kChunk, total - lo);
-    for (int q = 0; q < n; ++q)
-      src[size_t(q)] = all.data() + (size_t(q) * size_t(total) + size_t(lo)) * size_t(es);
-    fn(src.data(), n, len, out.data());
-    for (int64_t i = 0; i < len; ++i) {
-      const int64_t e = lo + i, r = e / reg.cols, c = e % reg.cols;
-      std::memcpy(static_cast<std::byte *>(y) + (reg.offset(r, ys) + c * ys[reg.rank - 1]) * es,
-                  &out[size_t(i * es)], size_t(es));
+    const auto res = g.t->native_allreduce(me, buf, total, pto_dtype(dtype), reduction,
+                                           g.scratch[size_t(me)].mem, policy);
+    if (res) {
+      if (int32_t st = verdict(*res, policy, "allreduce"))
+        return st;
+      unpack(reg, es, buf, y, ys);
+      return PTO_OK;
     }
   }
+  // (2): blocks of `block` elements, the last ones short or empty; send (n blocks, x packed and
+  // zero-padded), then recv (n blocks: block me of every member).
+  const int64_t block = (total + n - 1) / n;
+  const size_t bb = size_t(block * es);
+  {
+    std::byte *send = scratch(g, me, 2 * un * bb);
+    std::byte *recv = send + un * bb;
+    pack(reg, es, x, xs, send);
+    std::memset(send + bytes, 0, un * bb - bytes);
+    w.progress.bump();
+    detail::CorePolicy policy(w, /*collective=*/true, &g);
+    const auto res = g.t->alltoall(me, send, bb, recv, g.scratch[size_t(me)].mem, policy);
+    if (res) {
+      if (int32_t st = verdict(*res, policy, "allreduce all-to-all"))
+        return st;
+      std::vector<const std::byte *> src(un);
+      for (size_t q = 0; q < un; ++q)
+        src[q] = recv + q * bb;
+      // Block me of the region into recv's first block (its own first source, read first).
+      reduce_run(fn, src.data(), n, std::clamp<int64_t>(total - me * block, 0, block), es, recv);
+      w.progress.bump();
+      detail::CorePolicy policy2(w, /*collective=*/true, &g);
+      const auto r2 = g.t->allgather_owned(me, recv, bb, send, g.scratch[size_t(me)].mem, policy2);
+      if (int32_t st = verdict(r2, policy2, "allreduce allgather"))
+        return st;
+      unpack(reg, es, send, y, ys);
+      return PTO_OK;
+    }
+  }
+  // (3): mine, then every member's x.
+  std::byte *mine = scratch(g, me, (un + 1) * bytes);
+  std::byte *all = mine + bytes;
+  pack(reg, es, x, xs, mine);
+  {
+    w.progress.bump();
+    detail::CorePolicy policy(w, /*collective=*/true, &g);
+    const auto res = g.t->allgather_owned(me, mine, bytes, all, g.scratch[size_t(me)].mem, policy);
+    if (int32_t st = verdict(res, policy, "allreduce allgather"))
+      return st;
+  }
+  std::vector<const std::byte *> src(un);
+  for (size_t q = 0; q < un; ++q)
+    src[q] = all + q * bytes;
+  reduce_run(fn, src.data(), n, total, es, mine);
+  unpack(reg, es, mine, y, ys);
   return PTO_OK;
 }
 
@@ -437,6 +586,6 @@ extern "C" int32_t pto_rt_allreduce(pto_ctx *ctx, int32_t group, int32_t reducti
     for (int q = 1; q < g.n_pes; ++q)
       if (!(all[size_t(q)] == all[0]))
         return mismatch(all[0], all[size_t(q)], q);
-    return gathered(ctx, g, me, reg, es, fn, x, x_strides, y, y_strides);
+    return gathered(ctx, g, me, reg, es, fn, dtype, reduction, x, x_strides, y, y_strides);
   });
 }

@@ -93,6 +93,7 @@ GroupState &WorldState::add_group(const std::string &name, const std::vector<int
   g->n_pes = int(world_pe.size());
   g->world_pe = world_pe;
   g->direct_args.resize(world_pe.size());
+  g->scratch.resize(world_pe.size());
   g->t = transport->make_group(name, world_pe);
   GroupState &added = *registry.emplace(name, std::move(g)).first->second;
   groups_version.store(next_groups_version(), std::memory_order_release);

@@ -110,6 +110,14 @@ struct GroupState {
     int64_t valid[4] = {}, x_strides[4] = {}, y_strides[4] = {};
   };
   std::vector<DirectArgs> direct_args; ///< n_pes entries (WorldState::add_group)
+  /// pto_rt_allreduce's packing buffer of each member (by group-local PE; n_pes entries) when
+  /// the call takes the transport's collectives (allreduce_direct.cpp), reused across calls;
+  /// shared because a transport keeps it when a collective fails (the next call makes another).
+  struct Scratch {
+    std::shared_ptr<std::byte[]> mem;
+    size_t bytes = 0;
+  };
+  std::vector<Scratch> scratch;
 };
 
 /// A value never returned before in this process (WorldState::groups_version).

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -150,6 +151,39 @@ public:
   /// p * bytes. Collective: every member passes the same `bytes`. Waits as barrier().
   virtual WaitResult allgather(int me, const void *mine, size_t bytes, void *all,
                                WaitPolicy &policy) = 0;
+  /// allgather() into the caller's buffers without staging copies, when the transport can:
+  /// `owner` owns `mine` and `all`, and on a verdict other than Done the transport keeps it
+  /// alive for as long as the operation may still read or write them (the caller must not reuse
+  /// them). The default calls allgather().
+  virtual WaitResult allgather_owned(int me, const void *mine, size_t bytes, void *all,
+                                     const std::shared_ptr<void> &owner, WaitPolicy &policy) {
+    (void)owner;
+    return allgather(me, mine, bytes, all, policy);
+  }
+  /// All-to-all of equal blocks: `send` holds n_pes blocks of `block` bytes; member q's block
+  /// `me` lands in `recv` (n_pes * block) at q * block. Collective: every member passes the same
+  /// `block`. Buffers and `owner` as allgather_owned; waits as barrier(). Returns nullopt, having
+  /// done nothing, when the transport has no such collective (the default; every member then
+  /// gets nullopt alike).
+  virtual std::optional<WaitResult> alltoall(int me, const void *send, size_t block, void *recv,
+                                             const std::shared_ptr<void> &owner,
+                                             WaitPolicy &policy) {
+    (void)me, (void)send, (void)block, (void)recv, (void)owner, (void)policy;
+    return std::nullopt;
+  }
+  /// The transport's own allreduce, in place: `data` (`count` elements of `dt`) becomes the
+  /// reduction `reduction` (pto::distributed::Reduction: 0 SUM, 1 MAX, 2 MIN, 3 PROD; integer SUM
+  /// and PROD wrap) of every member's `data`, in an order of the transport's choosing: the core
+  /// asks only where every order gives the same bits. Buffers and `owner` as allgather_owned;
+  /// waits as barrier(). Returns nullopt, having done nothing, when the transport has none for
+  /// (dt, reduction, count) (the default), alike on every member.
+  virtual std::optional<WaitResult> native_allreduce(int me, void *data, int64_t count,
+                                                     pto_dtype dt, int32_t reduction,
+                                                     const std::shared_ptr<void> &owner,
+                                                     WaitPolicy &policy) {
+    (void)me, (void)data, (void)count, (void)dt, (void)reduction, (void)owner, (void)policy;
+    return std::nullopt;
+  }
   /// Forgets a broken barrier or allgather (between runs, while no member is in a call).
   virtual void reset() = 0;
 };

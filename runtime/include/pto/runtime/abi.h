@@ -117,9 +117,12 @@ int32_t pto_rt_heap_table(pto_ctx *ctx, int32_t group, int32_t n_ranges, const i
 /// partly overlaps a member's y, the buffers are registered: member p reduces block p of the
 /// valid region straight from every member's x and writes it into every member's y, between
 /// two barriers of the group (nobody returns while a peer still reads its x or writes its y).
-/// Otherwise every member's x is allgathered through the transport and each member reduces
-/// locally. A DistributedError when the members' valid extents, dtypes or reductions differ.
-/// `site` as everywhere. Returns PTO_OK or PTO_ERR. (allreduce_direct.cpp)
+/// Otherwise the transport's collectives move each member's packed x: its own allreduce where
+/// every order of combining gives the same bits, else a reduce-scatter (all-to-all of blocks,
+/// each member reducing its block in member order) and an allgather (or, on a transport with
+/// neither, an allgather of every x, reduced locally). A DistributedError when the members' valid
+/// extents, dtypes or reductions differ. `site` as everywhere. Returns PTO_OK or PTO_ERR.
+/// (allreduce_direct.cpp)
 int32_t pto_rt_allreduce(pto_ctx *ctx, int32_t group, int32_t reduction, int32_t dtype,
                          int32_t rank, const int64_t *valid, const void *x,
                          const int64_t *x_strides, void *y, const int64_t *y_strides, int32_t site);
