@@ -88,8 +88,8 @@ std::vector<Tensor> agree_valid_shape(const Tensor &x, size_t first_dim, const c
       const int g = r.group_index(group, n, op, loc);
       r.program()
           .groups.at(static_cast<size_t>(g))
-          .agreements.push_back(fmt::format("valid shape [{}] to {}\t{}:{}", fmt::join(shown, ", "),
-                                            op, loc.file_name(), loc.line()));
+          .agreements.push_back(fmt::format("valid shape [{}] to {}\t{}", fmt::join(shown, ", "),
+                                            op, format_location(loc)));
     }
     return pred;
   }

@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace pto::ir {
 
@@ -212,8 +213,11 @@ void layout_shmem(Program &p) {
       mix(s.zero_data ? 1 : 0);
     }
     for (auto &a : p.groups[gi].agreements) {
-      mix(a.size());
-      for (char c : a)
+      // What must agree, not where it was traced: PEs may reach one collective from different
+      // lines of the kernel.
+      const std::string_view what = std::string_view(a).substr(0, a.find('\t'));
+      mix(what.size());
+      for (char c : what)
         mix(static_cast<unsigned char>(c));
     }
     p.groups[gi].layout_hash = h;

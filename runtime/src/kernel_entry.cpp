@@ -100,17 +100,34 @@ std::string layout_difference(const char *a, const char *b, int pe_a, int pe_b) 
     auto tab = l.find('\t');
     return tab == std::string::npos ? std::string("?") : l.substr(tab + 1);
   };
-  for (size_t i = 0; i < std::min(la.size(), lb.size()); ++i)
-    if (what(la[i]) != what(lb[i]) && what(la[i]).starts_with(kValidShapeLine) &&
-        what(lb[i]).starts_with(kValidShapeLine))
+  // The op of a collective's line "valid shape [...] to OP".
+  auto op = [](const std::string &w) {
+    const auto to = w.rfind(" to ");
+    return to == std::string::npos ? w : w.substr(to + 4);
+  };
+  for (size_t i = 0; i < std::min(la.size(), lb.size()); ++i) {
+    const std::string wa = what(la[i]), wb = what(lb[i]);
+    if (wa == wb)
+      continue;
+    const bool ca = wa.starts_with(kValidShapeLine), cb = wb.starts_with(kValidShapeLine);
+    if (ca && cb && op(wa) != op(wb))
+      return fmt::format("PE {} calls {} at {} where PE {} calls {} at {}; every PE of a group "
+                         "must call the same collectives in the same order",
+                         pe_a, op(wa), where(la[i]), pe_b, op(wb), where(lb[i]));
+    if (ca && cb)
       return fmt::format(
           "PE {} passes {} at {} but PE {} passes {} at {}; every PE of a group must "
           "pass the same valid shape to a collective",
-          pe_a, what(la[i]), where(la[i]), pe_b, what(lb[i]), where(lb[i]));
-    else if (what(la[i]) != what(lb[i]))
-      return fmt::format("shmem tensor {} is {} on PE {} (created at {}) but {} on PE {} (created "
-                         "at {})",
-                         i, what(la[i]), pe_a, where(la[i]), what(lb[i]), pe_b, where(lb[i]));
+          pe_a, wa, where(la[i]), pe_b, wb, where(lb[i]));
+    if (ca != cb) // one PE calls a collective where the other creates a shmem tensor
+      return fmt::format("PE {} {} at {} where PE {} {} at {}; every PE of a group must create "
+                         "the same shmem tensors and call the same collectives in the same order",
+                         pe_a, ca ? "calls " + op(wa) : "creates shmem tensor " + wa, where(la[i]),
+                         pe_b, cb ? "calls " + op(wb) : "creates shmem tensor " + wb, where(lb[i]));
+    return fmt::format("shmem tensor {} is {} on PE {} (created at {}) but {} on PE {} (created "
+                       "at {})",
+                       i, wa, pe_a, where(la[i]), wb, pe_b, where(lb[i]));
+  }
   if (la.size() == lb.size())
     return ""; // the difference is not in the description
   return fmt::format("PE {} creates {} shmem tensors in the group, PE {} creates {}", pe_a,
@@ -147,7 +164,8 @@ std::string layout_mismatch(const detail::GroupState &g, const std::vector<Propo
   if (all[0].kernel_len >= 0 && all[size_t(p)].kernel_len >= 0 && kernel[0] != kernel[size_t(p)])
     what += fmt::format("; PE {} runs kernel '{}', PE {} kernel '{}'", pe0, kernel[0], pe,
                         kernel[size_t(p)]);
-  if (what.find("the same valid shape to a collective") != std::string::npos)
+  if (what.find("to a collective") != std::string::npos ||
+      what.find("the same collectives") != std::string::npos)
     return fmt::format("PEs {} and {} of group '{}' disagree: {}", pe0, pe, g.name, what);
   return fmt::format(
       "PEs {} and {} of group '{}' declared different shmem tensors ({}); every PE of a "

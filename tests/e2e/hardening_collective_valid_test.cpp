@@ -238,3 +238,52 @@ TEST_CASE("collectives: concrete valid shapes that differ between PEs fail at ke
     }
   }
 }
+
+TEST_CASE("collectives: PEs calling different collectives at one point are told so") {
+  // Two kernels with the same shmem layout but a different collective: the message names both
+  // collectives and their short file:line, not a valid-shape difference.
+  const int n = 2;
+  for (auto m : support::run_modes()) {
+    CAPTURE(support::mode_name(m));
+    auto reduce = pto::jit(
+        "differs_allreduce",
+        [](pto::Tensor x, pto::Tensor y) {
+          pto::set_vec_tile_shapes(8, 8);
+          pto::assemble(dist::allreduce(x, dist::Reduction::SUM), {0, 0}, y);
+        },
+        support::opts(m));
+    auto gather = pto::jit(
+        "differs_allgather",
+        [](pto::Tensor x, pto::Tensor y) {
+          pto::set_vec_tile_shapes(8, 8);
+          pto::assemble(dist::allgather(x), {0, 0}, y);
+        },
+        support::opts(m));
+    std::vector<pto::HostTensor> xs, ys;
+    for (int p = 0; p < n; ++p) {
+      xs.emplace_back(pto::DT_INT32, std::vector<int64_t>{8, 6});
+      xs.back().fill(1);
+      ys.emplace_back(pto::DT_INT32, std::vector<int64_t>{16, 6});
+      ys.back().fill(-7);
+    }
+    auto got = run_all(n, [&](int pe) {
+      if (pe == 0)
+        reduce(xs[0], ys[0]);
+      else
+        gather(xs[1], ys[1]);
+    });
+    for (int p = 0; p < n; ++p) {
+      CAPTURE(p);
+      INFO(got[size_t(p)]);
+      const auto &e = got[size_t(p)];
+      CHECK(e.find("PE 0 calls allreduce at hardening_collective_valid_test.cpp:") !=
+            std::string::npos);
+      CHECK(e.find("where PE 1 calls allgather at hardening_collective_valid_test.cpp:") !=
+            std::string::npos);
+      CHECK(e.find("valid shape") == std::string::npos);
+      CHECK(e.find('/') == std::string::npos); // short locations only
+      for (int64_t i = 0; i < 16 * 6; ++i)
+        REQUIRE(ys[size_t(p)].get(i) == -7);
+    }
+  }
+}
