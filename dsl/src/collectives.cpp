@@ -9,6 +9,7 @@
 #include "pto/size_math.h"
 
 #include "collectives_internal.h"
+#include "distributed_detail.h"
 #include "shape_rules.h"
 
 #include <algorithm>
@@ -196,7 +197,7 @@ SymbolicScalar valid_rows_at(const SymbolicScalar &valid_rows, const SymbolicSca
 
 ShmemTensor staging_tensor(const std::string &group, int n, DataType dt,
                            const std::vector<int64_t> &shape, const SrcLoc &loc) {
-  ShmemTensor t = create_shmem_tensor(group, n, dt, shape, loc);
+  ShmemTensor t = make_shmem_tensor(group, n, dt, shape, loc);
   ir::Recorder::current("collective", loc)
       .program()
       .shmems.at(static_cast<size_t>(t.index))
@@ -237,8 +238,24 @@ int group_pes(const std::string &group, const char *op, const SrcLoc &loc) {
 }
 
 Tensor group_barrier(const std::string &group, int n, std::vector<Tensor> pred, const SrcLoc &loc) {
-  auto sig = create_shmem_signal(group, n, loc);
+  auto sig = make_shmem_signal(group, n, loc);
   return shmem_barrier_all(sig, {.pred = std::move(pred)}, loc);
+}
+
+void fresh_each_iteration(const ShmemTensor &t, const SrcLoc &loc) {
+  auto &r = ir::Recorder::current("create_shmem_tensor", loc);
+  if (!r.body_may_repeat())
+    return;
+  // A copy: the barriers add shmem objects (the vector may move).
+  const std::vector<int64_t> shape = r.program().shmems.at(static_cast<size_t>(t.index)).shape;
+  auto done = group_barrier(t.group, t.n_pes, {}, loc);
+  std::vector<Tensor> cleared;
+  if (!shape.empty()) {
+    TileScope tile(shape, loc); // one tile: the user's tile may not be set yet
+    cleared.push_back(shmem_clear_data(t, {.pred = {done}}, loc));
+  }
+  cleared.push_back(shmem_clear_signal(t, {.pred = {done}}, loc));
+  group_barrier(t.group, t.n_pes, cleared, loc);
 }
 
 Tensor reuse_barrier(const std::string &group, int n, std::vector<Tensor> pred, const SrcLoc &loc) {
@@ -514,7 +531,7 @@ Tensor all_to_all(const Tensor &x, const std::vector<std::vector<int64_t>> &coun
   // (only the valid rows are copied).
   auto out_shape = with_rows(shape, out_rows + max_block);
   TileScope tile(with_rows(shape, max_block), loc);
-  auto buf = create_shmem_tensor(opts.group, n, x.dtype(), out_shape, loc);
+  auto buf = make_shmem_tensor(opts.group, n, x.dtype(), out_shape, loc);
   auto me = me_in(opts.group, n, loc);
   // Only x's valid region is sent: its valid rows must cover the rows this PE sends, and the
   // other dims' valid extents carry over (collectives.h): every PE must pass the same ones.

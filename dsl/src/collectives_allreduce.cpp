@@ -17,6 +17,7 @@
 #include "pto/size_math.h"
 
 #include "collectives_internal.h"
+#include "distributed_detail.h"
 
 #include <algorithm>
 
@@ -286,7 +287,7 @@ Tensor two_shot_sum(const Tensor &x, const std::vector<int64_t> &shape, const st
   const auto block = with_rows(shape, g.block);
   TileScope tile(block, loc);
   const std::vector<SymbolicScalar> xv = x.valid_shape();
-  auto acc = create_shmem_tensor(group, n, sum_dtype(x.dtype()), block, loc);
+  auto acc = make_shmem_tensor(group, n, sum_dtype(x.dtype()), block, loc);
   auto gath = staging_tensor(
       group, n, x.dtype(),
       with_rows(shape, checked_extent_mul(n, g.block, "n_pes x block rows", "allreduce", loc)),
@@ -328,7 +329,7 @@ Tensor registered(const Tensor &x, const std::vector<int64_t> &shape, Reduction 
                   const std::string &group, int n, const Tensor &start, const SrcLoc &loc) {
   auto &r = ir::Recorder::current("allreduce", loc);
   TileScope tile(shape, loc);
-  create_shmem_tensor(group, n, DT_INT32, {1, 1}, loc);
+  make_shmem_tensor(group, n, DT_INT32, {1, 1}, loc);
   const int gi = r.group_index(group, n, "allreduce", loc);
   ir::Op o;
   o.kind = ir::OpKind::AllreduceDirect;

@@ -91,6 +91,13 @@ Tensor group_barrier(const std::string &group, int n, std::vector<Tensor> pred, 
 /// buffers are fresh, just the join of `pred` (no barrier).
 Tensor reuse_barrier(const std::string &group, int n, std::vector<Tensor> pred, const SrcLoc &loc);
 
+/// A shmem tensor or signal object `t` the user creates inside a loop body that may run more
+/// than once is fresh in every iteration, as in PyPTO (each pass of the body has its own): at its
+/// creation, reference §7.6's reuse protocol (a barrier of t's group: every PE is done with the
+/// previous iteration's; clear this PE's data and signals; a barrier: all are clear before any
+/// PE writes). Elsewhere nothing: the kernel entry zeroes it.
+void fresh_each_iteration(const ShmemTensor &t, const SrcLoc &loc);
+
 /// Counted arrivals in one slot per buffer: a sender ADDs 1 into the slot of `buf`'s whole
 /// window on PE p (row p) after `put`; a receiver waits once for `n` of them (with clear), however
 /// many windows the senders filled (their puts are visible before their signals). `buf` is the

@@ -5,6 +5,7 @@
 #include "pto/ir/recorder.h"
 #include "pto/size_math.h"
 
+#include "collectives_internal.h"
 #include "distributed_detail.h"
 #include "shape_rules.h"
 
@@ -234,12 +235,8 @@ int check_group(Recorder &r, const std::string &group, int n_pes, const char *op
   return r.group_index(group, n_pes, op, loc);
 }
 
-} // namespace detail
-
-using namespace detail;
-
-ShmemTensor create_shmem_tensor(const std::string &group, int n_pes, DataType dtype,
-                                const std::vector<int64_t> &shape, SrcLoc loc) {
+ShmemTensor make_shmem_tensor(const std::string &group, int n_pes, DataType dtype,
+                              const std::vector<int64_t> &shape, const SrcLoc &loc) {
   const char *op = "create_shmem_tensor";
   auto &r = Recorder::current(op, loc);
   int g = check_group(r, group, n_pes, op, loc);
@@ -295,7 +292,7 @@ ShmemTensor create_shmem_tensor(const std::string &group, int n_pes, DataType dt
   return t;
 }
 
-ShmemTensor create_shmem_signal(const std::string &group, int n_pes, SrcLoc loc) {
+ShmemTensor make_shmem_signal(const std::string &group, int n_pes, const SrcLoc &loc) {
   const char *op = "create_shmem_signal";
   auto &r = Recorder::current(op, loc);
   int g = check_group(r, group, n_pes, op, loc);
@@ -311,6 +308,23 @@ ShmemTensor create_shmem_signal(const std::string &group, int n_pes, SrcLoc loc)
   t.group = group;
   t.n_pes = n_pes;
   p.shmems.push_back(s);
+  return t;
+}
+
+} // namespace detail
+
+using namespace detail;
+
+ShmemTensor create_shmem_tensor(const std::string &group, int n_pes, DataType dtype,
+                                const std::vector<int64_t> &shape, SrcLoc loc) {
+  ShmemTensor t = make_shmem_tensor(group, n_pes, dtype, shape, loc);
+  fresh_each_iteration(t, loc);
+  return t;
+}
+
+ShmemTensor create_shmem_signal(const std::string &group, int n_pes, SrcLoc loc) {
+  ShmemTensor t = make_shmem_signal(group, n_pes, loc);
+  fresh_each_iteration(t, loc);
   return t;
 }
 

@@ -10,6 +10,12 @@
 
 namespace pto::distributed::detail {
 
+/// create_shmem_tensor and create_shmem_signal without the fresh-per-iteration protocol: for
+/// the library collectives, which run their own reuse protocol (collectives_internal.h).
+ShmemTensor make_shmem_tensor(const std::string &group, int n_pes, DataType dtype,
+                              const std::vector<int64_t> &shape, const SrcLoc &loc);
+ShmemTensor make_shmem_signal(const std::string &group, int n_pes, const SrcLoc &loc);
+
 /// The tile of a signal-only object: a [1, 8] window with one tile (one slot per row).
 ir::TileShape signal_only_tile();
 /// "[2, 8]".

@@ -398,6 +398,16 @@ void Recorder::abandon_loop(int loop_id) {
   }
 }
 
+bool Recorder::body_may_repeat() const {
+  return std::any_of(frames_.begin(), frames_.end(), [](const auto &f) {
+    const Op &l = (*f->parent_scope)[f->loop_pos];
+    if (!l.start.is_concrete() || !l.stop.is_concrete() || !l.step.is_concrete())
+      return true;
+    const __int128 span = __int128{l.stop.concrete()} - l.start.concrete();
+    return l.step.concrete() <= 0 || span > l.step.concrete(); // a concrete step <= 0 is refused
+  });
+}
+
 bool Recorder::loop_open(int loop_id) const {
   return std::any_of(frames_.begin(), frames_.end(),
                      [&](const auto &f) { return f->loop_id == loop_id; });

@@ -53,11 +53,15 @@ struct ShmemTensor {
 /// when it and the group's other shmem tensors and signal arrays exceed the symmetric heap's
 /// limit of kMaxSymmetricHeapBytes (2^40, pto/size_math.h) per PE; the message gives the limit
 /// and what was asked. Signal and wait ops check their signal arrays against the same limit.
-/// Dtypes: int8, int16, int32, int64, fp16, bf16, fp32, double.
+/// Dtypes: int8, int16, int32, int64, fp16, bf16, fp32, double. Created in a pto::loop body that
+/// may run more than once (a trip count above 1 or run-time bounds), it is fresh (zero data and
+/// signals) in every iteration, as in PyPTO: the body runs reference §7.6's reuse protocol on it
+/// here (a barrier of `group`, clear this PE's data and signals, a barrier), so every PE of the
+/// group must reach this line in every iteration (as every collective). docs/distributed.md.
 ShmemTensor create_shmem_tensor(const std::string &group, int n_pes, DataType dtype,
                                 const std::vector<int64_t> &shape, SrcLoc loc = SrcLoc::current());
 /// A signal-only object (no data; signal shape [n_pes, 1, 8]) for barriers, as PyPTO
-/// `create_shmem_signal`.
+/// `create_shmem_signal`. Fresh in every iteration of a loop body as create_shmem_tensor.
 ShmemTensor create_shmem_signal(const std::string &group, int n_pes,
                                 SrcLoc loc = SrcLoc::current());
 

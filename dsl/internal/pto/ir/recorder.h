@@ -97,6 +97,9 @@ public:
   bool loop_open(int loop_id) const;
   /// The Loop op of loop `loop_id` while its body is being traced (its bounds), else nullptr.
   const Op *open_loop_op(int loop_id) const;
+  /// True while tracing a loop body that may run more than once per kernel call: some open
+  /// loop's trip count is not a concrete value <= 1 (PyPTO's implicit `loop(1)` does not count).
+  bool body_may_repeat() const;
   /// pto::cond on a run-time condition: the outcome of the path being traced (see control.h).
   bool cond(const SymbolicScalar &c, const std::source_location &loc);
   int current_region() const { return regions_.back(); }
