@@ -2,6 +2,7 @@
 #pragma once
 
 #include "pto/collectives.h"
+#include "pto/collectives_into.h"
 #include "pto/control.h"
 #include "pto/distributed.h"
 #include "pto/dtype.h"
