@@ -273,6 +273,36 @@ void MpiHeap::add(int pe, int64_t disp, const Layout &l, MPI_Datatype type, pto_
     unlock_pe(pe);
     return;
   }
+  if (d == DT_INT8 || d == DT_INT16) {
+    // Open MPI 4.1.4's MPI_SUM of 8- and 16-bit integers saturated here (127 + 1 gave 127), so
+    // these wrap, as on threads, by a read-modify-write under the lock as fp16/bf16 do.
+    const size_t width = d == DT_INT8 ? 1 : 2;
+    std::vector<unsigned char> cur(static_cast<size_t>(count) * width);
+    lock_pe(pe);
+    try {
+      get(pe, disp, l, type, cur.data());
+      if (d == DT_INT8) {
+        const auto *v = static_cast<const uint8_t *>(src);
+        for (int i = 0; i < count; ++i)
+          cur[size_t(i)] = static_cast<uint8_t>(cur[size_t(i)] + v[i]); // mod 2^8
+      } else {
+        const auto *v = static_cast<const uint16_t *>(src);
+        for (int i = 0; i < count; ++i) {
+          uint16_t c = 0;
+          std::memcpy(&c, cur.data() + size_t(i) * 2, 2);
+          c = static_cast<uint16_t>(c + v[i]); // mod 2^16
+          std::memcpy(cur.data() + size_t(i) * 2, &c, 2);
+        }
+      }
+      put(pe, disp, l, type, cur.data());
+      complete(pe); // before the next holder of the lock reads it
+    } catch (...) {
+      unlock_pe(pe);
+      throw;
+    }
+    unlock_pe(pe);
+    return;
+  }
   const TargetType t(l, type);
   check(MPI_Accumulate(src, count, type, pe, MPI_Aint(disp), t.count, t.type, MPI_SUM, win_),
         "MPI_Accumulate(MPI_SUM)");
