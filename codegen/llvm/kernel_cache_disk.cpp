@@ -124,7 +124,8 @@ const std::string &key_suffix() {
 /// Reads all of `path`; nullopt when it cannot be opened (absent) or read.
 std::optional<std::string> read_file(const std::string &path, bool &io_error) {
   io_error = false;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO put in place of an entry must not block the open (it is refused below).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     io_error = errno != ENOENT;
     return std::nullopt;

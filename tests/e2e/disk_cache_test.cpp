@@ -224,6 +224,23 @@ TEST_CASE("disk cache: a corrupt, truncated or stale entry is refused and rebuil
   CHECK(pto::jit_cache_stats().disk_hits == s0.disk_hits + 1);
 }
 
+TEST_CASE("disk cache: a FIFO in place of an entry is refused at once, not waited on") {
+  if (!jit_available())
+    return;
+  TempDir dir;
+  EnvVar d("PTO_CACHE_DIR", dir.path().c_str());
+  NoMemoryCache no_mem;
+  run_affine(pto::RunMode::Jit);
+  REQUIRE(entries(dir.path()).size() == 1);
+  const fs::path file = entries(dir.path())[0];
+  const std::string good = read_all(file);
+  fs::remove(file);
+  REQUIRE(::mkfifo(file.c_str(), 0600) == 0); // no writer: a blocking open would never return
+  run_both();
+  CHECK(fs::is_regular_file(file)); // replaced by the rebuilt entry
+  CHECK(read_all(file) == good);
+}
+
 TEST_CASE("disk cache: PTO_CACHE=0 neither reads nor writes") {
   if (!jit_available())
     return;
