@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <numeric>
 #include <vector>
 
@@ -122,4 +123,33 @@ TEST_CASE("parallel: Mesh and Layout errors") {
         par::balanced_chunk(4, 2, 2);
       },
       "layout_test.cpp", line, "parallel::balanced_chunk", "index = 2");
+}
+
+TEST_CASE("parallel: Mesh and Layout accessors refuse points and axes outside the mesh") {
+  // Each throws a StrategyError at this file's line naming the accessor, never reads past a
+  // vector (session 12 attacker: local_shape({}) crashed, coords(-7) mapped inside the mesh).
+  int line = 0;
+  const par::Mesh m({2, 3}, {"a", "b"});
+  const par::Layout l(m, {8, 9}, {par::Placement::split(0), par::Placement::split(0)});
+  auto expect = [&](const std::function<void()> &f, const char *op, const char *what) {
+    support::expect_error<pto::StrategyError>(f, "layout_test.cpp", line, op, what);
+  };
+  // clang-format off
+  expect([&] { line = __LINE__; (void)l.local_shape({}); }, "parallel::Layout::local_shape", "mesh coordinates [] are not a point of mesh (a=2, b=3)");
+  expect([&] { line = __LINE__; (void)l.local_offset({1, 3}); }, "parallel::Layout::local_offset", "[1, 3] are not a point");
+  expect([&] { line = __LINE__; (void)l.local_shape({-1, 0}); }, "parallel::Layout::local_shape", "[-1, 0] are not a point");
+  expect([&] { line = __LINE__; (void)l.part_index(0, {0}); }, "parallel::Layout::part_index", "[0] are not a point");
+  expect([&] { line = __LINE__; (void)l.part_index(2, {0, 0}); }, "parallel::Layout::part_index", "dim 2 is outside [0, 2)");
+  expect([&] { line = __LINE__; (void)m.size(5); }, "parallel::Mesh::size", "axis 5 is outside [0, 2)");
+  expect([&] { line = __LINE__; (void)m.axis_name(-1); }, "parallel::Mesh::axis_name", "axis -1 is outside");
+  expect([&] { line = __LINE__; (void)m.stride(2); }, "parallel::Mesh::stride", "axis 2 is outside");
+  expect([&] { line = __LINE__; (void)m.coords(-7); }, "parallel::Mesh::coords", "PE -7 is outside [0, 6)");
+  expect([&] { line = __LINE__; (void)m.coords(6); }, "parallel::Mesh::coords", "PE 6 is outside");
+  expect([&] { line = __LINE__; par::Layout bad(m, {8}, {par::Placement{par::Placement::Kind(7)}, {}}); }, "parallel::Layout", "kind value 7");
+  expect([&] { line = __LINE__; par::Layout bad(m, {8}, {par::Placement::partial(par::PartialOp(9)), {}}); }, "parallel::Layout", "op value 9");
+  // clang-format on
+  // In range: the right coordinates (row-major) and slices.
+  CHECK(m.coords(5) == std::vector<int64_t>{1, 2});
+  CHECK(l.local_shape({1, 2}) == std::vector<int64_t>{1, 9}); // part 5 of 6 of 8 rows
+  CHECK(l.local_offset({1, 2}) == std::vector<int64_t>{7, 0});
 }

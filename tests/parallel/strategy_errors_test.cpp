@@ -343,4 +343,14 @@ TEST_CASE("parallel errors: the seed table's PReLU, Slice, StridedSlice and Tile
       },
       kFile, line, "parallel::topk",
       "operand 0 dim 1 of size 32 is split 8: a PE's chunk has fewer than k = 5 elements");
+  // The same on a 1-PE world (the oracle): the check does not depend on the PEs running it.
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          line = __LINE__ + 1;
+          par::topk(par::shard(x, kMesh, {{}, {}}), 5, true, true, {{1, 8}});
+        });
+      },
+      kFile, line, "parallel::topk",
+      "operand 0 dim 1 of size 32 is split 8: a PE's chunk has fewer than k = 5 elements");
 }

@@ -56,15 +56,17 @@ public:
        SrcLoc loc = SrcLoc::current());
   int n_axes() const { return static_cast<int>(shape_.size()); }
   const std::vector<int64_t> &shape() const { return shape_; }
-  int64_t size(int axis) const { return shape_[static_cast<size_t>(axis)]; }
-  const std::string &axis_name(int axis) const { return names_[static_cast<size_t>(axis)]; }
+  /// The size / name of axis `axis` in [0, n_axes()) (StrategyError at `loc` otherwise).
+  int64_t size(int axis, SrcLoc loc = SrcLoc::current()) const;
+  const std::string &axis_name(int axis, SrcLoc loc = SrcLoc::current()) const;
   /// The product of the axis sizes: the PEs the mesh spans.
   int64_t n_pes() const { return n_pes_; }
   /// The index of axis `name`, or -1 when the mesh has none.
   int find_axis(const std::string &name) const;
-  /// PE number to coordinates (row-major), and the stride of each axis in PE numbers.
-  std::vector<int64_t> coords(int64_t pe) const;
-  int64_t stride(int axis) const;
+  /// PE number `pe` in [0, n_pes()) to coordinates (row-major), and the stride of axis `axis`
+  /// in PE numbers. StrategyError at `loc` for a PE or axis outside the mesh.
+  std::vector<int64_t> coords(int64_t pe, SrcLoc loc = SrcLoc::current()) const;
+  int64_t stride(int axis, SrcLoc loc = SrcLoc::current()) const;
   /// "dp=2, mp=4".
   std::string to_string() const;
   bool operator==(const Mesh &o) const { return shape_ == o.shape_ && names_ == o.names_; }
@@ -106,8 +108,8 @@ Chunk balanced_chunk(int64_t n, int64_t parts, int64_t index, SrcLoc loc = SrcLo
 /// over the dim's axes in axis order), as JAX's tuple PartitionSpec.
 class Layout {
 public:
-  /// StrategyError when placements.size() != mesh.n_axes(), a SPLIT dim is outside
-  /// [0, rank), or a global dim is negative.
+  /// StrategyError when placements.size() != mesh.n_axes(), a placement's kind or partial op is
+  /// not one of the enum's values, a SPLIT dim is outside [0, rank), or a global dim is negative.
   Layout(Mesh mesh, std::vector<int64_t> global_shape, std::vector<Placement> placements,
          SrcLoc loc = SrcLoc::current());
   const Mesh &mesh() const { return mesh_; }
@@ -118,12 +120,16 @@ public:
   std::vector<int> split_axes(int dim) const;
   /// The number of parts dim `dim` is split into (the product of its axes' sizes).
   int64_t parts(int dim) const;
-  /// The index of the part of dim `dim` held at mesh coordinates `coord`.
-  int64_t part_index(int dim, const std::vector<int64_t> &coord) const;
+  /// The index of the part of dim `dim` held at mesh coordinates `coord` (one per mesh axis,
+  /// each in [0, size(axis)); dim in [0, rank()); StrategyError at `loc` otherwise).
+  int64_t part_index(int dim, const std::vector<int64_t> &coord,
+                     SrcLoc loc = SrcLoc::current()) const;
   /// The shape / global offset of the slice held at mesh coordinates `coord` (balanced splits;
-  /// PARTIAL and REPLICATE axes do not change them).
-  std::vector<int64_t> local_shape(const std::vector<int64_t> &coord) const;
-  std::vector<int64_t> local_offset(const std::vector<int64_t> &coord) const;
+  /// PARTIAL and REPLICATE axes do not change them). `coord` as part_index.
+  std::vector<int64_t> local_shape(const std::vector<int64_t> &coord,
+                                   SrcLoc loc = SrcLoc::current()) const;
+  std::vector<int64_t> local_offset(const std::vector<int64_t> &coord,
+                                    SrcLoc loc = SrcLoc::current()) const;
   /// The largest local shape over the mesh: ceil(n / parts) per dim.
   std::vector<int64_t> max_local_shape() const;
   /// The first dim whose split is uneven (n % parts != 0), or -1.
@@ -136,6 +142,8 @@ public:
   }
 
 private:
+  /// StrategyError naming `op` unless `coord` is a point of the mesh.
+  void check_coord(const std::vector<int64_t> &coord, const char *op, const SrcLoc &loc) const;
   Mesh mesh_;
   std::vector<int64_t> shape_;
   std::vector<Placement> placements_;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <set>
 
 namespace pto::parallel {
@@ -58,14 +59,38 @@ int Mesh::find_axis(const std::string &name) const {
   return -1;
 }
 
-int64_t Mesh::stride(int axis) const {
+namespace {
+void check_axis(const Mesh &m, int axis, const char *op, const SrcLoc &loc) {
+  if (axis < 0 || axis >= m.n_axes())
+    throw StrategyError(
+        loc, op,
+        fmt::format("axis {} is outside [0, {}) of mesh ({})", axis, m.n_axes(), m.to_string()));
+}
+} // namespace
+
+int64_t Mesh::size(int axis, SrcLoc loc) const {
+  check_axis(*this, axis, "parallel::Mesh::size", loc);
+  return shape_[static_cast<size_t>(axis)];
+}
+
+const std::string &Mesh::axis_name(int axis, SrcLoc loc) const {
+  check_axis(*this, axis, "parallel::Mesh::axis_name", loc);
+  return names_[static_cast<size_t>(axis)];
+}
+
+int64_t Mesh::stride(int axis, SrcLoc loc) const {
+  check_axis(*this, axis, "parallel::Mesh::stride", loc);
   int64_t s = 1;
   for (size_t a = static_cast<size_t>(axis) + 1; a < shape_.size(); ++a)
     s *= shape_[a];
   return s;
 }
 
-std::vector<int64_t> Mesh::coords(int64_t pe) const {
+std::vector<int64_t> Mesh::coords(int64_t pe, SrcLoc loc) const {
+  if (pe < 0 || pe >= n_pes_)
+    throw StrategyError(
+        loc, "parallel::Mesh::coords",
+        fmt::format("PE {} is outside [0, {}) of mesh ({})", pe, n_pes_, to_string()));
   std::vector<int64_t> c(shape_.size());
   for (size_t a = shape_.size(); a-- > 0;) {
     c[a] = pe % shape_[a];
@@ -115,6 +140,21 @@ Layout::Layout(Mesh mesh, std::vector<int64_t> global_shape, std::vector<Placeme
   for (size_t d = 0; d < shape_.size(); ++d)
     if (shape_[d] < 0)
       throw StrategyError(loc, op, fmt::format("dim {} has size {}", d, shape_[d]));
+  for (size_t a = 0; a < placements_.size(); ++a) {
+    const Placement &p = placements_[a];
+    const auto kind = static_cast<int>(p.kind);
+    const auto pop = static_cast<int>(p.op);
+    if (kind < 0 || kind > static_cast<int>(Placement::Kind::PARTIAL))
+      throw StrategyError(loc, op,
+                          fmt::format("placement {} has kind value {}, not REPLICATE, SPLIT or "
+                                      "PARTIAL",
+                                      a, kind));
+    if (p.kind == Placement::Kind::PARTIAL && (pop < 0 || pop > static_cast<int>(PartialOp::PROD)))
+      throw StrategyError(loc, op,
+                          fmt::format("placement {} is a partial of op value {}, not SUM, MAX, "
+                                      "MIN or PROD",
+                                      a, pop));
+  }
   for (size_t a = 0; a < placements_.size(); ++a)
     if (placements_[a].kind == Placement::Kind::SPLIT &&
         (placements_[a].dim < 0 || placements_[a].dim >= rank()))
@@ -139,14 +179,31 @@ int64_t Layout::parts(int dim) const {
   return p;
 }
 
-int64_t Layout::part_index(int dim, const std::vector<int64_t> &coord) const {
+int64_t Layout::part_index(int dim, const std::vector<int64_t> &coord, SrcLoc loc) const {
+  const char *op = "parallel::Layout::part_index";
+  if (dim < 0 || dim >= rank())
+    throw StrategyError(loc, op, fmt::format("dim {} is outside [0, {})", dim, rank()));
+  check_coord(coord, op, loc);
   int64_t idx = 0;
   for (int a : split_axes(dim))
     idx = idx * mesh_.size(a) + coord[static_cast<size_t>(a)];
   return idx;
 }
 
-std::vector<int64_t> Layout::local_shape(const std::vector<int64_t> &coord) const {
+void Layout::check_coord(const std::vector<int64_t> &coord, const char *op,
+                         const SrcLoc &loc) const {
+  bool ok = coord.size() == static_cast<size_t>(mesh_.n_axes());
+  for (size_t a = 0; ok && a < coord.size(); ++a)
+    ok = coord[a] >= 0 && coord[a] < mesh_.shape()[a];
+  if (!ok)
+    throw StrategyError(loc, op,
+                        fmt::format("mesh coordinates [{}] are not a point of mesh ({}): give one "
+                                    "coordinate per axis, each in [0, axis size)",
+                                    fmt::join(coord, ", "), mesh_.to_string()));
+}
+
+std::vector<int64_t> Layout::local_shape(const std::vector<int64_t> &coord, SrcLoc loc) const {
+  check_coord(coord, "parallel::Layout::local_shape", loc);
   std::vector<int64_t> s(shape_.size());
   for (size_t d = 0; d < shape_.size(); ++d) {
     int dim = static_cast<int>(d);
@@ -155,7 +212,8 @@ std::vector<int64_t> Layout::local_shape(const std::vector<int64_t> &coord) cons
   return s;
 }
 
-std::vector<int64_t> Layout::local_offset(const std::vector<int64_t> &coord) const {
+std::vector<int64_t> Layout::local_offset(const std::vector<int64_t> &coord, SrcLoc loc) const {
+  check_coord(coord, "parallel::Layout::local_offset", loc);
   std::vector<int64_t> s(shape_.size());
   for (size_t d = 0; d < shape_.size(); ++d) {
     int dim = static_cast<int>(d);

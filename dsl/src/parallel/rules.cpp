@@ -179,16 +179,15 @@ Tensor local_topk(const Call &c) {
   const int64_t k = c.attrs.axis;
   const auto &axes = c.factor_axes[static_cast<size_t>(last)];
   SortResult r;
-  if (!c.active || axes.empty()) {
-    r = pto::topk(x, k, last, c.attrs.topk, c.loc);
-  } else {
-    std::vector<int64_t> shape;
-    std::vector<Placement> from(static_cast<size_t>(c.mesh.n_axes()));
+  std::vector<int64_t> shape;
+  std::vector<Placement> from(static_cast<size_t>(c.mesh.n_axes()));
+  if (!axes.empty()) {
     for (size_t d = 0; d < c.sig.in[0].size(); ++d) {
       shape.push_back(c.sig.factors[d].size);
       for (int a : c.factor_axes[d])
         from[static_cast<size_t>(a)] = Placement::split(static_cast<int>(d));
     }
+    // Checked on the 1-PE oracle too, so both give the same error.
     const Layout in(c.mesh, shape, from, c.loc);
     if (shape.back() / in.parts(last) < k)
       throw StrategyError(c.loc, c.rule.op,
@@ -196,6 +195,11 @@ Tensor local_topk(const Call &c) {
                                       "fewer than k = {} elements (chunks smaller than k are "
                                       "planned); split it at most {} ways",
                                       last, shape.back(), in.parts(last), k, shape.back() / k));
+  }
+  if (!c.active || axes.empty()) {
+    r = pto::topk(x, k, last, c.attrs.topk, c.loc);
+  } else {
+    const Layout in(c.mesh, shape, from, c.loc);
     r = pto::topk(x, k, last, c.attrs.topk, c.loc);
     const SymChunk chunk = my_chunk(in, last, c.loc);
     Tensor offset = pto::view(pto::arange(int64_t{0}, shape.back() + 1, 1, c.loc), {1},
