@@ -354,3 +354,82 @@ TEST_CASE("parallel errors: the seed table's PReLU, Slice, StridedSlice and Tile
       kFile, line, "parallel::topk",
       "operand 0 dim 1 of size 32 is split 8: a PE's chunk has fewer than k = 5 elements");
 }
+
+TEST_CASE("parallel errors: the seed table's Gather, OneHot, UnsortedSegment and Unique rules") {
+  int line = 0;
+  // GatherV2: the indices are 1-D (MindSpore: no scalar indices).
+  support::expect_error<pto::ShapeError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          line = __LINE__ + 2;
+          auto idx = pto::reshape(pto::arange(4), {2, 2});
+          par::index_select(par::shard(x, kMesh, {{}, {}}), 0, idx);
+        });
+      },
+      kFile, line, "parallel::index_select", "indices [2, 2] must be 1-D");
+  // OneHot: MindSpore's strategy, the output's tuple then () () for on_value and off_value.
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor, Tensor) {
+          line = __LINE__ + 1;
+          par::one_hot(par::shard(pto::arange(16), kMesh, {{}}), 4, {{2, 4}, {}});
+        });
+      },
+      kFile, line, "parallel::one_hot",
+      "the strategy has 2 tuples: OneHot takes the output's tuple, then () and () for on_value "
+      "and off_value; nearest valid strategy: ((2, 4), (), ())");
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor, Tensor) {
+          line = __LINE__ + 1;
+          par::one_hot(par::shard(pto::arange(16), kMesh, {{}}), 4, {{2, 4}, {}, {2}});
+        });
+      },
+      kFile, line, "parallel::one_hot",
+      "tuple 2 (off_value) has 1 entries, but off_value is a scalar: its tuple must be ()");
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor, Tensor) {
+          line = __LINE__ + 1;
+          par::one_hot(par::shard(pto::arange(16), kMesh, {{}}), 4, {{2}, {}, {}});
+        });
+      },
+      kFile, line, "parallel::one_hot",
+      "the output's tuple has 1 entries, but the output (the indices' 1 dims, then the 4 "
+      "classes) has rank 2; nearest valid strategy: ((2, 1), (), ())");
+  // UnsortedSegmentSum / Min / Max: input_x and segment_ids split alike along segment_ids' dims.
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          line = __LINE__ + 1;
+          par::unsorted_segment_sum(par::shard(x, kMesh, {{}, {}}), pto::arange(16), 4,
+                                    {{2, 1}, {4}});
+        });
+      },
+      kFile, line, "parallel::unsorted_segment_sum",
+      "operand 1 (segment_ids) dim 0 is split 4, but operand 0 (input_x) dim 0 is split 2: "
+      "UnsortedSegmentSum needs input_x and segment_ids split the same way along the segment_ids "
+      "dims; nearest valid strategy: ((2, 1), (2,))");
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          line = __LINE__ + 1;
+          par::unsorted_segment_max(par::shard(x, kMesh, {{}, {}}), pto::arange(16), 4,
+                                    {{1, 4}, {2}});
+        });
+      },
+      kFile, line, "parallel::unsorted_segment_max",
+      "operand 1 (segment_ids) dim 0 is split 2, but operand 0 (input_x) dim 0 is split 1: "
+      "UnsortedSegmentMax needs");
+  // Unique: only the fully repeated strategy.
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          line = __LINE__ + 1;
+          par::unique(par::shard(x, kMesh, {{}, {}}), {{1, 4}});
+        });
+      },
+      kFile, line, "parallel::unique",
+      "operand 0 dim 1 is split 4: Unique takes only the fully repeated strategy (every count 1; "
+      "a split input is gathered whole without one); nearest valid strategy: ((1, 1))");
+}

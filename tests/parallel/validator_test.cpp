@@ -135,6 +135,55 @@ const std::vector<Op> &ops() {
     o.push_back({"parallel::tile", 1, [](const auto &x) {
                    return par::slice(par::tile(x[0], {1, 2}), {0, 3}, {5, 7});
                  }});
+    // Session 12's rules. Integer indices from argmax_with_value of an input (exact, global,
+    // with the input's layout on the other dims): a split params axis is the masked lookup.
+    o.push_back({"parallel::index_select", 2, [](const auto &x) {
+                   auto idx = par::argmax_with_value(x[1], 0).index; // [7] in [0, rows of x[1])
+                   return par::slice(par::index_select(x[0], 0, idx), {0, 0}, {5, 7});
+                 }});
+    o.push_back({"parallel::index_select", 2, [](const auto &x) {
+                   auto idx = par::argmax_with_value(x[1], 1).index; // [rows of x[1]] in [0, 7)
+                   auto sel = par::index_select(x[0], 1, idx);
+                   return par::slice(par::concat({sel, x[0]}, 1), {0, 0}, {5, 7});
+                 }});
+    o.push_back({"parallel::embedding", 2, [](const auto &x) {
+                   auto ids = par::argmax_with_value(x[1], 0).index;
+                   return par::slice(par::embedding(x[0], ids), {0, 0}, {5, 7});
+                 }});
+    o.push_back({"parallel::one_hot", 1, [](const auto &x) {
+                   auto idx = par::argmax_with_value(x[0], 0).index; // [7] in [0, 5)
+                   return par::permute(par::cast(par::one_hot(idx, 5), pto::DT_FP32), {1, 0});
+                 }});
+    // Segment ids [5] in [0, 7) (broadcast from [1] for the [1, 7] operand); 6 segments, so
+    // id 6 is dropped and some segments are empty (0, FLT_MAX, -FLT_MAX).
+    auto seg = [&](const char *n, par::DTensor (*f)(const par::Input &, const par::Input &, int64_t,
+                                                    const par::Strategy &, pto::SrcLoc)) {
+      o.push_back({std::string("parallel::") + n, 2, [f](const auto &x) {
+                     auto ids = par::argmax_with_value(x[1], 1).index;
+                     if (x[1].layout().global_shape()[0] == 1)
+                       ids = par::broadcast_to(ids, {5});
+                     return par::slice(f(x[0], ids, 6, {}, {}), {0, 0}, {5, 7});
+                   }});
+    };
+    seg("unsorted_segment_sum", par::unsorted_segment_sum);
+    seg("unsorted_segment_min", par::unsorted_segment_min);
+    seg("unsorted_segment_max", par::unsorted_segment_max);
+    o.push_back({"parallel::stack", 1, [](const auto &x) {
+                   auto st = par::stack({x[0], par::neg(x[0])}, 1); // [5, 2, 7]
+                   return par::squeeze(par::slice(st, {0, 1, 0}, {5, 1, 7}), {1});
+                 }});
+    b("sigmoid_cross_entropy_with_logits", par::sigmoid_cross_entropy_with_logits);
+    o.push_back({"parallel::softmax_cross_entropy_with_logits", 2,
+                 [](const auto &x) {
+                   auto labels = par::broadcast_to(x[1], {5, 7});
+                   return par::unsqueeze(par::softmax_cross_entropy_with_logits(x[0], labels), 1);
+                 },
+                 sharded::kSumTolerance});
+    o.push_back({"parallel::unique", 1, [](const auto &x) {
+                   auto u = par::unique(x[0]);
+                   return par::add(par::reshape(u.values, {5, 7}),
+                                   par::cast(u.count, pto::DT_FP32));
+                 }});
     return o;
   }();
   return v;
@@ -249,8 +298,8 @@ void sweep(const Op &o, int n, int64_t b_rows, pto::RunMode mode) {
       {z, x}, {int64_t(combos.size()) * rows_out, 7}, o.tol, {mode});
 }
 
-/// The rules added in session 9, swept on 2 PEs in the quick tier (3 in the slow one) to keep
-/// the quick tier's time.
+/// The rules added in sessions 9 and 12, swept on 2 PEs in the quick tier (3 in the slow one) to
+/// keep the quick tier's time.
 const std::set<std::string> kSlowOnThree = {"parallel::approximate_equal",
                                             "parallel::prelu",
                                             "parallel::l2_normalize",
@@ -261,7 +310,17 @@ const std::set<std::string> kSlowOnThree = {"parallel::approximate_equal",
                                             "parallel::tile",
                                             "parallel::argmax_with_value",
                                             "parallel::argmin_with_value",
-                                            "parallel::topk"};
+                                            "parallel::topk",
+                                            "parallel::index_select",
+                                            "parallel::embedding",
+                                            "parallel::one_hot",
+                                            "parallel::unsorted_segment_sum",
+                                            "parallel::unsorted_segment_min",
+                                            "parallel::unsorted_segment_max",
+                                            "parallel::stack",
+                                            "parallel::sigmoid_cross_entropy_with_logits",
+                                            "parallel::softmax_cross_entropy_with_logits",
+                                            "parallel::unique"};
 
 /// Every op (or those named in `only`, but for those in `skip`) on each PE count of `ns`, in
 /// `mode`. The rules rewrite
@@ -303,4 +362,106 @@ TEST_CASE("parallel validator: 4 and 8 PEs, and every op JIT-compiled" *
   sweep_all({4, 8}, pto::RunMode::Interpret);
   sweep_all({3}, pto::RunMode::Interpret, kSlowOnThree);
   sweep_all({2}, pto::RunMode::Jit);
+}
+
+namespace {
+/// A DT_INT32 [n] host tensor of `v`.
+pto::HostTensor ints(const std::vector<int64_t> &v) {
+  pto::HostTensor t(pto::DT_INT32, {int64_t(v.size())});
+  for (size_t i = 0; i < v.size(); ++i)
+    t.set(int64_t(i), double(v[i]));
+  return t;
+}
+} // namespace
+
+TEST_CASE("parallel validator: strategies of the lookup, one-hot, segment, stack and loss rules") {
+  // Dims of 5, 7 and 9 split 2, 3 and 4 ways: uneven splits (all but 9 in 3).
+  const auto p = sharded::data({5, 7}, 7), labels = sharded::data({5, 7}, 9);
+  const auto data = sharded::data({9, 7}, 8);
+  const auto rows = ints({4, 0, 2, 2, 1, 3, 0, 4, 1});  // into 5 rows, repeats
+  const auto cols = ints({6, 0, 3, 3, 5, 1, 2, 6, 4});  // into 7 columns
+  const auto segs = ints({0, 5, 2, -1, 2, 6, 1, 0, 3}); // 6 segments: 4 empty; -1, 6 dropped
+  const std::vector<pto::RunMode> interp = {pto::RunMode::Interpret};
+  const support::Tolerance exact{0, 0};
+  for (int n : {2, 3, 4}) {
+    CAPTURE(n);
+    const par::Mesh mesh({n}, {"x"});
+    using S = par::Strategy;
+    auto rep = [&](Tensor t) { return par::shard(t, mesh, par::Spec(size_t(t.dim()))); };
+    auto two = [&](const char *name, const std::function<par::DTensor(Tensor, Tensor)> &f,
+                   const pto::HostTensor &a, const pto::HostTensor &b,
+                   const std::vector<int64_t> &out, support::Tolerance tol) {
+      CAPTURE(name);
+      sharded::against_oracle(
+          name, n,
+          [&](Tensor at, Tensor bt, Tensor y) {
+            pto::set_vec_tile_shapes(1, 1, 8, 8);
+            Tensor r = par::full_tensor(f(at, bt));
+            if (r.dtype() != pto::DT_FP32)
+              r = pto::cast(r, pto::DT_FP32);
+            pto::assemble(pto::reshape(r, std::vector<pto::SymbolicScalar>(out.begin(), out.end())),
+                          std::vector<pto::SymbolicScalar>(out.size(), 0), y);
+          },
+          {a, b}, out, tol, interp);
+    };
+    // GatherV2 with params split along the axis (the masked lookup, Partial(sum)): bitwise.
+    two(
+        "gather_rows",
+        [&](Tensor a, Tensor i) { return par::index_select(rep(a), 0, i, S{{n, 1}, {1}}); }, p,
+        rows, {9, 7}, exact);
+    two(
+        "gather_cols",
+        [&](Tensor a, Tensor i) { return par::index_select(rep(a), 1, i, S{{1, n}, {1}}); }, p,
+        cols, {5, 9}, exact);
+    two(
+        "gather_indices",
+        [&](Tensor a, Tensor i) { return par::index_select(rep(a), 0, i, S{{1, 1}, {n}}); }, p,
+        rows, {9, 7}, exact);
+    two(
+        "embedding_v",
+        [&](Tensor a, Tensor i) { return par::embedding(rep(a), i, S{{n, 1}, {1}}); }, p, rows,
+        {9, 7}, exact);
+    two(
+        "embedding_ids",
+        [&](Tensor a, Tensor i) { return par::embedding(rep(a), i, S{{1, 1}, {n}}); }, p, rows,
+        {9, 7}, exact);
+    // OneHot, MindSpore's form: the output's tuple, then () () for on_value and off_value.
+    two(
+        "one_hot_classes",
+        [&](Tensor, Tensor i) { return par::one_hot(rep(i), 5, S{{1, n}, {}, {}}); }, p, rows,
+        {9, 5}, exact);
+    two(
+        "one_hot_rows", [&](Tensor, Tensor i) { return par::one_hot(rep(i), 5, S{{n, 1}}); }, p,
+        rows, {9, 5}, exact);
+    two(
+        "segment_sum",
+        [&](Tensor d, Tensor i) { return par::unsorted_segment_sum(rep(d), i, 6, S{{n, 1}, {n}}); },
+        data, segs, {6, 7}, exact);
+    two(
+        "segment_min",
+        [&](Tensor d, Tensor i) { return par::unsorted_segment_min(rep(d), i, 6, S{{n, 1}, {n}}); },
+        data, segs, {6, 7}, exact);
+    two(
+        "segment_max",
+        [&](Tensor d, Tensor i) { return par::unsorted_segment_max(rep(d), i, 6, S{{n, 1}, {n}}); },
+        data, segs, {6, 7}, exact);
+    two(
+        "stack", [&](Tensor a, Tensor b) { return par::stack({rep(a), b}, 2, S{{1, n}, {1, n}}); },
+        p, labels, {5, 7, 2}, exact);
+    two(
+        "softmax_ce",
+        [&](Tensor a, Tensor b) {
+          return par::softmax_cross_entropy_with_logits(rep(a), b, S{{1, n}, {1, n}});
+        },
+        p, labels, {5, 1}, sharded::kSumTolerance);
+    if (n == 4) { // params and indices split together, on two mesh axes
+      const par::Mesh m2({2, 2}, {"a", "b"});
+      two(
+          "gather_both",
+          [&](Tensor a, Tensor i) {
+            return par::index_select(par::shard(a, m2, {"a", {}}), 0, par::shard(i, m2, {"b"}));
+          },
+          p, rows, {9, 7}, exact);
+    }
+  }
 }

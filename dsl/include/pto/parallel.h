@@ -505,6 +505,76 @@ struct TopK {
 TopK topk(const Input &x, int64_t k, bool largest = true, bool sorted = true,
           const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
 
+/// GatherV2 / Gather / SparseGatherV2 (pto::index_select(params, axis, indices), indices 1-D;
+/// the strategy is (params' tuple, indices' tuple), MindSpore's order). params' other dims and
+/// indices split freely, no communication (the output's `axis` dim follows the indices). Unlike
+/// MindSpore, params may be split along `axis` too, with repeated computation and together with
+/// the indices: each PE looks up only the rows it owns (-0.0, or 0 for ints, elsewhere) and the
+/// output is a Partial(sum), resolved by one allreduce of the output when a consumer needs it:
+/// bitwise equal to one PE (-0.0 is the identity of addition). Every PE must own a row
+/// (StrategyError naming the dim and the largest split that works). An index outside the dim
+/// throws the one-PE RuntimeError (on the first or last PE of the split). Params of rank 1-4.
+/// A pending partial of params (sum, max, min) is kept when the indices are replicated; the
+/// indices' partials are resolved first.
+DTensor index_select(const Input &params, int axis, const Input &indices,
+                     const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+/// EmbeddingLookup (pto::embedding(weight [V, D], ids of rank 1-3); strategy (weight's, ids')):
+/// as index_select on axis 0: ids and D split freely; a split V is the masked lookup, a
+/// Partial(sum) output, bitwise equal to one PE.
+DTensor embedding(const Input &weight, const Input &ids, const Strategy &strategy = {},
+                  SrcLoc loc = SrcLoc::current());
+/// OneHot (pto::one_hot: DT_INT64 [index.shape..., num_classes], indices of rank 1-3; the seed:
+/// 1-D). The strategy is MindSpore's: the OUTPUT's tuple (rank of index + 1), then () and ()
+/// for on_value and off_value (or the output's tuple alone); StrategyError for another tuple
+/// count, a non-empty scalar tuple or an output tuple of the wrong rank. The index dims split
+/// freely; a split class dim makes each PE compare the indices with its classes (bitwise, no
+/// communication; an index outside [0, num_classes) then gives a zero row, where one PE throws
+/// RuntimeError). ArgumentError for num_classes outside [1, 2^31).
+DTensor one_hot(const Input &index, int64_t num_classes, const Strategy &strategy = {},
+                SrcLoc loc = SrcLoc::current());
+/// UnsortedSegmentSum / Min / Max (pto::unsorted_segment_*: segment_ids' shape a prefix of
+/// data's; the output [num_segments, data.shape[k:]...]). The seed table's rule: data and
+/// segment_ids are split the same way along the segment_ids dims (StrategyError naming
+/// operand 1 otherwise); splitting them gives a Partial(sum | min | max) output, resolved by
+/// allreduce when needed (min and max bitwise; empty segments stay the dtype's largest / lowest
+/// value and are never summed, so nothing overflows). data's other dims split freely. A pending
+/// partial of data of the same reduction is kept when segment_ids is replicated. ArgumentError
+/// for num_segments < 1.
+DTensor unsorted_segment_sum(const Input &data, const Input &segment_ids, int64_t num_segments,
+                             const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+DTensor unsorted_segment_min(const Input &data, const Input &segment_ids, int64_t num_segments,
+                             const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+DTensor unsorted_segment_max(const Input &data, const Input &segment_ids, int64_t num_segments,
+                             const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+/// Pack (pto::stack of 1-128 inputs of one shape, the new dim at `dim` in [-rank-1, rank]):
+/// every dim split alike in every input (seed table: none), the new dim replicated; pure
+/// movement, so pending partials stay pending when every input has the same one.
+DTensor stack(const std::vector<Input> &xs, int dim = 0, const Strategy &strategy = {},
+              SrcLoc loc = SrcLoc::current());
+/// SigmoidCrossEntropyWithLogits (pto::sigmoid_cross_entropy_with_logits): elementwise, as the
+/// binary ops above; partials are resolved first.
+DTensor sigmoid_cross_entropy_with_logits(const Input &logits, const Input &labels,
+                                          const Strategy &strategy = {},
+                                          SrcLoc loc = SrcLoc::current());
+/// SoftmaxCrossEntropyWithLogits' loss (output 0 of pto::softmax_cross_entropy_with_logits, the
+/// only one the seed table supports): logits and labels of one shape, split alike. Unlike
+/// MindSpore the last dim may be split: the row max and the row sum of exp are allreduced (max,
+/// then sum) and each PE sums labels * (log S - (x - M)) over its classes, a Partial(sum) loss
+/// (sums reassociated, docs/sharding.md). Partials are resolved first.
+DTensor softmax_cross_entropy_with_logits(const Input &logits, const Input &labels,
+                                          const Strategy &strategy = {},
+                                          SrcLoc loc = SrcLoc::current());
+/// The two results of unique, replicated: values ([N], N = x's element count) and count
+/// (DT_INT32 [1]), as pto::unique's.
+struct Unique {
+  DTensor values;
+  DTensor count;
+};
+/// Unique (pto::unique of the flattened x, sorted): the seed table's "only the fully repeated
+/// strategy": a strategy with a count other than 1 is a StrategyError; without one, a split x
+/// is allgathered whole and every PE computes the whole result. Partials are resolved first.
+Unique unique(const Input &x, const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+
 /// One row of the rule table, as tools and docs read it (docs/sharding_ops.md is generated from
 /// it): the op as written, the seed table's MindSpore name, the number of inputs, whether a
 /// strategy may be given, the communication a split costs, and per pending Partial(sum|max|min|

@@ -42,6 +42,16 @@ enum RuleIndex : size_t {
   kArgMinWithValue,
   kTopk,
   kTile,
+  kIndexSelect,
+  kEmbedding,
+  kOneHot,
+  kUnsortedSegmentSum,
+  kUnsortedSegmentMin,
+  kUnsortedSegmentMax,
+  kStack,
+  kSigmoidCrossEntropy,
+  kSoftmaxCrossEntropy,
+  kUnique,
   kRuleCount
 };
 

@@ -11,6 +11,7 @@
 #include "pto/size_math.h"
 #include "pto/sort_ops.h"
 
+#include "gather_rules.h"
 #include "parallel_internal.h"
 #include "rule_index.h"
 #include "rule_signatures.h"
@@ -309,6 +310,13 @@ constexpr std::array<PartialRule, 4> kMaxMonotone = {R, PartialRule::MONOTONE, R
 /// Pure movement of one input commutes with every elementwise reduction: any partial is kept.
 constexpr std::array<PartialRule, 4> kMovement = {PartialRule::LINEAR_ALL, PartialRule::LINEAR_ALL,
                                                   PartialRule::LINEAR_ALL, PartialRule::LINEAR_ALL};
+/// A selection from input 0 (index_select, embedding) commutes with sum, max and min: a partial
+/// of input 0 is kept when the indices are replicated (not prod: the masked lookup's -0.0).
+constexpr std::array<PartialRule, 4> kSelectFirst = {
+    PartialRule::LINEAR_FIRST, PartialRule::LINEAR_FIRST, PartialRule::LINEAR_FIRST, R};
+constexpr std::array<PartialRule, 4> kFirstSum = {PartialRule::LINEAR_FIRST, R, R, R};
+constexpr std::array<PartialRule, 4> kFirstMin = {R, R, PartialRule::LINEAR_FIRST, R};
+constexpr std::array<PartialRule, 4> kFirstMax = {R, PartialRule::LINEAR_FIRST, R, R};
 constexpr std::array<PartialRule, 4> kMinMonotone = {R, R, PartialRule::MONOTONE, R};
 /// f(max x_i) == max f(x_i) and likewise for min, bit for bit, for an f that is non-decreasing
 /// in IEEE 754's order with -0 < +0 and maps NaN to NaN (floor, ceil, round, sign, relu6).
@@ -399,6 +407,56 @@ const Rule kRules[] = {
     {"parallel::tile", "Tile", 1, true, kMovement, sig_tile, local_tile,
      "none (the input is made whole along a repeated dim; a count divides the multiple)", "",
      check_tile},
+    {"parallel::index_select", "GatherV2", 2, true, kSelectFirst, sig_index_select,
+     local_index_select,
+     "params' other dims and indices: none; params' axis: Partial(sum) of a masked lookup, "
+     "allreduce when needed",
+     "params split along axis (the seed table forbids repeated computation then, and splitting "
+     "params and indices together; both are allowed here): each PE looks up only the rows it "
+     "owns and writes -0.0 elsewhere, the output is Partial(sum): one allreduce of the output "
+     "(L x D elements per PE) when resolved, bitwise exact since -0.0 is the identity of "
+     "addition; split into more parts than rows, params are allgathered along the axis and "
+     "the split's chunk 0 looks up (the others -0.0). params of rank 1-4 (the seed: 1-2); the "
+     "32-byte alignment of the last dim is Ascend's and not needed"},
+    {"parallel::embedding", "EmbeddingLookup", 2, true, kSelectFirst, sig_embedding,
+     local_embedding, "ids and D: none; V: Partial(sum) of a masked lookup, allreduce when needed",
+     "as GatherV2 on axis 0: each PE looks up the rows of V it owns, -0.0 elsewhere; bitwise "
+     "exact; ids of rank 1-3"},
+    {"parallel::one_hot", "OneHot", 1, true, kResolve, sig_one_hot, local_one_hot,
+     "none (the class dim is split by the strategy's output tuple: each PE compares the indices "
+     "with its classes)",
+     "MindSpore's strategy form: the output's tuple, then () () for on_value and off_value; "
+     "indices of rank 1-3 (the seed: 1-D); class dim split: eq(index, class) per PE, bitwise; "
+     "an index outside [0, C) then gives a zero row (one PE, or classes not split: RuntimeError)",
+     nullptr},
+    {"parallel::unsorted_segment_sum", "UnsortedSegmentSum", 2, true, kFirstSum,
+     sig_unsorted_segment, local_unsorted_segment,
+     "segment_ids dims: Partial(sum), allreduce when needed; data's other dims: none", "",
+     check_unsorted_segment},
+    {"parallel::unsorted_segment_min", "UnsortedSegmentMin", 2, true, kFirstMin,
+     sig_unsorted_segment, local_unsorted_segment,
+     "segment_ids dims: Partial(min), allreduce(min) when needed; data's other dims: none",
+     "an empty segment is the dtype's largest value on every PE and the partial is resolved by "
+     "min (never summed), so nothing overflows; bitwise",
+     check_unsorted_segment},
+    {"parallel::unsorted_segment_max", "UnsortedSegmentMax", 2, true, kFirstMax,
+     sig_unsorted_segment, local_unsorted_segment,
+     "segment_ids dims: Partial(max), allreduce(max) when needed; data's other dims: none",
+     "as UnsortedSegmentMin with max and the dtype's lowest value; bitwise",
+     check_unsorted_segment},
+    {"parallel::stack", "Pack", 0, true, kMovement, sig_stack, local_stack,
+     "none (the new dim is replicated)"},
+    {"parallel::sigmoid_cross_entropy_with_logits", "SigmoidCrossEntropyWithLogits", 2, true,
+     kResolve, sig_elementwise, local_sigmoid_cross_entropy, "none"},
+    {"parallel::softmax_cross_entropy_with_logits", "SoftmaxCrossEntropyWithLogits", 2, true,
+     kResolve, sig_softmax_cross_entropy, local_softmax_cross_entropy,
+     "last dim: allreduce(max) and allreduce(sum) of one value per row; the loss Partial(sum)",
+     "the loss (output 0) only, as the seed table; last dim split (the seed forbids it): row max "
+     "and sum of exp allreduced, each PE sums labels * (log S - (x - M)) over its classes; sums "
+     "reassociated"},
+    {"parallel::unique", "Unique", 1, true, kResolve, sig_unique, local_unique,
+     "a split input is allgathered whole; values and count are replicated",
+     "the seed table's fully repeated strategy only (every count 1)", check_unique},
 };
 
 static_assert(std::size(kRules) == kRuleCount, "kRules and RuleIndex must list the same ops");

@@ -274,3 +274,108 @@ DTensor tile(const Input &x, const std::vector<int64_t> &multiples, const Strate
 }
 
 } // namespace pto::parallel
+
+namespace pto::parallel {
+
+DTensor index_select(const Input &params, int axis, const Input &indices, const Strategy &s,
+                     SrcLoc loc) {
+  Attrs at;
+  at.axis = axis;
+  return apply(kRules[kIndexSelect], {params, indices}, s, at, loc);
+}
+DTensor embedding(const Input &weight, const Input &ids, const Strategy &s, SrcLoc loc) {
+  return apply(kRules[kEmbedding], {weight, ids}, s, {}, loc);
+}
+
+DTensor one_hot(const Input &index, int64_t num_classes, const Strategy &s, SrcLoc loc) {
+  const char *op = "parallel::one_hot";
+  if (num_classes < 1 || num_classes > INT32_MAX)
+    throw ArgumentError(loc, op, fmt::format("num_classes = {} must be in [1, 2^31)", num_classes));
+  const size_t rank = index.get() ? index.get()->layout().global_shape().size()
+                                  : static_cast<size_t>(index.tensor.dim(loc));
+  Strategy in;
+  if (!s.empty()) {
+    auto spec_str = [](const Spec &spec) {
+      std::string t = "(";
+      for (size_t d = 0; d < spec.size(); ++d)
+        t += fmt::format("{}{}", d ? ", " : "",
+                         spec[d].axis.empty() ? std::to_string(spec[d].parts)
+                                              : "'" + spec[d].axis + "'");
+      return t + (spec.size() == 1 ? ",)" : ")");
+    };
+    Spec out = s[0];
+    out.resize(rank + 1);
+    const std::string hint = fmt::format("nearest valid strategy: ({}, (), ())", spec_str(out));
+    if (s.size() != 1 && s.size() != 3)
+      throw StrategyError(loc, op,
+                          fmt::format("the strategy has {} tuples: OneHot takes the output's "
+                                      "tuple, then () and () for on_value and off_value; {}",
+                                      s.size(), hint));
+    for (size_t i = 1; i < s.size(); ++i)
+      if (!s[i].empty())
+        throw StrategyError(loc, op,
+                            fmt::format("tuple {} ({}) has {} entries, but {} is a scalar: its "
+                                        "tuple must be (); {}",
+                                        i, i == 1 ? "on_value" : "off_value", s[i].size(),
+                                        i == 1 ? "on_value" : "off_value", hint));
+    if (s[0].size() != rank + 1)
+      throw StrategyError(loc, op,
+                          fmt::format("the output's tuple has {} entries, but the output (the "
+                                      "indices' {} dims, then the {} classes) has rank {}; {}",
+                                      s[0].size(), rank, num_classes, rank + 1, hint));
+    in = {Spec(s[0].begin(), s[0].end() - 1), Spec{s[0].back()}};
+  }
+  Attrs at;
+  at.size = {num_classes};
+  return apply(kRules[kOneHot], {index, pto::arange(int64_t{0}, num_classes, 1, loc)}, in, at, loc);
+}
+
+namespace {
+DTensor segment(RuleIndex r, int fn, const Input &data, const Input &ids, int64_t n,
+                const Strategy &s, SrcLoc loc) {
+  if (n < 1)
+    throw ArgumentError(loc, kRules[r].op, fmt::format("num_segments = {} must be >= 1", n));
+  Attrs at;
+  at.fn = fn;
+  at.size = {n};
+  return apply(kRules[r], {data, ids}, s, at, loc);
+}
+} // namespace
+
+DTensor unsorted_segment_sum(const Input &data, const Input &segment_ids, int64_t num_segments,
+                             const Strategy &s, SrcLoc loc) {
+  return segment(kUnsortedSegmentSum, 0, data, segment_ids, num_segments, s, loc);
+}
+DTensor unsorted_segment_min(const Input &data, const Input &segment_ids, int64_t num_segments,
+                             const Strategy &s, SrcLoc loc) {
+  return segment(kUnsortedSegmentMin, 1, data, segment_ids, num_segments, s, loc);
+}
+DTensor unsorted_segment_max(const Input &data, const Input &segment_ids, int64_t num_segments,
+                             const Strategy &s, SrcLoc loc) {
+  return segment(kUnsortedSegmentMax, 2, data, segment_ids, num_segments, s, loc);
+}
+
+DTensor stack(const std::vector<Input> &xs, int dim, const Strategy &s, SrcLoc loc) {
+  if (xs.empty() || xs.size() > 128)
+    throw ShapeError(loc, "parallel::stack",
+                     fmt::format("{} inputs: stack takes 1-128", xs.size()));
+  Attrs at;
+  at.axis = dim;
+  return apply(kRules[kStack], xs, s, at, loc);
+}
+
+DTensor sigmoid_cross_entropy_with_logits(const Input &logits, const Input &labels,
+                                          const Strategy &s, SrcLoc loc) {
+  return apply(kRules[kSigmoidCrossEntropy], {logits, labels}, s, {}, loc);
+}
+DTensor softmax_cross_entropy_with_logits(const Input &logits, const Input &labels,
+                                          const Strategy &s, SrcLoc loc) {
+  return apply(kRules[kSoftmaxCrossEntropy], {logits, labels}, s, {}, loc);
+}
+
+Unique unique(const Input &x, const Strategy &s, SrcLoc loc) {
+  auto r = apply_n(kRules[kUnique], {x}, s, {}, loc);
+  return {r[0], DTensor(r[1].local(), replicated(r[1].mesh(), {1}, loc))};
+}
+
+} // namespace pto::parallel
