@@ -109,5 +109,21 @@ for s in sharded_mlp sharded_attention; do
   for v in 2x abc 2x4x1 0x4 4x0 -2x4 100x100 99999999999999999999x1 ""; do refused "$s" --mesh "$v"; done
   refused "$s" --mesh 3x3 --pes 8
 done
+# runs SAMPLE ARGS...: --check passes (exit 0).
+runs() {
+  local s=$1 rc out
+  out=$(timeout 60 "$bin/$s" "${@:2}" --check 2>"$err")
+  rc=$?
+  if [ "$rc" -eq 0 ] && grep -q '^check: PASS' <<<"$out"; then
+    ok
+  else
+    bad "$s ${*:2} exited $rc, want a PASS: $(tail -n 1 <<<"$out") $(head -c 300 "$err")"
+  fi
+}
+# The smallest values --help allows against a split mesh axis: one head on tp = 2 (two size-1
+# dims are one factor, not a broadcast: issue 8), one sequence on dp = 2, both.
+runs sharded_attention --mesh 1x2 --heads 1 --seq 4 --model 8
+runs sharded_attention --mesh 2x1 --batch 1 --seq 4 --model 8
+runs sharded_attention --mesh 2x2 --batch 1 --heads 1 --seq 4 --model 8
 echo "sample flags: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
