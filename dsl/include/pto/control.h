@@ -55,7 +55,9 @@ inline constexpr int64_t kMaxKernelOps = 50000;
 /// `for (auto i : pto::loop(start, stop, step)) { ... }` records one loop whose index `i` is a
 /// run-time SymbolicScalar (start, start+step, ... while < stop). Bounds may be symbolic, including
 /// tensor elements (Tensor::at); they are evaluated once, when the loop starts. Throws
-/// SymbolicError when `step` is a concrete value <= 0; a run-time step <= 0 runs no iteration.
+/// SymbolicError when `step` is a concrete value <= 0; a run-time step <= 0 fails the call with
+/// RuntimeError naming the loop's line and the step's value, when the loop starts (no iteration
+/// runs, no result of the loop is written).
 /// The loop runs exactly ceil((stop - start) / step) iterations for any int64 bounds (the index
 /// never wraps: `loop(INT64_MAX - 2, INT64_MAX, 4)` runs once), in both executors. A bound whose
 /// run-time arithmetic (`+`, `-`, `*`, unary `-`) overflows int64 fails the call with
@@ -131,7 +133,9 @@ struct UnrollStep {
 /// formula; PyPTO takes `stop - start` with the original start, which can run past `stop` for
 /// other lists and drops a last partial step when step > 1. Each sub-loop is a pto::loop (its
 /// body is traced once per factor, with `k` a compile-time constant; conds work as in pto::loop).
-/// Throws ArgumentError for a factor <= 0 and SymbolicError for a concrete step <= 0.
+/// Throws ArgumentError for a factor <= 0 and SymbolicError for a concrete step <= 0; a run-time
+/// step <= 0 fails the call with RuntimeError at the loop_unroll's line when the first sub-loop
+/// starts (its step `step·k`, or the division by it, is what the message shows).
 class LoopUnrollRange {
 public:
   LoopUnrollRange(SymbolicScalar start, SymbolicScalar stop, SymbolicScalar step,
