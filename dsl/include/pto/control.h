@@ -34,7 +34,9 @@ struct LoopOptions {
   bool parallel = false;
 };
 
-/// The most paths (combinations of symbolic cond outcomes) one loop body may have.
+/// The most paths (combinations of symbolic cond outcomes) one loop body may have. More is a
+/// CompileError at the body's first cond (a size limit, as kMaxNestedCondPaths, kMaxLoopDepth
+/// and PTO_MAX_OPS: catching CompileError catches every "program too big").
 inline constexpr int kMaxCondPaths = 64;
 /// The most passes the innermost of nested loop bodies with cond paths may be traced: every path
 /// of an outer body traces the loops inside it again, so the path counts of a nest multiply (3
@@ -201,11 +203,11 @@ LoopUnrollRange loop_unroll(SymbolicScalar start, SymbolicScalar stop, SymbolicS
 /// reading (Tensor::at) a tensor created in the body, or written by an op traced earlier in the
 /// body, is a SymbolicError. `&`, `|` short-circuit: `pto::cond((i < n) & (x.at({i}) == 1))`
 /// reads x only when i < n.
-/// Errors: SymbolicError for more than kMaxCondPaths paths in one body, or a body that traces
-/// differently when re-run (conditions must depend only on traced values, not on host state that
-/// changes between passes); DistributedError for a shmem tensor created in a body with paths
-/// (each path would get its own symmetric tensor; create it before the loop); CompileError when
-/// nested bodies' paths multiply past kMaxNestedCondPaths passes of the innermost body.
+/// Errors: SymbolicError for a body that traces differently when re-run (conditions must depend
+/// only on traced values, not on host state that changes between passes); DistributedError for a
+/// shmem tensor created in a body with paths (each path would get its own symmetric tensor;
+/// create it before the loop); CompileError for more than kMaxCondPaths paths in one body, or
+/// when nested bodies' paths multiply past kMaxNestedCondPaths passes of the innermost body.
 bool cond(const SymbolicScalar &s, std::source_location loc = std::source_location::current());
 
 /// A run-time 0/1 SymbolicScalar: 1 on the first iteration of the loop whose index is `i`, as
