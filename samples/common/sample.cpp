@@ -119,7 +119,8 @@ std::string int_range_error(const std::string &s, int64_t min, int64_t max) {
 }
 
 /// Why the trace cannot be written to `path` ("" when it can), found by opening it for writing
-/// now, so that a run never ends in a failed write. A file this creates is removed again; an
+/// now, so that a run does not end in a failed open (a write that fails later, a full disk, is
+/// World::write_trace's error after the run: exit 1). A file this creates is removed again; an
 /// existing one is left as it is (no truncation); O_NONBLOCK: a FIFO must not block the check.
 std::string trace_path_error(const std::string &path) {
   if (path.empty())
@@ -175,7 +176,8 @@ void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::stri
                "(PTO_RUN_MODE=interpret does the same)");
   app.add_option("--trace", f.trace,
                  "write a Chrome trace JSON of the run to FILE (one lane per PE; open in "
-                 "Perfetto); checked for writing before the run")
+                 "Perfetto); a FILE that cannot be opened for writing is refused (exit 2) "
+                 "before the run; a write error after the run (a full disk) is exit 1")
       ->type_name("FILE")
       ->check(CLI::Validator(trace_path_error, "WRITABLE"));
   app.add_option("--backend", f.backend,
