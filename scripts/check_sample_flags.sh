@@ -92,6 +92,8 @@ for s in "${samples[@]}"; do
     rc=$?
     if [ "$rc" -ne 1 ] || ! grep -q "error: $s.cpp:[0-9]*: .*${e%%=*}" "$err"; then
       bad "$e $s exited $rc: $(head -c 300 "$err")"
+    elif [ "${e%%=*}" = PTO_RUN_MODE ] && grep -q "mode=${e#*=}" <<<"$out"; then
+      bad "$e $s: the banner shows the invalid mode before the error: $(head -c 300 <<<"$out")"
     else
       ok
     fi

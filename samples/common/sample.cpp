@@ -152,7 +152,9 @@ void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::stri
   f.pes = std::clamp(f.pes, limits.min, limits.max);
   auto *pes = app.add_option("--pes", f.pes,
                              "number of processing elements (PEs): threads, or with --backend "
-                             "mpi the number of MPI ranks (the default then)")
+                             "mpi the number of MPI ranks (the default then). Many PEs on "
+                             "threads are for correctness, not speed: memory and time grow with "
+                             "the PE count (thousands of PEs: minutes and GBs)")
                   ->check(int_range(limits.min, limits.max))
                   ->capture_default_str();
   if (limits.even)
@@ -311,11 +313,10 @@ pto::JitOptions jit_options(const CommonFlags &f) {
   return o;
 }
 
-std::string mode_name(const CommonFlags &f) {
-  if (f.interpret)
+std::string mode_name(const CommonFlags &f, std::source_location loc) {
+  if (f.interpret) // the kernels do not read PTO_RUN_MODE then
     return "interpret";
-  // For the banner only: a bad value is reported at the first kernel call, at the sample's line.
-  return pto::env::raw(pto::env::var("PTO_RUN_MODE")).value_or("jit");
+  return pto::env::read_choice(pto::env::var("PTO_RUN_MODE"), loc).value_or("jit");
 }
 
 int64_t default_per_pe(const CLI::App &app, const std::string &flag, int64_t value, int64_t base,
