@@ -40,7 +40,13 @@ void attention(pto::Tensor x, pto::Tensor wq, pto::Tensor wk, pto::Tensor wv, pt
   pto::set_vec_tile_shapes(1, 1, 8, std::max({seq, model, head_dim}));
   // x: the batch on dp; as [batch, 1, seq, model] it broadcasts against the heads.
   auto xs = par::unsqueeze(par::shard(x, mesh, {"dp", {}, {}}), 1);
-  const par::Strategy by_heads = {{"dp", {}, {}, {}}, {{}, "tp", {}, {}}};
+  // A size-1 dim is broadcast only against a larger one: with one head (or one sequence) the
+  // two size-1 dims are one factor, which both operands split alike (the PEs past the first
+  // of the axis get an empty chunk).
+  const int64_t batch = x.shape(0).concrete(), heads = wq.shape(0).concrete();
+  const par::DimSpec x_heads = heads == 1 ? par::DimSpec{"tp"} : par::DimSpec{};
+  const par::DimSpec w_batch = batch == 1 ? par::DimSpec{"dp"} : par::DimSpec{};
+  const par::Strategy by_heads = {{"dp", x_heads, {}, {}}, {w_batch, "tp", {}, {}}};
   auto project = [&](const pto::Tensor &w) { // [1, heads, ., .]: the heads on tp
     return par::matmul(xs, pto::unsqueeze(w, 0), by_heads);
   };
@@ -52,7 +58,7 @@ void attention(pto::Tensor x, pto::Tensor wq, pto::Tensor wk, pto::Tensor wv, pt
   // Output projection per head: o's heads and wo's on tp, so the contraction over (head,
   // head_dim) is split: a batched matmul over head_dim, then the sum over the split heads.
   auto per_head = par::matmul(o, pto::unsqueeze(wo, 0),
-                              {{"dp", "tp", {}, {}}, {{}, "tp", {}, {}}}); // [.., seq, model]
+                              {{"dp", "tp", {}, {}}, {w_batch, "tp", {}, {}}}); // [.., seq, model]
   auto out = par::sum(per_head, 1); // the heads are split: Partial(sum) on tp
   pto::set_vec_tile_shapes(1, 8, model);
   par::assemble(out, {0, 0, 0}, y); // resolves: allreduce(sum) over tp; my batch rows of y
@@ -148,7 +154,9 @@ int main(int argc, char **argv) {
   Dims d{.batch = 8, .seq = 32, .model = 64, .heads = 8, .head_dim = 16};
   sample::add_common_flags(app, f, {"fp32", "bf16"}, limits);
   sample::add_mesh_flag(app, mesh_flag, "dp", "tp", limits);
-  app.add_option("--batch", d.batch, "sequences in x and y (split by dp)")
+  app.add_option("--batch", d.batch,
+                 "sequences in x and y (split by dp; any count: with fewer sequences than dp, "
+                 "the PEs past the last hold none)")
       ->check(sample::int_range(1, 256))
       ->capture_default_str();
   app.add_option("--seq", d.seq, "tokens per sequence")
@@ -157,7 +165,9 @@ int main(int argc, char **argv) {
   app.add_option("--model", d.model, "model width: columns of x and y")
       ->check(sample::int_range(1, 2048))
       ->capture_default_str();
-  app.add_option("--heads", d.heads, "attention heads (split by tp)")
+  app.add_option("--heads", d.heads,
+                 "attention heads (split by tp; any count: with fewer heads than tp, the PEs "
+                 "past the last head hold none)")
       ->check(sample::int_range(1, 128))
       ->capture_default_str();
   app.add_option("--head_dim", d.head_dim, "width of each head's q, k and v")

@@ -3,7 +3,8 @@
 # options from its --help and gives every value-taking option values it must reject (below,
 # above and far beyond the range --help prints, negative, zero where the range starts at 1, an
 # int64 overflow, text, a fraction, hex, an empty string; an unknown choice for TEXT:{...}
-# options), plus --pes beyond --help's range and an unknown --backend. Each must exit 2 within
+# options), plus --pes beyond --help's range, an unknown --backend and a --trace FILE that
+# cannot be opened for writing (a write error after the run, /dev/full, must be exit 1). Each must exit 2 within
 # 20 s with a message on stderr naming the option; a signal, a hang, exit 0/1 or a silent exit
 # fails. Then each option at the largest value --help allows (others at their defaults) must
 # either run (--check passes) or be refused with exit 2 and a message (a run too large for this
@@ -87,15 +88,31 @@ done
 # the sample's own line and names the variable.
 for s in "${samples[@]}"; do
   for e in PTO_DEADLOCK_TIMEOUT_MS=abc PTO_ISA=avx1024 PTO_RUN_MODE=JIT PTO_JIT_CACHE_MB=-1; do
-    env "$e" timeout 20 "$bin/$s" --pes 2 >/dev/null 2>"$err"
+    out=$(env "$e" timeout 20 "$bin/$s" --pes 2 2>"$err")
     rc=$?
     if [ "$rc" -ne 1 ] || ! grep -q "error: $s.cpp:[0-9]*: .*${e%%=*}" "$err"; then
       bad "$e $s exited $rc: $(head -c 300 "$err")"
+    elif [ "${e%%=*}" = PTO_RUN_MODE ] && grep -q "mode=${e#*=}" <<<"$out"; then
+      bad "$e $s: the banner shows the invalid mode before the error: $(head -c 300 <<<"$out")"
     else
       ok
     fi
   done
 done
+# --trace (README): a FILE that cannot be opened for writing is refused with exit 2 before the
+# run; a write that fails after the run (a full device) is exit 1 with a message naming the file.
+for s in "${samples[@]}"; do
+  for v in "" /nonexistent-dir/trace.json /proc/trace.json; do refused "$s" --trace "$v" --pes 2; done
+done
+if [ -w /dev/full ]; then
+  timeout 60 "$bin/allreduce_softmax" --pes 2 --trace /dev/full >/dev/null 2>"$err"
+  rc=$?
+  if [ "$rc" -ne 1 ] || ! grep -q "cannot write trace file '/dev/full'" "$err"; then
+    bad "allreduce_softmax --trace /dev/full exited $rc, want 1: $(head -c 300 "$err")"
+  else
+    ok
+  fi
+fi
 # collectives: a flag the chosen --op does not read is refused, naming the flag.
 refused collectives --root 1 --op allreduce --pes 2
 refused collectives --algorithm two_shot --op allgather --pes 2
@@ -109,5 +126,21 @@ for s in sharded_mlp sharded_attention; do
   for v in 2x abc 2x4x1 0x4 4x0 -2x4 100x100 99999999999999999999x1 ""; do refused "$s" --mesh "$v"; done
   refused "$s" --mesh 3x3 --pes 8
 done
+# runs SAMPLE ARGS...: --check passes (exit 0).
+runs() {
+  local s=$1 rc out
+  out=$(timeout 60 "$bin/$s" "${@:2}" --check 2>"$err")
+  rc=$?
+  if [ "$rc" -eq 0 ] && grep -q '^check: PASS' <<<"$out"; then
+    ok
+  else
+    bad "$s ${*:2} exited $rc, want a PASS: $(tail -n 1 <<<"$out") $(head -c 300 "$err")"
+  fi
+}
+# The smallest values --help allows against a split mesh axis: one head on tp = 2 (two size-1
+# dims are one factor, not a broadcast: issue 8), one sequence on dp = 2, both.
+runs sharded_attention --mesh 1x2 --heads 1 --seq 4 --model 8
+runs sharded_attention --mesh 2x1 --batch 1 --seq 4 --model 8
+runs sharded_attention --mesh 2x2 --batch 1 --heads 1 --seq 4 --model 8
 echo "sample flags: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

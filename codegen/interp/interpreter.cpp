@@ -387,7 +387,7 @@ int32_t Run::library(const Op &op) {
 }
 
 /// Evaluates the bounds once at entry (a bound whose arithmetic overflows int64 is a
-/// RuntimeError); a run-time step <= 0 runs no iteration. The index stops before it would pass
+/// RuntimeError, and so is a run-time step <= 0). The index stops before it would pass
 /// INT64_MAX, so the trip count is ceil((stop - start) / step), as generated code counts it.
 int32_t Run::loop(const Op &op) {
   int64_t b[3] = {0, 0, 0};
@@ -402,8 +402,9 @@ int32_t Run::loop(const Op &op) {
                              loop_bound_overflow(which[k], *bound[k]).c_str());
   }
   const int64_t start = b[0], stop = b[1], step = b[2];
-  if (step <= 0)
-    return PTO_OK;
+  if (step <= 0) // concrete steps are > 0 (traced); no iteration runs, no op of the body
+    return pto_rt_check_fail(ctx_, site_, PTO_ERROR_RUNTIME, loop_step_message(op.step).c_str(),
+                             &step, 1);
   const auto l = static_cast<size_t>(op.loop_id);
   loop_start_.at(l) = start;
   loop_stop_.at(l) = stop;

@@ -348,8 +348,11 @@ private:
   void emit_loop(const Op &op) {
     LV *start = loop_bound(op.start, "start"), *stop = loop_bound(op.stop, "stop");
     LV *step = loop_bound(op.step, "step");
-    // A run-time step <= 0 runs no iteration (documented in control.h).
-    stop = B.CreateSelect(B.CreateICmpSGT(step, kb_.i64(0)), stop, start);
+    // A run-time step <= 0 is a RuntimeError at the loop's line (control.h); a concrete one
+    // was refused when tracing.
+    if (!op.step.is_concrete())
+      kb_.check_fail_unless(B.CreateICmpSGT(step, kb_.i64(0)), kb_.current_site(),
+                            PTO_ERROR_RUNTIME, loop_step_message(op.step), {step});
     kb_.bind_loop(op.loop_id, start, stop, step);
     kb_.for_loop(
         start, stop, step,

@@ -19,6 +19,14 @@ inline std::string loop_bound_overflow(const char *which, const SymbolicScalar &
   return std::string(which) + " `" + s.str() + "` overflows int64 at run time";
 }
 
+/// The message (ir::format_check: `{}` is the step's value) of the RuntimeError when a loop's
+/// run-time step `step` is <= 0 at loop entry (pto/control.h; no iteration runs). A concrete
+/// step <= 0 is a SymbolicError when the loop is traced.
+inline std::string loop_step_message(const SymbolicScalar &step) {
+  return "step `" + ir::escape_check(step.str()) +
+         "` is {} at run time: a loop step must be > 0 (a step <= 0 would run no iteration)";
+}
+
 /// The detail of the ShapeError when the run-time shape of result `v` overflows int64 or needs
 /// more than 2^62 bytes (zero dims counted as 1, as at trace time).
 inline std::string result_size_overflow(const ir::Value &v) {

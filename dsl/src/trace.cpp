@@ -341,11 +341,11 @@ bool Recorder::close_loop() {
       --j;
     if (j > 0) {
       if (f.paths.size() >= static_cast<size_t>(kMaxCondPaths))
-        throw SymbolicError(f.first_cond, "cond",
-                            fmt::format("the loop body has more than {} paths (every run-time "
-                                        "cond doubles them); merge conditions with & and |, or "
-                                        "split the body into several loops",
-                                        kMaxCondPaths));
+        throw CompileError(f.first_cond, "cond",
+                           fmt::format("the loop body has more than {} paths (every run-time "
+                                       "cond doubles them); merge conditions with & and |, or "
+                                       "split the body into several loops",
+                                       kMaxCondPaths));
       // Each path of an outer body traces the inner loops again, which enumerate their own
       // paths again: the passes multiply down a nest. Bound their product (this pass of every
       // open body, outermost first).

@@ -119,7 +119,8 @@ std::string int_range_error(const std::string &s, int64_t min, int64_t max) {
 }
 
 /// Why the trace cannot be written to `path` ("" when it can), found by opening it for writing
-/// now, so that a run never ends in a failed write. A file this creates is removed again; an
+/// now, so that a run does not end in a failed open (a write that fails later, a full disk, is
+/// World::write_trace's error after the run: exit 1). A file this creates is removed again; an
 /// existing one is left as it is (no truncation); O_NONBLOCK: a FIFO must not block the check.
 std::string trace_path_error(const std::string &path) {
   if (path.empty())
@@ -151,7 +152,9 @@ void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::stri
   f.pes = std::clamp(f.pes, limits.min, limits.max);
   auto *pes = app.add_option("--pes", f.pes,
                              "number of processing elements (PEs): threads, or with --backend "
-                             "mpi the number of MPI ranks (the default then)")
+                             "mpi the number of MPI ranks (the default then). Many PEs on "
+                             "threads are for correctness, not speed: memory and time grow with "
+                             "the PE count (thousands of PEs: minutes and GBs)")
                   ->check(int_range(limits.min, limits.max))
                   ->capture_default_str();
   if (limits.even)
@@ -175,7 +178,8 @@ void add_common_flags(CLI::App &app, CommonFlags &f, const std::vector<std::stri
                "(PTO_RUN_MODE=interpret does the same)");
   app.add_option("--trace", f.trace,
                  "write a Chrome trace JSON of the run to FILE (one lane per PE; open in "
-                 "Perfetto); checked for writing before the run")
+                 "Perfetto); a FILE that cannot be opened for writing is refused (exit 2) "
+                 "before the run; a write error after the run (a full disk) is exit 1")
       ->type_name("FILE")
       ->check(CLI::Validator(trace_path_error, "WRITABLE"));
   app.add_option("--backend", f.backend,
@@ -309,11 +313,10 @@ pto::JitOptions jit_options(const CommonFlags &f) {
   return o;
 }
 
-std::string mode_name(const CommonFlags &f) {
-  if (f.interpret)
+std::string mode_name(const CommonFlags &f, std::source_location loc) {
+  if (f.interpret) // the kernels do not read PTO_RUN_MODE then
     return "interpret";
-  // For the banner only: a bad value is reported at the first kernel call, at the sample's line.
-  return pto::env::raw(pto::env::var("PTO_RUN_MODE")).value_or("jit");
+  return pto::env::read_choice(pto::env::var("PTO_RUN_MODE"), loc).value_or("jit");
 }
 
 int64_t default_per_pe(const CLI::App &app, const std::string &flag, int64_t value, int64_t base,

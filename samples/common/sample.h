@@ -87,8 +87,11 @@ int resolve_mesh(const CLI::App &app, CommonFlags &f, MeshFlag &m);
 /// or whatever PTO_RUN_MODE says), so PTO_RUN_MODE=interpret works for every sample.
 pto::JitOptions jit_options(const CommonFlags &f);
 /// The run mode the kernels use, for the report: "interpret" with --interpret, else the value
-/// of PTO_RUN_MODE, else "jit".
-std::string mode_name(const CommonFlags &f);
+/// of PTO_RUN_MODE, else "jit". Without --interpret it checks PTO_RUN_MODE first (the kernels
+/// would refuse a bad value at their first call): ArgumentError at `loc` (the sample's banner
+/// line) naming the variable, so a banner never shows a mode that does not exist.
+std::string mode_name(const CommonFlags &f,
+                      std::source_location loc = std::source_location::current());
 
 /// `value` if the user gave `flag`, else `base` scaled down for many PEs: base for up to 8 PEs,
 /// then base * 8 / pes (at least 1). Keeps the default run of a sample whose traffic grows as

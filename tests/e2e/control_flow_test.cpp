@@ -4,6 +4,7 @@
 #include "pto/pto.h"
 #include "pto/runtime/world.h"
 
+#include "support/expect_error.h"
 #include "support/support.h"
 
 #include <doctest/doctest.h>
@@ -618,19 +619,27 @@ TEST_CASE("is_loop_begin / is_loop_end of anything but an enclosing loop's index
                        Contains("not loop index"), pto::ArgumentError);
 }
 
-TEST_CASE("more than 64 paths in one loop body is a SymbolicError") {
-  auto k = pto::jit("many_paths", [](pto::Tensor m, pto::Tensor y) {
+TEST_CASE("more than kMaxCondPaths paths in one loop body is a CompileError at the first cond") {
+  // A size limit, as kMaxNestedCondPaths, kMaxLoopDepth and PTO_MAX_OPS (control.h): the same
+  // type, so catching CompileError catches "program too big".
+  static_assert(pto::kMaxCondPaths == 64);
+  int line = 0;
+  auto k = pto::jit("many_paths", [&](pto::Tensor m, pto::Tensor y) {
     pto::set_vec_tile_shapes(1, 8);
     for (auto i : pto::loop(2)) {
       pto::SymbolicScalar col = 0;
-      for (int b = 0; b < 7; ++b) // 2^7 = 128 paths
+      for (int b = 0; b < 7; ++b) { // 2^7 = 128 paths
+        if (b == 0)
+          line = __LINE__ + 1;
         if (pto::cond(m.at({b}) == 1))
           col = col + (int64_t{1} << b) % 8;
+      }
       pto::assemble(pto::full({1, 1}, 1.0, pto::DT_FP32), {i, col}, y);
     }
   });
   pto::HostTensor m(pto::DT_INT32, {7}), y(pto::DT_FP32, {2, 8});
-  CHECK_THROWS_WITH_AS(k(m, y), Contains("more than 64 paths"), pto::SymbolicError);
+  support::expect_error<pto::CompileError>([&] { k(m, y); }, "control_flow_test.cpp", line, "cond",
+                                           "the loop body has more than 64 paths");
 }
 
 TEST_CASE("a cond that depends on what its own iteration computes is a SymbolicError") {

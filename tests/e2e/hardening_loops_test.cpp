@@ -1,8 +1,8 @@
 // hardening_loops_test.cpp - Trip counts and run-time sizes never wrap (issue 8), in both
 // executors: loops whose bounds sit at the ends of int64 run exactly ceil((stop - start) / step)
-// iterations; run-time step <= 0 runs none (control.h); bounds and result shapes whose run-time
-// arithmetic overflows fail the call with a typed error at the user's line; outputs written by
-// kernels keep their canaries intact.
+// iterations; a run-time step <= 0 is a RuntimeError (control.h); bounds and result shapes whose
+// run-time arithmetic overflows fail the call with a typed error at the user's line; outputs
+// written by kernels keep their canaries intact.
 #include "pto/pto.h"
 
 #include "support/expect_error.h"
@@ -93,24 +93,49 @@ TEST_CASE("loop: bounds at the ends of int64 run ceil((stop - start) / step) ite
   }
 }
 
-TEST_CASE("loop: a run-time step <= 0 runs no iteration; a concrete one is a SymbolicError") {
+TEST_CASE("loop: a run-time step <= 0 is a RuntimeError at the loop; a concrete one is a "
+          "SymbolicError") {
   for (auto mode : support::run_modes()) {
     CAPTURE(support::mode_name(mode));
-    for (int64_t step : {int64_t{0}, int64_t{-1}, INT64_MIN}) {
-      CAPTURE(step);
-      auto got = LoopProbe{0, 4, step}.run(mode, /*symbolic=*/true);
-      CHECK(got == std::vector<double>{0, 0, 0, 0, 0});
-    }
     int line = 0;
+    auto k = pto::jit(
+        "rt_step",
+        [&](pto::Tensor s, pto::Tensor y) {
+          pto::set_vec_tile_shapes(1, 8);
+          line = __LINE__ + 1;
+          for (auto i : pto::loop(0, 4, s.at({0})))
+            pto::assemble(pto::full({1, 8}, 1.0, pto::DT_FP32), {i, 0}, y);
+        },
+        support::opts(mode));
+    for (int64_t step : {int64_t{0}, int64_t{-1}, INT64_MIN, int64_t{1}, int64_t{3}}) {
+      CAPTURE(step);
+      pto::HostTensor s(pto::DT_INT64, {1});
+      s.data_as<int64_t>()[0] = step; // INT64_MIN is not a double: written raw
+      auto y = support::guarded(pto::DT_FP32, {4, 8});
+      for (int64_t e = 0; e < y.numel(); ++e)
+        y.set(e, 7.0);
+      if (step > 0) { // rows 0, step, 2 step, ... < 4 are written
+        support::run_guarded(k, s, y);
+        for (int64_t e = 0; e < y.numel(); ++e)
+          CHECK(y.get(e) == ((e / 8) % step == 0 ? 1.0 : 7.0));
+        continue;
+      }
+      auto msg = support::expect_error<pto::RuntimeError>(
+          [&] { k(s, y); }, kFile, line, "loop",
+          "` is " + std::to_string(step) + " at run time: a loop step must be > 0");
+      CHECK(msg.find("step `") != std::string::npos);
+      for (int64_t e = 0; e < y.numel(); ++e)
+        CHECK(y.get(e) == 7.0); // no iteration ran, no result written
+    }
     auto bad = [&](pto::Tensor x) {
       pto::set_vec_tile_shapes(1, 8);
       line = __LINE__ + 1;
       for (auto i : pto::loop(0, 4, -1))
         pto::assemble(pto::view(x, {1, 8}, {i, 0}) + 1.0, {i, 0}, x);
     };
-    auto k = pto::jit("neg_step", bad, support::opts(mode));
+    auto kc = pto::jit("neg_step", bad, support::opts(mode));
     pto::HostTensor x(pto::DT_FP32, {4, 8});
-    support::expect_error<pto::SymbolicError>([&] { k(x); }, kFile, line, "loop",
+    support::expect_error<pto::SymbolicError>([&] { kc(x); }, kFile, line, "loop",
                                               "step must be > 0, got -1");
   }
 }

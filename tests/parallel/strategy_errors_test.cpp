@@ -94,8 +94,40 @@ TEST_CASE("parallel errors: a factor split differently in two operands") {
         });
       },
       kFile, line, "parallel::matmul",
-      "operand 1 dim 0 is split 2, but operand 0 dim 1 splits the same factor 4 (they are "
-      "contracted together); nearest valid strategy: ((2, 4), (4, 1))");
+      "operand 0 dim 1 and operand 1 dim 0 are one factor, k (size 32, contracted together), "
+      "which every operand must split alike, but operand 0 dim 1 is split 4 and operand 1 dim 0 "
+      "is split 2; nearest valid strategy: ((2, 4), (4, 1))");
+  // Named axes are shown with their size; a dim of the result is named by its index.
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          line = __LINE__ + 1;
+          par::add(par::shard(x, kMesh, {{}, {}}), x, {{"mp", 1}, {"dp", 1}});
+        });
+      },
+      kFile, line, "parallel::add",
+      "operand 0 dim 0 and operand 1 dim 0 are one factor, result dim 0 (size 16, one dim of "
+      "the result), which every operand must split alike, but operand 0 dim 0 is split 4 (axis "
+      "'mp') and operand 1 dim 0 is split 2 (axis 'dp'); nearest valid strategy: ((4, 1), (4, "
+      "1))");
+  // Two size-1 dims are one factor, not a broadcast (issue 8's sharded_attention --heads 1):
+  // the message says so and keeps the split the user asked for.
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor w) {
+          pto::set_vec_tile_shapes(1, 16, 32);
+          auto a = pto::reshape(x, {1, 16, 32});
+          auto b = pto::reshape(w, {1, 32, 16});
+          line = __LINE__ + 1;
+          par::matmul(par::shard(a, kMesh, {{}, {}, {}}), b, {{1, 1, 1}, {"dp", 1, 1}});
+        });
+      },
+      kFile, line, "parallel::matmul",
+      "operand 0 dim 0 and operand 1 dim 0 are one factor, result dim 0 (size 1, one dim of the "
+      "result), which every operand must split alike, but operand 0 dim 0 is split 1 and "
+      "operand 1 dim 0 is split 2 (axis 'dp'); both dims have size 1, so neither is a broadcast "
+      "(a size-1 dim is broadcast only against a larger one): split both 2 or neither; nearest "
+      "valid strategy: ((2, 1, 1), (2, 1, 1))");
   // Elementwise: the two operands' dim 0 are one dim of the result.
   support::expect_error<pto::StrategyError>(
       [&] {
@@ -105,8 +137,18 @@ TEST_CASE("parallel errors: a factor split differently in two operands") {
         });
       },
       kFile, line, "parallel::add",
-      "operand 1 dim 0 is split 4, but operand 0 dim 0 splits the same factor 2 (they are one "
-      "dim of the result); nearest valid strategy: ((2, 1), (2, 1))");
+      "operand 0 dim 0 and operand 1 dim 0 are one factor, result dim 0 (size 16, one dim of "
+      "the result), which every operand must split alike, but operand 0 dim 0 is split 2 and "
+      "operand 1 dim 0 is split 4; nearest valid strategy: ((4, 1), (4, 1))");
+  // Shapes that do not broadcast: the shared elementwise signature names the op as written.
+  support::expect_error<pto::ShapeError>(
+      [&] {
+        trace([&](Tensor x, Tensor w) {
+          line = __LINE__ + 1;
+          par::add(par::shard(x, kMesh, {{}, {}}), w);
+        });
+      },
+      kFile, line, "parallel::add", "shapes [16, 32] and [32, 16] do not broadcast");
 }
 
 TEST_CASE("parallel errors: forbidden splits, strategies where none is taken, uneven splits") {
@@ -330,7 +372,9 @@ TEST_CASE("parallel errors: the seed table's PReLU, Slice, StridedSlice and Tile
         });
       },
       kFile, line, "parallel::concat",
-      "operand 1 dim 0 is split 4, but operand 0 dim 0 splits the same factor 2");
+      "operand 0 dim 0 and operand 1 dim 0 are one factor, result dim 0 (size 32, one dim of "
+      "the result), which every operand must split alike, but operand 0 dim 0 is split 2 and "
+      "operand 1 dim 0 is split 4");
   // TopK: every PE's chunk of the split last dim must hold k elements.
   support::expect_error<pto::StrategyError>(
       [&] {

@@ -29,11 +29,11 @@ template <class E, class F> std::string thrown(F &&call) {
   try {
     call();
   } catch (const E &e) {
-    CHECK_MESSAGE(typeid(e) == typeid(E), "threw a subclass: " << e.what());
+    CHECK_MESSAGE(typeid(e) == typeid(E), "threw a subclass: " << std::string(e.what()));
     return e.what();
   } catch (const std::exception &e) {
-    FAIL_CHECK("threw " << typeid(e).name() << " instead of " << typeid(E).name() << ": "
-                        << e.what());
+    FAIL_CHECK("threw " << std::string(typeid(e).name()) << " instead of "
+                        << std::string(typeid(E).name()) << ": " << std::string(e.what()));
     return "";
   }
   FAIL_CHECK("threw nothing; expected " << typeid(E).name());

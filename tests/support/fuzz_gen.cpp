@@ -811,6 +811,9 @@ void Gen::loop() {
     check(factor > 0, false, "ArgumentError", "loop_unroll", "unroll-factor-bad");
   check(step > 0 || s2.rt(), false, "SymbolicError", unroll ? "loop_unroll" : "loop",
         "step-nonpositive");
+  // A run-time step <= 0 is a RuntimeError when the loop starts (loop_unroll's sub-loop may name
+  // the loop or the division by step * k).
+  check(step > 0 || !s2.rt(), true, "RuntimeError", unroll ? "" : "loop", "step-nonpositive");
   // Feature: where the index would wrap past INT64_MAX with a naive `i += step`.
   const bool wraps = trips > 0 && i128{start} + trips * i128{step} > kMax;
   resolve(s0.rt() || s1.rt() || s2.rt());

@@ -34,7 +34,9 @@ struct LoopOptions {
   bool parallel = false;
 };
 
-/// The most paths (combinations of symbolic cond outcomes) one loop body may have.
+/// The most paths (combinations of symbolic cond outcomes) one loop body may have. More is a
+/// CompileError at the body's first cond (a size limit, as kMaxNestedCondPaths, kMaxLoopDepth
+/// and PTO_MAX_OPS: catching CompileError catches every "program too big").
 inline constexpr int kMaxCondPaths = 64;
 /// The most passes the innermost of nested loop bodies with cond paths may be traced: every path
 /// of an outer body traces the loops inside it again, so the path counts of a nest multiply (3
@@ -55,7 +57,9 @@ inline constexpr int64_t kMaxKernelOps = 50000;
 /// `for (auto i : pto::loop(start, stop, step)) { ... }` records one loop whose index `i` is a
 /// run-time SymbolicScalar (start, start+step, ... while < stop). Bounds may be symbolic, including
 /// tensor elements (Tensor::at); they are evaluated once, when the loop starts. Throws
-/// SymbolicError when `step` is a concrete value <= 0; a run-time step <= 0 runs no iteration.
+/// SymbolicError when `step` is a concrete value <= 0; a run-time step <= 0 fails the call with
+/// RuntimeError naming the loop's line and the step's value, when the loop starts (no iteration
+/// runs, no result of the loop is written).
 /// The loop runs exactly ceil((stop - start) / step) iterations for any int64 bounds (the index
 /// never wraps: `loop(INT64_MAX - 2, INT64_MAX, 4)` runs once), in both executors. A bound whose
 /// run-time arithmetic (`+`, `-`, `*`, unary `-`) overflows int64 fails the call with
@@ -131,7 +135,9 @@ struct UnrollStep {
 /// formula; PyPTO takes `stop - start` with the original start, which can run past `stop` for
 /// other lists and drops a last partial step when step > 1. Each sub-loop is a pto::loop (its
 /// body is traced once per factor, with `k` a compile-time constant; conds work as in pto::loop).
-/// Throws ArgumentError for a factor <= 0 and SymbolicError for a concrete step <= 0.
+/// Throws ArgumentError for a factor <= 0 and SymbolicError for a concrete step <= 0; a run-time
+/// step <= 0 fails the call with RuntimeError at the loop_unroll's line when the first sub-loop
+/// starts (its step `step·k`, or the division by it, is what the message shows).
 class LoopUnrollRange {
 public:
   LoopUnrollRange(SymbolicScalar start, SymbolicScalar stop, SymbolicScalar step,
@@ -197,11 +203,11 @@ LoopUnrollRange loop_unroll(SymbolicScalar start, SymbolicScalar stop, SymbolicS
 /// reading (Tensor::at) a tensor created in the body, or written by an op traced earlier in the
 /// body, is a SymbolicError. `&`, `|` short-circuit: `pto::cond((i < n) & (x.at({i}) == 1))`
 /// reads x only when i < n.
-/// Errors: SymbolicError for more than kMaxCondPaths paths in one body, or a body that traces
-/// differently when re-run (conditions must depend only on traced values, not on host state that
-/// changes between passes); DistributedError for a shmem tensor created in a body with paths
-/// (each path would get its own symmetric tensor; create it before the loop); CompileError when
-/// nested bodies' paths multiply past kMaxNestedCondPaths passes of the innermost body.
+/// Errors: SymbolicError for a body that traces differently when re-run (conditions must depend
+/// only on traced values, not on host state that changes between passes); DistributedError for a
+/// shmem tensor created in a body with paths (each path would get its own symmetric tensor;
+/// create it before the loop); CompileError for more than kMaxCondPaths paths in one body, or
+/// when nested bodies' paths multiply past kMaxNestedCondPaths passes of the innermost body.
 bool cond(const SymbolicScalar &s, std::source_location loc = std::source_location::current());
 
 /// A run-time 0/1 SymbolicScalar: 1 on the first iteration of the loop whose index is `i`, as

@@ -32,6 +32,47 @@ std::string hint(const Strategy &s, const Mesh &mesh, const Signature &sig, size
   return nearest(as_counts(s, mesh), sig, operand, dim, value);
 }
 
+/// How messages name factor `f` of `sig`: its own name ("k"), else its dim of the result.
+std::string factor_label(const Signature &sig, size_t f) {
+  if (sig.factors[f].name)
+    return sig.factors[f].name;
+  for (size_t j = 0; j < sig.out.size(); ++j)
+    if (sig.out[j] == static_cast<int>(f))
+      return fmt::format("result dim {}", j);
+  return sig.factors[f].kind == FactorKind::REDUCE ? "the reduced dim" : fmt::format("#{}", f);
+}
+
+/// The StrategyError detail when operands `a` and `b` (operand, dim) of one factor `f` are
+/// split differently: both splits, the rule, and the nearest strategy, which keeps the larger
+/// split (the one the user asked for) on every dim of the factor.
+std::string factor_mismatch(const Strategy &s, const Mesh &mesh, const Signature &sig, size_t f,
+                            std::pair<size_t, size_t> a, std::pair<size_t, size_t> b) {
+  auto count = [&](std::pair<size_t, size_t> at) {
+    const auto &e = s[at.first][at.second];
+    return e.axis.empty() ? e.parts : mesh.size(mesh.find_axis(e.axis));
+  };
+  auto split = [&](std::pair<size_t, size_t> at) {
+    const auto &e = s[at.first][at.second];
+    return e.axis.empty() ? fmt::format("{}", e.parts)
+                          : fmt::format("{} (axis '{}')", count(at), e.axis);
+  };
+  const Factor &fac = sig.factors[f];
+  const std::string both_one =
+      fac.size == 1 ? fmt::format("; both dims have size 1, so neither is a broadcast (a size-1 "
+                                  "dim is broadcast only against a larger one): split both {} "
+                                  "or neither",
+                                  std::max(count(a), count(b)))
+                    : "";
+  return fmt::format("operand {} dim {} and operand {} dim {} are one factor, {} (size {}, {}), "
+                     "which every operand must split alike, but operand {} dim {} is split {} "
+                     "and operand {} dim {} is split {}{}; {}",
+                     a.first, a.second, b.first, b.second, factor_label(sig, f), fac.size,
+                     fac.kind == FactorKind::REDUCE ? "contracted together"
+                                                    : "one dim of the result",
+                     a.first, a.second, split(a), b.first, b.second, split(b), both_one,
+                     hint(s, mesh, sig, b.first, b.second, std::max(count(a), count(b))));
+}
+
 struct Resolved {
   std::vector<std::vector<int>> axes; ///< per factor
   std::vector<bool> used;             ///< per mesh axis
@@ -97,13 +138,7 @@ Resolved resolve_strategy(const Rule &rule, const Strategy &s, const Signature &
             named = {mesh.find_axis(e.axis)};
         } else if (*count != c) {
           throw StrategyError(loc, op,
-                              fmt::format("operand {} dim {} is split {}, but operand {} dim {} "
-                                          "splits the same factor {} (they are {}); {}",
-                                          i, d, c, first_i, first_d, *count,
-                                          sig.factors[f].kind == FactorKind::REDUCE
-                                              ? "contracted together"
-                                              : "one dim of the result",
-                                          hint(s, mesh, sig, i, d, *count)));
+                              factor_mismatch(s, mesh, sig, f, {first_i, first_d}, {i, d}));
         }
       }
     if (!count || *count == 1)
@@ -248,7 +283,10 @@ std::vector<DTensor> apply_n(const Rule &rule, const std::vector<Input> &inputs,
     shapes.push_back(inputs[i].get()
                          ? inputs[i].get()->layout().global_shape()
                          : static_shape(inputs[i].tensor, op, static_cast<int>(i), loc));
-  const Signature sig = rule.signature(shapes, attrs, loc);
+  const Signature sig = [&] {
+    UserOpScope user_op(rule.op); // a shared signature ("parallel elementwise") names the op
+    return rule.signature(shapes, attrs, loc);
+  }();
   Resolved r = strategy.empty() ? follow_inputs(rule, inputs, sig, *mesh, loc)
                                 : resolve_strategy(rule, strategy, sig, *mesh, shapes, attrs, loc);
   // Uneven splits: balanced, over one mesh axis per dim (several axes are planned).

@@ -31,6 +31,7 @@ struct Factor {
   int64_t size = 1;
   FactorKind kind = FactorKind::FREE;
   PartialOp reduce = PartialOp::SUM; ///< REDUCE: the partial the output carries
+  const char *name = nullptr;        ///< messages' name ("k"); null: named by its result dim
 };
 
 /// A factor signature, Shardy style: per input dim and per output dim, the factor it is, or -1

@@ -91,9 +91,9 @@ Signature sig_matmul(const Shapes &s, const Attrs &a, SrcLoc loc) {
     sig.out.push_back(f);
   }
   const int fm = static_cast<int>(nb), fk = fm + 1, fn = fm + 2;
-  sig.factors.push_back({m});
-  sig.factors.push_back({ka, FactorKind::REDUCE, PartialOp::SUM});
-  sig.factors.push_back({n});
+  sig.factors.push_back({m, FactorKind::FREE, PartialOp::SUM, "m"});
+  sig.factors.push_back({ka, FactorKind::REDUCE, PartialOp::SUM, "k"});
+  sig.factors.push_back({n, FactorKind::FREE, PartialOp::SUM, "n"});
   sig.in[0][nb] = a.mm.a_trans ? fk : fm;
   sig.in[0][nb + 1] = a.mm.a_trans ? fm : fk;
   sig.in[1][nb] = a.mm.b_trans ? fn : fk;
