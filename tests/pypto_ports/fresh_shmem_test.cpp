@@ -52,7 +52,7 @@ TEST_CASE("fresh shmem: PyPTO's multi-group allreduce ported literally, no clear
     CAPTURE(support::mode_name(mode));
     auto k = pto::jit(
         "multi_group_literal",
-        [](pto::Tensor x, pto::Tensor y, std::string group_a, std::string group_b) {
+        [](pto::Tensor x, pto::Tensor y, const std::string &group_a, const std::string &group_b) {
           const int64_t rows_total = x.shape(0).concrete(), h = x.shape(1).concrete();
           pto::set_vec_tile_shapes(kBlock, h);
           for (auto i : pto::loop(0, (rows_total + kBlock - 1) / kBlock)) {
