@@ -66,7 +66,8 @@ const char *name(Reduction r);
 /// Determinism: ONE_SHOT, RS_AG and AUTO reduce every element in PE order 0, 1, ..., n-1
 /// (fp16/bf16 sums in fp32, rounded once at the end), so for a fixed PE count the result is
 /// the same bits on every PE, in every run, and for each of them. TWO_SHOT's floating-
-/// point sums depend on the order the ADDs land in (integer sums are exact).
+/// point sums depend on the order the ADDs land in (integer sums are exact), and start from a
+/// zeroed accumulator, so an element whose terms are all -0 sums to +0 (the others give -0).
 enum class AllreduceAlgorithm { AUTO, ONE_SHOT, TWO_SHOT, RS_AG };
 
 /// The largest input (bytes per PE) AUTO sends one-shot: 64 KiB. Below it the allreduce is
