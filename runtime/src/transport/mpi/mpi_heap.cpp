@@ -253,54 +253,42 @@ void MpiHeap::add(int pe, int64_t disp, const Layout &l, MPI_Datatype type, pto_
                   const void *src) {
   const int count = as_count(l.elements(), "block size");
   const auto d = static_cast<DataType>(dt);
+  // A read-modify-write of the block under PE `pe`'s lock word, element i becoming
+  // update(current, i): every such ADD to `pe` takes the lock, so none is lost.
+  auto locked = [&](auto &cur, MPI_Datatype as, auto &&update) {
+    lock_pe(pe);
+    try {
+      get(pe, disp, l, as, cur.data());
+      for (int i = 0; i < count; ++i)
+        cur[size_t(i)] = update(cur[size_t(i)], i);
+      put(pe, disp, l, as, cur.data());
+      complete(pe); // before the next holder of the lock reads it
+    } catch (...) {
+      unlock_pe(pe);
+      throw;
+    }
+    unlock_pe(pe);
+  };
   if (d == DT_FP16 || d == DT_BF16) {
-    // MPI has no half-precision type: a read-modify-write under PE `pe`'s lock word. Every
-    // fp16/bf16 ADD to `pe` takes it, so none is lost; the sum is rounded once per element, as
-    // the threads backend does.
+    // MPI has no half-precision type; the sum is rounded once per element, as the threads
+    // backend does.
     std::vector<uint16_t> cur(static_cast<size_t>(count));
     const auto *v = static_cast<const float *>(src);
-    lock_pe(pe);
-    try {
-      get(pe, disp, l, MPI_UINT16_T, cur.data());
-      for (int i = 0; i < count; ++i)
-        cur[size_t(i)] = add_half(dt, cur[size_t(i)], v[i]);
-      put(pe, disp, l, MPI_UINT16_T, cur.data());
-      complete(pe); // before the next holder of the lock reads it
-    } catch (...) {
-      unlock_pe(pe);
-      throw;
-    }
-    unlock_pe(pe);
+    locked(cur, MPI_UINT16_T, [&](uint16_t c, int i) { return add_half(dt, c, v[i]); });
     return;
   }
-  if (d == DT_INT8 || d == DT_INT16) {
-    // Open MPI 4.1.4's MPI_SUM of 8- and 16-bit integers saturated here (127 + 1 gave 127), so
-    // these wrap, as on threads, by a read-modify-write under the lock as fp16/bf16 do.
-    const size_t width = d == DT_INT8 ? 1 : 2;
-    std::vector<unsigned char> cur(static_cast<size_t>(count) * width);
-    lock_pe(pe);
-    try {
-      get(pe, disp, l, type, cur.data());
-      if (d == DT_INT8) {
-        const auto *v = static_cast<const uint8_t *>(src);
-        for (int i = 0; i < count; ++i)
-          cur[size_t(i)] = static_cast<uint8_t>(cur[size_t(i)] + v[i]); // mod 2^8
-      } else {
-        const auto *v = static_cast<const uint16_t *>(src);
-        for (int i = 0; i < count; ++i) {
-          uint16_t c = 0;
-          std::memcpy(&c, cur.data() + size_t(i) * 2, 2);
-          c = static_cast<uint16_t>(c + v[i]); // mod 2^16
-          std::memcpy(cur.data() + size_t(i) * 2, &c, 2);
-        }
-      }
-      put(pe, disp, l, type, cur.data());
-      complete(pe); // before the next holder of the lock reads it
-    } catch (...) {
-      unlock_pe(pe);
-      throw;
-    }
-    unlock_pe(pe);
+  // Open MPI 4.1.4's MPI_SUM of 8- and 16-bit integers saturated here (127 + 1 gave 127): these
+  // wrap, as on threads (unsigned arithmetic, mod 2^8 / 2^16).
+  if (d == DT_INT8) {
+    std::vector<uint8_t> cur(static_cast<size_t>(count));
+    const auto *v = static_cast<const uint8_t *>(src);
+    locked(cur, MPI_UINT8_T, [&](uint8_t c, int i) { return static_cast<uint8_t>(c + v[i]); });
+    return;
+  }
+  if (d == DT_INT16) {
+    std::vector<uint16_t> cur(static_cast<size_t>(count));
+    const auto *v = static_cast<const uint16_t *>(src);
+    locked(cur, MPI_UINT16_T, [&](uint16_t c, int i) { return static_cast<uint16_t>(c + v[i]); });
     return;
   }
   const TargetType t(l, type);
