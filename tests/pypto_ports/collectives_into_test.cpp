@@ -10,7 +10,9 @@
 
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 namespace dist = pto::distributed;
@@ -106,7 +108,9 @@ TEST_CASE("collectives into the caller's buffers: PyPTO's protocols, valid regio
 }
 
 TEST_CASE("collectives into the caller's buffers: shapes, dtypes and reductions are checked") {
-  auto trace = [](const std::function<void(pto::Tensor, pto::Tensor)> &body) -> std::string {
+  // The message of the exception of exactly type E (typeid), or what else happened.
+  auto trace =
+      []<class E>(E *, const std::function<void(pto::Tensor, pto::Tensor)> &body) -> std::string {
     auto k = pto::jit("into_errors", [&body](pto::Tensor x, pto::Tensor y) {
       pto::set_vec_tile_shapes(2, 8);
       body(x, y);
@@ -115,25 +119,26 @@ TEST_CASE("collectives into the caller's buffers: shapes, dtypes and reductions 
     try {
       k(x, y);
     } catch (const pto::Error &e) {
-      return e.what();
+      return typeid(e) == typeid(E) ? std::string(e.what())
+                                    : std::string("wrong type ") + typeid(e).name();
     }
     return "none";
   };
   pto::Tensor none;
-  auto e1 = trace([&](pto::Tensor x, pto::Tensor y) {
+  auto e1 = trace(static_cast<pto::ShapeError *>(nullptr), [&](pto::Tensor x, pto::Tensor y) {
     auto buf = dist::create_shmem_tensor("world", 1, pto::DT_FP32, {4, 8});
     dist::one_shot_allreduce(none, x, buf, y);
   });
   CHECK(e1.find("collectives_into_test.cpp") != std::string::npos);
   CHECK(e1.find("one_shot_allreduce: the shmem tensor must be [8, 8]") != std::string::npos);
   CHECK(e1.find("got [4, 8]") != std::string::npos);
-  auto e2 = trace([&](pto::Tensor x, pto::Tensor y) {
+  auto e2 = trace(static_cast<pto::DTypeError *>(nullptr), [&](pto::Tensor x, pto::Tensor y) {
     auto buf = dist::create_shmem_tensor("world", 1, pto::DT_INT32, {8, 8});
     dist::allgather(none, x, buf, y);
   });
   INFO(e2);
   CHECK(e2.find("allgather: the shmem tensor must be DT_FP32, got DT_INT32") != std::string::npos);
-  auto e3 = trace([&](pto::Tensor x, pto::Tensor y) {
+  auto e3 = trace(static_cast<pto::DistributedError *>(nullptr), [&](pto::Tensor x, pto::Tensor y) {
     auto buf = dist::create_shmem_tensor("world", 1, pto::DT_FP32, {8, 8});
     dist::reduce_scatter(none, x, buf, y, dist::Reduction::MAX);
   });
