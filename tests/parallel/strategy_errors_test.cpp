@@ -258,6 +258,35 @@ TEST_CASE("parallel errors: meshes and operands") {
         });
       },
       kFile, line, "parallel::shard", "dim 1 names axis 'dp', already used");
+  // A DTensor whose local tensor is not the slice its layout gives this PE: refused where it
+  // is made (session 12's attack, F5), on 2 PEs (whole x for a half) and on the 1-PE oracle
+  // (a half for the whole).
+  const par::Mesh two({2}, {"a"});
+  const par::Layout rows(two, {16, 32}, {par::Placement::split(0)});
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace(
+            [&](Tensor x, Tensor) {
+              line = __LINE__ + 1;
+              par::DTensor d(x, rows);
+            },
+            2);
+      },
+      kFile, line, "parallel::DTensor",
+      "the local tensor has shape [16, 32] but the layout [16@a, 32] gives this PE a slice of "
+      "shape [8, 32] on a 2-PE world");
+  support::expect_error<pto::StrategyError>(
+      [&] {
+        trace([&](Tensor x, Tensor) {
+          auto half = pto::view(x, {8, 32}, {0, 0});
+          line = __LINE__ + 1;
+          par::DTensor d(half, rows);
+        });
+      },
+      kFile, line, "parallel::DTensor",
+      "the local tensor has shape [8, 32] but the layout [16@a, 32] gives this PE a slice of "
+      "shape [16, 32] on a 1-PE world");
+  trace([&](Tensor x, Tensor) { par::DTensor d(x, rows); }); // the oracle's whole tensor
 }
 
 TEST_CASE("parallel errors: shapes of BroadcastTo, BiasAdd, ExpandDims and Squeeze") {

@@ -153,7 +153,13 @@ private:
 /// layout().local_shape(my coordinates) (the whole tensor on a 1-PE world), and its layout.
 class DTensor {
 public:
-  DTensor(const Tensor &local, Layout layout) : local_(local), layout_(std::move(layout)) {}
+  /// `local` must be this PE's slice as the ops of this header make it: its static shape is
+  /// layout.max_local_shape() on a world of the mesh's PE count (the valid shape narrows an
+  /// uneven part) and layout.global_shape() on a 1-PE world (the oracle). Throws
+  /// StrategyError at `loc` for another rank or shape (or a mesh that is not the world's PE
+  /// count), so an inconsistent DTensor fails where it is made, not at a later op. Call it
+  /// inside a kernel trace.
+  DTensor(const Tensor &local, Layout layout, SrcLoc loc = SrcLoc::current());
   const Tensor &local() const { return local_; }
   const Layout &layout() const { return layout_; }
   const Mesh &mesh() const { return layout_.mesh(); }

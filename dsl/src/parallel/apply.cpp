@@ -378,10 +378,17 @@ std::vector<DTensor> apply_n(const Rule &rule, const std::vector<Input> &inputs,
   Call call{rule, attrs, std::move(locals), sig, r.axes, *mesh, active, out_local, loc, &results};
   results.insert(results.begin(), rule.local(call));
   std::vector<DTensor> outs;
+  const bool replicated_out =
+      std::all_of(out.placements().begin(), out.placements().end(),
+                  [](const Placement &p) { return p.kind == Placement::Kind::REPLICATE; });
   for (Tensor &t : results) {
     if (std::find(gathered.begin(), gathered.end(), true) != gathered.end())
       t = reslice(t, out, gathered, loc);
-    outs.emplace_back(t, out);
+    // A fully replicated op's further outputs (Unique's count) have their own whole shape.
+    if (!outs.empty() && replicated_out)
+      outs.emplace_back(t, replicated(*mesh, static_shape(t, op, 0, loc), loc), loc);
+    else
+      outs.emplace_back(t, out, loc);
   }
   return outs;
 }

@@ -13,6 +13,7 @@
 #include "parallel_internal.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace pto::parallel::detail {
 
@@ -413,6 +414,31 @@ Tensor redistribute_local(const Tensor &local, const Layout &from, const Layout 
 namespace pto::parallel {
 
 using namespace detail;
+
+DTensor::DTensor(const Tensor &local, Layout layout, SrcLoc loc)
+    : local_(local), layout_(std::move(layout)) {
+  const char *op = "parallel::DTensor";
+  const bool active = mesh_active(layout_.mesh(), op, loc);
+  const auto want = active ? layout_.max_local_shape() : layout_.global_shape();
+  std::vector<int64_t> got;
+  bool same = local_.dim(loc) == layout_.rank();
+  for (int d = 0; d < local_.dim(loc); ++d) {
+    auto v = local_.shape(d, loc);
+    got.push_back(v.is_concrete() ? v.concrete() : -1);
+    same = same && v.is_concrete() && d < layout_.rank() &&
+           v.concrete() == want[static_cast<size_t>(d)];
+  }
+  if (!same)
+    throw StrategyError(
+        loc, op,
+        fmt::format("the local tensor has shape [{}] but the layout {} gives this PE a slice of "
+                    "shape [{}] on a {}-PE world ({}; a dynamic dim is shown as -1)",
+                    fmt::join(got, ", "), layout_.to_string(), fmt::join(want, ", "),
+                    active ? layout_.mesh().n_pes() : 1,
+                    active ? "the largest part of each split dim; the valid shape narrows an "
+                             "uneven part"
+                           : "the oracle holds the whole tensor"));
+}
 
 DTensor shard(const Tensor &x, const Mesh &mesh, const Spec &spec, SrcLoc loc) {
   const char *op = "parallel::shard";
