@@ -3,7 +3,9 @@
 // buffers: every member publishes its x and y in its group's table, a barrier, member p
 // reduces its block of the valid region straight from every member's x and writes the result
 // into every member's y (the bytes a hand-written threads reduce-scatter + allgather moves: no
-// staging copy into a heap, no copy out of one), a barrier. Elsewhere (MPI, a trace) each
+// staging copy into a heap, no copy out of one), a barrier. Where the transport gives memory
+// that every member loads and stores (MPI ranks of one node: windowed()), the same blocks
+// move by plain copies through it, between barriers. Elsewhere (MPI across nodes, a trace) each
 // member packs its x's valid region into a reused scratch buffer (whole rows per memcpy) and
 // the transport's collectives move it (gathered()): the transport's own allreduce where every
 // order of combining gives the same bits (integers; fp32 / double sums and products of two
@@ -20,6 +22,7 @@
 #include "world_state.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
@@ -374,6 +377,27 @@ void unpack(const Region &reg, int64_t es, const std::byte *in, void *y, const i
       [&](int64_t r) { return reg.offset(r, ys); }, ys[reg.rank - 1]);
 }
 
+/// Writes elements [lo, hi) of the dense row-major `in` into the valid region of `y` (strides
+/// `ys`): whole runs of a row per copy.
+void unpack_range(const Region &reg, int64_t es, const std::byte *in, int64_t lo, int64_t hi,
+                  void *y, const int64_t *ys) {
+  auto *dst = static_cast<std::byte *>(y);
+  if (lo >= hi)
+    return;
+  if (reg.dense(ys)) {
+    std::memcpy(dst + lo * es, in + lo * es, size_t((hi - lo) * es));
+    return;
+  }
+  const int64_t cs = ys[reg.rank - 1];
+  auto zero = [](int64_t) { return int64_t{0}; };
+  for (int64_t r = lo / reg.cols; r * reg.cols < hi; ++r) {
+    const int64_t c0 = std::max<int64_t>(lo - r * reg.cols, 0);
+    const int64_t c1 = std::min(hi - r * reg.cols, reg.cols);
+    copy_rows(1, c1 - c0, es, in + (r * reg.cols + c0) * es, zero, 1,
+              dst + (reg.offset(r, ys) + c0 * cs) * es, zero, cs);
+  }
+}
+
 /// Member me's scratch of at least `bytes` bytes (not initialized; reused across calls).
 std::byte *scratch(detail::GroupState &g, int me, size_t bytes) {
   detail::GroupState::Scratch &s = g.scratch[size_t(me)];
@@ -417,6 +441,61 @@ bool order_free(int32_t dtype, int32_t reduction, int n) {
   }
 }
 
+/// The path through memory every member loads and stores (Group::shared_scratch: MPI ranks of
+/// one node). Member p owns block p of the valid region (16-element multiples, as direct()).
+/// Each member packs its x's valid region into its scratch (when x is dense and does not
+/// partly overlap y, only the blocks its peers reduce: its own block it reads from x), a
+/// barrier, member p reduces block p from every member's x in member order, chunk by chunk,
+/// into its scratch (for the peers) and its y, a barrier, each member copies its peers' reduced
+/// blocks into its y, and a barrier (no member packs its next x while a peer still reads its
+/// scratch). On n members each copies 2 (n - 1) / n of the region and reduces 1 / n of it: no
+/// message, no staging by MPI. Returns -1 when the transport has no such memory (alike on every
+/// member), else the status.
+int32_t windowed(pto_ctx *ctx, detail::GroupState &g, int me, const Region &reg, int64_t es,
+                 ChunkFn fn, const void *x, const int64_t *xs, void *y, const int64_t *ys) {
+  const int n = g.n_pes;
+  const int64_t total = reg.rows * reg.cols;
+  const std::vector<std::byte *> base = g.t->shared_scratch(me, size_t(total * es));
+  if (base.size() != size_t(n))
+    return -1;
+  auto edge = [&](int p) { return p == n ? total : share(total, p, n) & ~int64_t(15); };
+  auto meet = [&](const char *what) {
+    std::atomic_thread_fence(std::memory_order_seq_cst); // plain stores before, loads after
+    const int32_t st = barrier(ctx, g, me, what);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return st;
+  };
+  const int64_t lo = edge(me), hi = edge(me + 1);
+  std::byte *mine = base[size_t(me)];
+  const auto *xb = static_cast<const std::byte *>(x);
+  const auto xr = reg.bytes(x, xs, es), yr = reg.bytes(y, ys, es);
+  // Block me read straight from x: only while y's stores cannot reach x's unread elements.
+  const bool from_x = reg.dense(xs) && (xr.second < yr.first || yr.second < xr.first ||
+                                        same_layout(reg, x, xs, y, ys));
+  if (from_x) {
+    std::memcpy(mine, xb, size_t(lo * es));
+    std::memcpy(mine + hi * es, xb + hi * es, size_t((total - hi) * es));
+  } else {
+    pack(reg, es, x, xs, mine);
+  }
+  if (int32_t st = meet("allreduce barrier (packed)"))
+    return st;
+  std::vector<const std::byte *> src(static_cast<size_t>(n));
+  for (int64_t c = lo; c < hi; c += kChunk) {
+    for (int q = 0; q < n; ++q)
+      src[size_t(q)] = (q == me && from_x ? xb : base[size_t(q)]) + c * es;
+    const int64_t len = std::min(kChunk, hi - c);
+    fn(src.data(), n, len, mine + c * es);
+    unpack_range(reg, es, mine, c, c + len, y, ys); // from L1
+  }
+  if (int32_t st = meet("allreduce barrier (reduced)"))
+    return st;
+  for (int q = 0; q < n; ++q)
+    if (q != me)
+      unpack_range(reg, es, base[size_t(q)], edge(q), edge(q + 1), y, ys);
+  return meet("allreduce exit barrier");
+}
+
 /// The path through the transport's collectives (every member not a thread of this process, or
 /// tracing): x's valid region packed into the member's scratch, then (1) the transport's own
 /// allreduce where order_free, else (2) an all-to-all of n blocks (member p receives block p of
@@ -439,6 +518,8 @@ int32_t gathered(pto_ctx *ctx, detail::GroupState &g, int me, const Region &reg,
     }
     return detail::collective_result(ctx, g, r, policy, kOp, what);
   };
+  if (int32_t st = windowed(ctx, g, me, reg, es, fn, x, xs, y, ys); st >= 0)
+    return st;
   const size_t bytes = size_t(total * es);
   if (order_free(dtype, reduction, n)) {
     std::byte *buf = scratch(g, me, bytes);

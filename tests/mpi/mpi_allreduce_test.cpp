@@ -1,7 +1,8 @@
 // mpi_allreduce_test.cpp - pto_rt_allreduce on the MPI transport (allreduce_direct.cpp's
-// gathered(): MPI_Iallreduce where every order gives the same bits, else an all-to-all
-// reduce-scatter and an allgather): every dtype x reduction x {dense, padded rows, strided}
-// valid regions, on the world (2 or 4 ranks) and on a group of 3 ranks, against a naive left
+// windowed(): copies through a shared window on one node; with PTO_MPI_SHARED=0 gathered():
+// MPI_Iallreduce where every order gives the same bits, else an all-to-all reduce-scatter and
+// an allgather): every dtype x reduction x {dense, padded rows, strided, dense in place} valid
+// regions, on the world (2 or 4 ranks) and on a group of 3 ranks, against a naive left
 // fold x0 op x1 op ... op x(n-1) computed here from every member's (deterministic) input,
 // compared bit for bit. The elements of y outside its valid region must keep their sentinel.
 #include "pto/dtype.h"
@@ -33,6 +34,7 @@ struct Shape {
   const char *name;
   int rank;
   int64_t valid[4], xs[4], ys[4];
+  bool in_place = false; ///< y is x (xs == ys)
 };
 
 // Totals not divisible by 2 or 3 (uneven blocks); one larger than 2048 * 4 (several chunks).
@@ -40,6 +42,7 @@ const Shape kShapes[] = {
     {"dense", 2, {5, 2003}, {2003, 1}, {2003, 1}},
     {"padded rows", 2, {7, 43}, {64, 1}, {57, 1}},
     {"strided", 3, {3, 5, 13}, {5 * 13 * 2 + 6, 13 * 2, 2}, {5 * 16 * 3, 16 * 3, 3}},
+    {"dense in place", 2, {3, 2011}, {2011, 1}, {2011, 1}, true},
 };
 
 const pto::DataType kTypes[] = {pto::DT_INT8, pto::DT_INT16,  pto::DT_INT32, pto::DT_INT64,
@@ -229,12 +232,15 @@ std::vector<std::string> run_cases(const char *group, int n, int me) {
   if (pto_rt_kernel_enter(ctx, &hash, 1, &heap, &n, names, nullptr, nullptr) == PTO_OK) {
     for (Case &k : cases)
       if (pto_rt_allreduce(ctx, 0, k.red, k.dt, k.shape->rank, k.shape->valid, k.x.data(),
-                           k.shape->xs, k.y.data(), k.shape->ys, -1) != PTO_OK)
+                           k.shape->xs, k.shape->in_place ? k.x.data() : k.y.data(), k.shape->ys,
+                           -1) != PTO_OK)
         break;
     pto_rt_kernel_exit(ctx);
   }
   end_call(ctx); // throws the first error
   for (size_t c = 0; c < cases.size(); ++c) {
+    if (cases[c].shape->in_place)
+      cases[c].y = cases[c].x; // the result
     const Case &k = cases[c];
     const Shape &s = *k.shape;
     const auto es = size_t(pto::bytes_of(k.dt));

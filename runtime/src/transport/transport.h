@@ -184,6 +184,17 @@ public:
     (void)me, (void)data, (void)count, (void)dt, (void)reduction, (void)owner, (void)policy;
     return std::nullopt;
   }
+  /// Every member's scratch of at least `bytes` bytes in memory this PE loads and stores
+  /// directly (on MPI: a shared-memory window over the group's ranks), for collectives that move
+  /// their data by plain copies between barriers: entry p is member p's scratch (64-byte
+  /// aligned, not initialized, kept and reused across calls; a larger `bytes` replaces it).
+  /// Collective, and it may block: every member calls it with the same `bytes`, only after the
+  /// members met in a collective call. Empty (the default), alike on every member, when the
+  /// transport has no such memory.
+  virtual std::vector<std::byte *> shared_scratch(int me, size_t bytes) {
+    (void)me, (void)bytes;
+    return {};
+  }
   /// Forgets a broken barrier or allgather (between runs, while no member is in a call).
   virtual void reset() = 0;
 };

@@ -204,6 +204,7 @@ public:
   std::optional<WaitResult> native_allreduce(int me, void *data, int64_t count, pto_dtype dt,
                                              int32_t reduction, const std::shared_ptr<void> &owner,
                                              WaitPolicy &policy) override;
+  std::vector<std::byte *> shared_scratch(int me, size_t bytes) override;
   void reset() override {}
 
   const std::string &name() const { return name_; }
@@ -249,6 +250,9 @@ private:
   int64_t bytes_ = 0;
   /// allgather's buffers (see there); a group's PE calls it from one thread at a time.
   std::shared_ptr<std::vector<std::byte>> stage_send_, stage_recv_;
+  /// shared_scratch()'s window; no_scratch_: the osc component gave no shared window.
+  std::shared_ptr<MpiHeap> scratch_;
+  bool no_scratch_ = false;
 };
 
 class MpiTransport final : public transport::Transport {
@@ -637,6 +641,26 @@ std::optional<WaitResult> MpiGroup::native_allreduce(int, void *data, int64_t co
     throw RuntimeError("<runtime>", "MPI backend",
                        fmt::format("MPI_Iallreduce of group '{}' failed", name_));
   return finish(req, policy, arrival, owner);
+}
+
+// A window of its own (the heap's is remapped at every kernel entry), made at the first call
+// and when a call needs more; every member asks for the same size, so all make it together.
+std::vector<std::byte *> MpiGroup::shared_scratch(int, size_t bytes) {
+  if (!t_.session().shared() || no_scratch_ || bytes > size_t(INT64_MAX / 4))
+    return {};
+  if (!scratch_ || size_t(scratch_->size_bytes()) < bytes) {
+    scratch_.reset();                                         // collective free
+    scratch_ = t_.session().map_heap(comm(), int64_t(bytes)); // ends in MPI_Barrier
+    if (!scratch_->is_shared()) { // an osc component without shared windows: alike everywhere
+      scratch_.reset();
+      no_scratch_ = true;
+      return {};
+    }
+  }
+  std::vector<std::byte *> bases(world_pe_.size());
+  for (size_t p = 0; p < bases.size(); ++p)
+    bases[p] = scratch_->base(int(p));
+  return bases;
 }
 
 } // namespace
