@@ -41,10 +41,11 @@ Tensor owned_index(const Call &c, size_t operand, int dim, const Tensor &index, 
   const Layout l = input_layout(c, operand);
   const int64_t n = l.global_shape()[static_cast<size_t>(dim)];
   const SymChunk ch = my_chunk(l, dim, c.loc);
-  Tensor ar = pto::arange(int64_t{0}, n + 1, 1, c.loc);
+  Tensor ar = pto::cast(pto::arange(int64_t{0}, n + 1, 1, c.loc), DT_INT64, c.loc);
   Tensor lo = pto::view(ar, {1}, {ch.offset}, {}, c.loc);
   Tensor hi = pto::view(ar, {1}, {ch.offset + ch.size}, {}, c.loc);
-  Tensor i = index.dtype(c.loc) == DT_INT32 ? index : pto::cast(index, DT_INT32, c.loc);
+  // int64 throughout: an index beyond 2^31 must not wrap into a valid row.
+  Tensor i = index.dtype(c.loc) == DT_INT64 ? index : pto::cast(index, DT_INT64, c.loc);
   Tensor lo_ok = pto::logical_or(pto::ge(i, lo, c.loc), pto::eq(lo, int64_t{0}, c.loc), c.loc);
   Tensor hi_ok = pto::logical_or(pto::lt(i, hi, c.loc), pto::eq(hi, n, c.loc), c.loc);
   mask = pto::logical_and(lo_ok, hi_ok, c.loc);
@@ -182,8 +183,9 @@ Tensor local_one_hot(const Call &c) {
   if (!c.active || axes.empty())
     return pto::one_hot(c.locals[0], classes, c.loc);
   const Tensor &idx = c.locals[0];
-  Tensor i = idx.dtype(c.loc) == DT_INT32 ? idx : pto::cast(idx, DT_INT32, c.loc);
-  return pto::cast(pto::eq(pto::unsqueeze(i, -1, c.loc), c.locals[1], c.loc), DT_INT64, c.loc);
+  Tensor i = idx.dtype(c.loc) == DT_INT64 ? idx : pto::cast(idx, DT_INT64, c.loc);
+  Tensor cls = pto::cast(c.locals[1], DT_INT64, c.loc);
+  return pto::cast(pto::eq(pto::unsqueeze(i, -1, c.loc), cls, c.loc), DT_INT64, c.loc);
 }
 
 Signature sig_unsorted_segment(const Shapes &s, const Attrs &a, SrcLoc loc) {
