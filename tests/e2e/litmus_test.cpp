@@ -43,11 +43,13 @@ std::vector<pto::HostTensor> outputs(int n, int64_t iters) {
   return v;
 }
 
-/// The PE count of the pairwise tests: 2 on threads, the (even) number of ranks on MPI.
+/// The PE count of the pairwise tests: 2 on threads, the number of ranks on MPI; 0 (the test
+/// is skipped, with a message) for an odd rank count, which cannot be paired.
 int pair_pes() {
   const int n = support::world_pes(2);
-  REQUIRE_MESSAGE(n % 2 == 0, "the pairwise litmus tests need an even number of PEs, got ", n);
-  return n;
+  if (n % 2 != 0)
+    MESSAGE("skipped: the pairwise litmus tests need an even number of PEs, got ", n);
+  return n % 2 == 0 ? n : 0;
 }
 
 /// Row i of iteration i's view of `x` ([1, 8]).
@@ -90,6 +92,8 @@ TEST_CASE("litmus MP: data then signal, the signal is never seen before the data
           support::opts(mode));
       pto::HostTensor x = rows(iters);
       const int n = pair_pes();
+      if (n == 0)
+        return;
       auto ys = outputs(n, iters);
       auto world = support::make_world(n, kWorldOpts);
       world->run([&](int pe) { k(x, ys[size_t(pe)], n); });
@@ -133,6 +137,8 @@ TEST_CASE("litmus put-fence-put: two puts to one PE, fenced, arrive in order") {
         support::opts(mode));
     pto::HostTensor x = rows(iters);
     const int n = pair_pes();
+    if (n == 0)
+      return;
     auto ya = outputs(n, iters), yb = outputs(n, iters);
     auto world = support::make_world(n, kWorldOpts);
     world->run([&](int pe) { k(x, ya[size_t(pe)], yb[size_t(pe)], n); });
@@ -211,6 +217,8 @@ TEST_CASE("litmus SB: put, quiet, read: the two PEs never both read the old valu
         support::opts(mode));
     pto::HostTensor x = rows(iters);
     const int n = pair_pes();
+    if (n == 0)
+      return;
     auto ys = outputs(n, iters);
     auto world = support::make_world(n, kWorldOpts);
     world->run([&](int pe) { k(x, ys[size_t(pe)], n); });

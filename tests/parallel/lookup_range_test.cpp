@@ -40,8 +40,13 @@ std::string run(K &k, int n, const HostTensor &x, const HostTensor &index,
   return "";
 }
 
-const std::vector<int64_t> kBad{7, -1, (int64_t(1) << 32) + 3, (int64_t(1) << 31) + 1,
-                                -(int64_t(1) << 32) + 1, int64_t(1) << 40, INT64_MIN};
+const std::vector<int64_t> kBad{7,
+                                -1,
+                                (int64_t(1) << 32) + 3,
+                                (int64_t(1) << 31) + 1,
+                                -(int64_t(1) << 32) + 1,
+                                int64_t(1) << 40,
+                                INT64_MIN};
 
 } // namespace
 
@@ -85,8 +90,8 @@ TEST_CASE("parallel lookups: an index outside the dim throws on n PEs as on 1 PE
     }
   }
   // One_hot with the class dim split: a class value beyond 2^32 must not light class 3.
-  const std::string one = run(oh, 1, ids({1, (int64_t(1) << 32) + 3, 2}),
-                              ids({0}), {3, 7}, pto::DT_INT64);
+  const std::string one =
+      run(oh, 1, ids({1, (int64_t(1) << 32) + 3, 2}), ids({0}), {3, 7}, pto::DT_INT64);
   CHECK(one.find("lookup_range_test.cpp:" + std::to_string(line_oh)) != std::string::npos);
   CHECK(one.find("one_hot") != std::string::npos);
   std::vector<HostTensor> xs(2, ids({1, (int64_t(1) << 32) + 3, 2})), ws(2, ids({0}));
