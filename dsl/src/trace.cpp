@@ -328,7 +328,10 @@ bool Recorder::close_loop() {
       throw DistributedError(f.loc, "loop",
                              "a shmem tensor is created inside a pto::loop body with pto::cond "
                              "paths: each path would get its own symmetric tensor, and PEs on "
-                             "different paths would not meet; create it before the loop");
+                             "different paths would not meet. Keep the creation on every path: "
+                             "put the pto::cond in an inner pto::loop(1) after it (the tensor "
+                             "stays fresh per iteration), or create the tensor before the loop "
+                             "and dist::shmem_reset it at the start of each iteration");
     SymbolicScalar guard;
     for (size_t k = 0; k < f.conds.size(); ++k) {
       SymbolicScalar lit = f.decisions[k] ? f.conds[k] : !f.conds[k];

@@ -140,6 +140,8 @@ TEST_CASE("parallel: Mesh and Layout accessors refuse points and axes outside th
   expect([&] { line = __LINE__; (void)l.local_shape({-1, 0}); }, "parallel::Layout::local_shape", "[-1, 0] are not a point");
   expect([&] { line = __LINE__; (void)l.part_index(0, {0}); }, "parallel::Layout::part_index", "[0] are not a point");
   expect([&] { line = __LINE__; (void)l.part_index(2, {0, 0}); }, "parallel::Layout::part_index", "dim 2 is outside [0, 2)");
+  expect([&] { line = __LINE__; (void)l.parts(-1); }, "parallel::Layout::parts", "dim -1 is outside [0, 2)");
+  expect([&] { line = __LINE__; (void)l.split_axes(99); }, "parallel::Layout::split_axes", "dim 99 is outside [0, 2)");
   expect([&] { line = __LINE__; (void)m.size(5); }, "parallel::Mesh::size", "axis 5 is outside [0, 2)");
   expect([&] { line = __LINE__; (void)m.axis_name(-1); }, "parallel::Mesh::axis_name", "axis -1 is outside");
   expect([&] { line = __LINE__; (void)m.stride(2); }, "parallel::Mesh::stride", "axis 2 is outside");

@@ -14,8 +14,12 @@
 //   its valid region is sent; every PE of the shmem tensor's group must pass the same shape and
 //   valid shape (DistributedError at kernel entry when they differ at trace time).
 // - `shmem`: the caller's create_shmem_tensor, whose group and PE count are the collective's;
-//   its data must be zero where the ADD protocols accumulate (fresh: created in the kernel body
-//   or in a loop body, pto/distributed.h; otherwise reset it with dist::shmem_reset). Its shape
+//   it must be fresh for every call: created in the kernel body or in a loop body
+//   (pto/distributed.h), or reset with dist::shmem_reset before each further use in the same
+//   kernel. This holds for every protocol, the SET ones (allgather) too: a fast PE's signals of
+//   the next call would land before a slow PE's wait of this call clears its slot, so reuse
+//   without a reset ends in a DeadlockError (ONE_SHOT, allgather, reduce_scatter) or, for
+//   TWO_SHOT's ADD accumulator, a sum counted twice. Its shape
 //   and dtype are checked (ShapeError / DTypeError, naming what was expected).
 // - `out`: a kernel output or local tensor (pto::tensor) the result is assembled into at
 //   offset 0 (assemble's rules and errors apply).

@@ -205,8 +205,10 @@ LoopUnrollRange loop_unroll(SymbolicScalar start, SymbolicScalar stop, SymbolicS
 /// reads x only when i < n.
 /// Errors: SymbolicError for a body that traces differently when re-run (conditions must depend
 /// only on traced values, not on host state that changes between passes); DistributedError for a
-/// shmem tensor created in a body with paths (each path would get its own symmetric tensor;
-/// create it before the loop); CompileError for more than kMaxCondPaths paths in one body, or
+/// shmem tensor created in a body with paths, even before the body's first cond (each path
+/// would get its own symmetric tensor; wrap the cond in an inner `for (auto _ : pto::loop(1))`
+/// after the creation, or create the tensor before the loop and dist::shmem_reset it each
+/// iteration); CompileError for more than kMaxCondPaths paths in one body, or
 /// when nested bodies' paths multiply past kMaxNestedCondPaths passes of the innermost body.
 bool cond(const SymbolicScalar &s, std::source_location loc = std::source_location::current());
 

@@ -116,10 +116,12 @@ public:
   const std::vector<int64_t> &global_shape() const { return shape_; }
   const std::vector<Placement> &placements() const { return placements_; }
   int rank() const { return static_cast<int>(shape_.size()); }
-  /// The mesh axes splitting dim `dim`, ascending (major first).
-  std::vector<int> split_axes(int dim) const;
-  /// The number of parts dim `dim` is split into (the product of its axes' sizes).
-  int64_t parts(int dim) const;
+  /// The mesh axes splitting dim `dim`, ascending (major first). StrategyError at `loc` unless
+  /// 0 <= dim < rank().
+  std::vector<int> split_axes(int dim, SrcLoc loc = SrcLoc::current()) const;
+  /// The number of parts dim `dim` is split into (the product of its axes' sizes). StrategyError
+  /// at `loc` unless 0 <= dim < rank().
+  int64_t parts(int dim, SrcLoc loc = SrcLoc::current()) const;
   /// The index of the part of dim `dim` held at mesh coordinates `coord` (one per mesh axis,
   /// each in [0, size(axis)); dim in [0, rank()); StrategyError at `loc` otherwise).
   int64_t part_index(int dim, const std::vector<int64_t> &coord,
@@ -517,9 +519,10 @@ TopK topk(const Input &x, int64_t k, bool largest = true, bool sorted = true,
 /// MindSpore, params may be split along `axis` too, with repeated computation and together with
 /// the indices: each PE looks up only the rows it owns (-0.0, or 0 for ints, elsewhere) and the
 /// output is a Partial(sum), resolved by one allreduce of the output when a consumer needs it:
-/// bitwise equal to one PE (-0.0 is the identity of addition). Every PE must own a row
-/// (StrategyError naming the dim and the largest split that works). An index outside the dim
-/// throws the one-PE RuntimeError (on the first or last PE of the split). Params of rank 1-4.
+/// bitwise equal to one PE (-0.0 is the identity of addition). A split into more parts than
+/// rows (some PEs own none) allgathers params along `axis` first (docs/sharding.md). An index
+/// outside the dim, int64 included, throws the one-PE RuntimeError (on the first or last PE of
+/// the split; its message gives that PE's range). Params of rank 1-4.
 /// A pending partial of params (sum, max, min) is kept when the indices are replicated; the
 /// indices' partials are resolved first.
 DTensor index_select(const Input &params, int axis, const Input &indices,

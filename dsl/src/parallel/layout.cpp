@@ -164,7 +164,10 @@ Layout::Layout(Mesh mesh, std::vector<int64_t> global_shape, std::vector<Placeme
                                       rank()));
 }
 
-std::vector<int> Layout::split_axes(int dim) const {
+std::vector<int> Layout::split_axes(int dim, SrcLoc loc) const {
+  if (dim < 0 || dim >= rank())
+    throw StrategyError(loc, "parallel::Layout::split_axes",
+                        fmt::format("dim {} is outside [0, {})", dim, rank()));
   std::vector<int> axes;
   for (size_t a = 0; a < placements_.size(); ++a)
     if (placements_[a].kind == Placement::Kind::SPLIT && placements_[a].dim == dim)
@@ -172,9 +175,12 @@ std::vector<int> Layout::split_axes(int dim) const {
   return axes;
 }
 
-int64_t Layout::parts(int dim) const {
+int64_t Layout::parts(int dim, SrcLoc loc) const {
+  if (dim < 0 || dim >= rank())
+    throw StrategyError(loc, "parallel::Layout::parts",
+                        fmt::format("dim {} is outside [0, {})", dim, rank()));
   int64_t p = 1;
-  for (int a : split_axes(dim))
+  for (int a : split_axes(dim, loc))
     p *= mesh_.size(a);
   return p;
 }
