@@ -655,9 +655,13 @@ const std::vector<ShardingName> &sharding_names() {
       {"ApproximateEqual"},
       {"Asin"},
       {"Asinh"},
-      {"Assign", "assemble writes into a window of a kernel output (MindSpore: a Parameter)"},
-      {"AssignAdd", "not one op: pto::add, then pto::assemble into the same output"},
-      {"AssignSub", "not one op: pto::sub, then pto::assemble into the same output"},
+      {"Assign", "no rule, not applicable: ptojit has no mutable variables (MindSpore's "
+                 "Parameter); the sharded spelling of an assignment is parallel::assemble(x, "
+                 "offsets, out), which writes each PE's part into the kernel output out"},
+      {"AssignAdd", "no rule, not applicable (no mutable variables): parallel::add(x, out's "
+                    "value), then parallel::assemble into the output"},
+      {"AssignSub", "no rule, not applicable (no mutable variables): parallel::sub(x, out's "
+                    "value), then parallel::assemble into the output"},
       {"Atan"},
       {"Atan2"},
       {"Atanh"},

@@ -192,12 +192,16 @@ const std::vector<Op> &ops() {
 /// The rules the sweep calls through another op's entry (named there) or validates elsewhere,
 /// with the test that does.
 const std::set<std::string> kElsewhere = {
-    "parallel::matmul",      // rules_test.cpp: m, n, k, batch splits, partials (sum tolerance)
+    "parallel::dropout_gen_mask", // dropout_test.cpp: every split against one PE, bitwise
+    "parallel::dropout_do_mask",  // dropout_test.cpp: the pairing errors
+    "parallel::matmul",           // rules_test.cpp: m, n, k, batch splits, partials (sum tolerance)
     "parallel::mean",        // rules_test.cpp: uneven splits (1 / global length, sum tolerance)
     "parallel::reshape",     // rules_test.cpp: kept, merged and split dims
     "parallel::squeeze",     // here, through parallel::unsqueeze
     "parallel::logical_and", // rules_test.cpp: bool inputs
-    "parallel::logical_or",  "parallel::logical_not", "parallel::bias_add"};
+    "parallel::logical_or",
+    "parallel::logical_not",
+    "parallel::bias_add"};
 
 enum class Place { R, S0, S1, PSUM, PMAX };
 const char *place_name(Place p) {

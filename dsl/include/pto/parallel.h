@@ -537,8 +537,9 @@ DTensor embedding(const Input &weight, const Input &ids, const Strategy &strateg
 /// for on_value and off_value (or the output's tuple alone); StrategyError for another tuple
 /// count, a non-empty scalar tuple or an output tuple of the wrong rank. The index dims split
 /// freely; a split class dim makes each PE compare the indices with its classes (bitwise, no
-/// communication; an index outside [0, num_classes) then gives a zero row, where one PE throws
-/// RuntimeError). ArgumentError for num_classes outside [1, 2^31).
+/// communication), after checking them against the GLOBAL class count: an index outside [0,
+/// num_classes) throws a pto::RuntimeError ("... out of range [0, num_classes) ...") on the PE
+/// that holds it, as on one PE. ArgumentError for num_classes outside [1, 2^31).
 DTensor one_hot(const Input &index, int64_t num_classes, const Strategy &strategy = {},
                 SrcLoc loc = SrcLoc::current());
 /// UnsortedSegmentSum / Min / Max (pto::unsorted_segment_*: segment_ids' shape a prefix of
@@ -583,6 +584,31 @@ struct Unique {
 /// strategy": a strategy with a count other than 1 is a StrategyError; without one, a split x
 /// is allgathered whole and every PE computes the whole result. Partials are resolved first.
 Unique unique(const Input &x, const Strategy &strategy = {}, SrcLoc loc = SrcLoc::current());
+
+/// DropoutGenMask (pto::dropout_gen_mask of the GLOBAL `shape` under (p, key, counter)) over
+/// `mesh`: the strategy is one tuple, the mask's (counts or axis names; none: replicated). Each
+/// PE's mask is its slice of the global mask, bitwise equal to one PE's for every split (uneven
+/// and repeated ones included): every PE generates the whole mask and keeps its slice (a view;
+/// no communication, O(global) random numbers per PE). Must be used with dropout_do_mask (the
+/// seed table's pairing). Errors: as pto::dropout_gen_mask (ArgumentError for p outside [0, 1],
+/// ShapeError for a rank outside 1..4 or a dim < 1), StrategyError as every rule's strategy.
+DTensor dropout_gen_mask(const Mesh &mesh, const std::vector<int64_t> &shape, double p,
+                         uint64_t key, uint64_t counter, const Strategy &strategy = {},
+                         SrcLoc loc = SrcLoc::current());
+/// DropoutDoMask (pto::dropout_do_mask(x, mask, p) on the slices): the seed table's pairing,
+/// each a StrategyError naming the operand and dim: no strategy may be given (the split is
+/// dropout_gen_mask's; the message gives that nearest valid strategy); `mask` must be a DTensor
+/// (dropout_gen_mask's, not a whole pto::Tensor) of x's global shape, without partials, split
+/// on every dim as a DTensor x is (a whole x is sliced as its mask). A pending partial of x is
+/// resolved first. p must be the p of the mask's dropout_gen_mask (not checked: the scale is
+/// 1 / (1 - p)). Bitwise equal to one PE.
+DTensor dropout_do_mask(const Input &x, const Input &mask, double p, const Strategy &strategy = {},
+                        SrcLoc loc = SrcLoc::current());
+/// Inverted dropout of x on x's layout (its partials replaced by replicate): dropout_do_mask(x,
+/// the dropout_gen_mask(x's mesh, x's global shape, p, key, counter) slice of x's layout, p),
+/// bitwise equal to one PE's pto::dropout(x, p, key, counter).
+DTensor dropout(const DTensor &x, double p, uint64_t key, uint64_t counter,
+                SrcLoc loc = SrcLoc::current());
 
 /// One row of the rule table, as tools and docs read it (docs/sharding_ops.md is generated from
 /// it): the op as written, the seed table's MindSpore name, the number of inputs, whether a

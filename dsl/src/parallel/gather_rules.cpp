@@ -176,16 +176,19 @@ Signature sig_one_hot(const Shapes &s, const Attrs &, SrcLoc loc) {
 }
 
 /// With the class dim split: out[.., c] = (index[..] == c) for this PE's classes c (the [C]
-/// class tensor's slice), cast to DT_INT64: exact, no communication.
+/// class tensor's slice), cast to DT_INT64: exact, no communication. The indices are first
+/// looked up in the GLOBAL classes [C] (pto::embedding of arange(C) as a [C, 1] table: the
+/// identity on [0, C), O(indices) work), so an index outside [0, C) throws a RuntimeError
+/// ("... is out of range [0, C) ...") on the PE that holds it, as on one PE.
 Tensor local_one_hot(const Call &c) {
   const int64_t classes = c.sig.factors[static_cast<size_t>(c.sig.in[1][0])].size;
   const auto &axes = c.factor_axes[static_cast<size_t>(c.sig.in[1][0])];
   if (!c.active || axes.empty())
     return pto::one_hot(c.locals[0], classes, c.loc);
   const Tensor &idx = c.locals[0];
-  Tensor i = idx.dtype(c.loc) == DT_INT64 ? idx : pto::cast(idx, DT_INT64, c.loc);
-  Tensor cls = pto::cast(c.locals[1], DT_INT64, c.loc);
-  return pto::cast(pto::eq(pto::unsqueeze(i, -1, c.loc), cls, c.loc), DT_INT64, c.loc);
+  Tensor table = pto::reshape(pto::arange(int64_t{0}, classes, 1, c.loc), {classes, 1}, {}, c.loc);
+  Tensor i = pto::squeeze(pto::embedding(table, idx, {}, c.loc), {-1}, c.loc);
+  return pto::cast(pto::eq(pto::unsqueeze(i, -1, c.loc), c.locals[1], c.loc), DT_INT64, c.loc);
 }
 
 Signature sig_unsorted_segment(const Shapes &s, const Attrs &a, SrcLoc loc) {

@@ -52,6 +52,8 @@ enum RuleIndex : size_t {
   kSigmoidCrossEntropy,
   kSoftmaxCrossEntropy,
   kUnique,
+  kDropoutGenMask,
+  kDropoutDoMask,
   kRuleCount
 };
 

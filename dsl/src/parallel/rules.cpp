@@ -13,6 +13,7 @@
 
 #include "gather_rules.h"
 #include "parallel_internal.h"
+#include "random_rules.h"
 #include "rule_index.h"
 #include "rule_signatures.h"
 
@@ -426,8 +427,9 @@ const Rule kRules[] = {
      "none (the class dim is split by the strategy's output tuple: each PE compares the indices "
      "with its classes)",
      "MindSpore's strategy form: the output's tuple, then () () for on_value and off_value; "
-     "indices of rank 1-3 (the seed: 1-D); class dim split: eq(index, class) per PE, bitwise; "
-     "an index outside [0, C) then gives a zero row (one PE, or classes not split: RuntimeError)",
+     "indices of rank 1-3 (the seed: 1-D); class dim split: each PE checks its indices against "
+     "the global C (a lookup in arange(C), so an index outside [0, C) throws the one-PE "
+     "RuntimeError), then eq(index, class) for its classes; bitwise",
      nullptr},
     {"parallel::unsorted_segment_sum", "UnsortedSegmentSum", 2, true, kFirstSum,
      sig_unsorted_segment, local_unsorted_segment,
@@ -457,6 +459,21 @@ const Rule kRules[] = {
     {"parallel::unique", "Unique", 1, true, kResolve, sig_unique, local_unique,
      "a split input is allgathered whole; values and count are replicated",
      "the seed table's fully repeated strategy only (every count 1)", check_unique},
+    {"parallel::dropout_gen_mask", "DropoutGenMask", 1, true, kResolve, sig_elementwise,
+     local_dropout_gen_mask,
+     "none (every PE generates the whole global mask and keeps its slice, a view: O(global) RNG "
+     "work per PE)",
+     "the strategy is one tuple, the mask's; each PE's mask is its slice of the GLOBAL mask "
+     "(Philox counters are global flat indices), bitwise equal to one PE for every split, uneven "
+     "and repeated ones included; must be used with parallel::dropout_do_mask (the seed table's "
+     "pairing). Generating only the local slice needs an index offset in pto::uniform (planned)"},
+    {"parallel::dropout_do_mask", "DropoutDoMask", 2, false, kResolve, sig_elementwise,
+     local_dropout_do_mask, "none (follows its mask's layout)",
+     "the seed table's pairing: no strategy (its split is dropout_gen_mask's), the mask a "
+     "parallel::dropout_gen_mask DTensor of x's global shape split as x on every dim "
+     "(StrategyError naming the dim and the mask's nearest valid strategy otherwise); a pending "
+     "partial of x is resolved first; bitwise. parallel::dropout(x, p, key, counter) pairs both "
+     "on x's layout"},
 };
 
 static_assert(std::size(kRules) == kRuleCount, "kRules and RuleIndex must list the same ops");
