@@ -696,7 +696,8 @@ TEST_CASE("a shmem tensor created in a body with cond paths is a DistributedErro
     }
   });
   pto::HostTensor m(pto::DT_INT32, {4}), y(pto::DT_FP32, {4, 8});
-  CHECK_THROWS_WITH_AS(k(m, y), Contains("put the pto::cond in an inner pto::loop(1)"), pto::DistributedError);
+  CHECK_THROWS_WITH_AS(k(m, y), Contains("put the pto::cond in an inner pto::loop(1)"),
+                       pto::DistributedError);
 }
 
 TEST_CASE("break out of a traced loop body, and scalars used outside their loop, are "

@@ -136,8 +136,8 @@ TEST_CASE("parallel errors: DropoutGenMask / DoMask pairing") {
       [&] {
         trace([&](Tensor x) {
           line = __LINE__ + 1;
-          par::dropout_do_mask(par::shard(x, m, {"dp", {}}), pto::dropout_gen_mask({9, 7}, kP, 1, 2),
-                               kP);
+          par::dropout_do_mask(par::shard(x, m, {"dp", {}}),
+                               pto::dropout_gen_mask({9, 7}, kP, 1, 2), kP);
         });
       },
       kFile, line, do_mask,

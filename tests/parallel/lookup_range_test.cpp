@@ -94,8 +94,8 @@ TEST_CASE("parallel lookups: an index outside the dim throws on n PEs as on 1 PE
       run(oh, 1, ids({1, (int64_t(1) << 32) + 3, 2}), ids({0}), {3, 7}, pto::DT_INT64);
   CHECK(one.find("lookup_range_test.cpp:" + std::to_string(line_oh)) != std::string::npos);
   CHECK(one.find("one_hot") != std::string::npos);
-  const std::string two = run(oh, 2, ids({1, (int64_t(1) << 32) + 3, 2}), ids({0}), {3, 7},
-                              pto::DT_INT64);
+  const std::string two =
+      run(oh, 2, ids({1, (int64_t(1) << 32) + 3, 2}), ids({0}), {3, 7}, pto::DT_INT64);
   CHECK(two.find("lookup_range_test.cpp:" + std::to_string(line_oh)) != std::string::npos);
   CHECK(two.find("is out of range [0, 7)") != std::string::npos);
 }

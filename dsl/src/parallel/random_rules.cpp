@@ -113,8 +113,8 @@ DTensor dropout_gen_mask(const Mesh &mesh, const std::vector<int64_t> &shape, do
                          uint64_t key, uint64_t counter, const Strategy &strategy, SrcLoc loc) {
   std::vector<SymbolicScalar> sh(shape.begin(), shape.end());
   Tensor whole = pto::dropout_gen_mask(sh, p, key, counter, loc);
-  return detail::apply(kRules[kDropoutGenMask], {DTensor(whole, detail::replicated(mesh, shape, loc))},
-                       strategy, {}, loc);
+  return detail::apply(kRules[kDropoutGenMask],
+                       {DTensor(whole, detail::replicated(mesh, shape, loc))}, strategy, {}, loc);
 }
 
 DTensor dropout_do_mask(const Input &x, const Input &mask, double p, const Strategy &strategy,
