@@ -1,7 +1,8 @@
 // lookup_range_test.cpp - Sharded lookups (index_select, embedding, one_hot) with an index
 // outside the dim: the run throws pto::RuntimeError at the user's line on n PEs as on the 1-PE
-// oracle, also for int64 indices beyond 2^31 and 2^32, which must never wrap into a valid row
-// (session 13's attack, F1). Expected outcome: the 1-PE oracle's, found by running it.
+// oracle, with the same message (the global index and range, not a PE's local ones), also for
+// int64 indices beyond 2^31 and 2^32, which must never wrap into a valid row (session 13's
+// attack, F1 and F2). Expected outcome: the 1-PE oracle's, found by running it.
 #include "pto/parallel.h"
 
 #include "parallel/sharded.h"
@@ -80,13 +81,15 @@ TEST_CASE("parallel lookups: an index outside the dim throws on n PEs as on 1 PE
       CAPTURE(n);
       const std::string e = run(is, n, x, index, {3, 6}, pto::DT_FP32);
       CHECK(e.find("lookup_range_test.cpp:" + std::to_string(line_is)) != std::string::npos);
-      CHECK(e.find("index_select") != std::string::npos);
+      CHECK(e.find("index_select: index " + std::to_string(bad) +
+                   " at index[1] is out of range [0, 7)") != std::string::npos);
     }
     for (int n : {1, 2}) {
       CAPTURE(n);
       const std::string e = run(emb, n, x, index, {3, 6}, pto::DT_FP32);
       CHECK(e.find("lookup_range_test.cpp:" + std::to_string(line_emb)) != std::string::npos);
-      CHECK(e.find("embedding") != std::string::npos);
+      CHECK(e.find("embedding: id " + std::to_string(bad) + " at ids[1] is out of range [0, 7)") !=
+            std::string::npos);
     }
   }
   // One_hot with the class dim split: a class value beyond 2^32 must not light class 3.

@@ -521,8 +521,8 @@ TopK topk(const Input &x, int64_t k, bool largest = true, bool sorted = true,
 /// output is a Partial(sum), resolved by one allreduce of the output when a consumer needs it:
 /// bitwise equal to one PE (-0.0 is the identity of addition). A split into more parts than
 /// rows (some PEs own none) allgathers params along `axis` first (docs/sharding.md). An index
-/// outside the dim, int64 included, throws the one-PE RuntimeError (on the first or last PE of
-/// the split; its message gives that PE's range). Params of rank 1-4.
+/// outside the dim, int64 included, throws the one-PE RuntimeError, with the global index and
+/// range in its message. Params of rank 1-4.
 /// A pending partial of params (sum, max, min) is kept when the indices are replicated; the
 /// indices' partials are resolved first.
 DTensor index_select(const Input &params, int axis, const Input &indices,

@@ -36,16 +36,25 @@ Layout input_layout(const Call &c, size_t i) {
 /// The masked lookup's index: `index` (global row numbers of dim `dim` of input `operand`) made
 /// local to this PE's chunk [lo, hi), and in `mask` whether this PE owns the row. Rows outside
 /// every chunk stay unmasked on the first PE (below 0) and the last one (>= the dim), so the
-/// lookup there throws the one-PE RuntimeError of an index out of range.
-Tensor owned_index(const Call &c, size_t operand, int dim, const Tensor &index, Tensor &mask) {
+/// lookup there throws the one-PE RuntimeError of an index out of range. Before that, every
+/// index is looked up in the global [0, n) (index_select's or, for `embedding`, embedding's
+/// check), so an index outside the dim is reported with its global value and range, as on one
+/// PE, not with this PE's local ones.
+Tensor owned_index(const Call &c, size_t operand, int dim, const Tensor &index, Tensor &mask,
+                   bool embedding = false) {
   const Layout l = input_layout(c, operand);
   const int64_t n = l.global_shape()[static_cast<size_t>(dim)];
   const SymChunk ch = my_chunk(l, dim, c.loc);
   Tensor ar = pto::cast(pto::arange(int64_t{0}, n + 1, 1, c.loc), DT_INT64, c.loc);
   Tensor lo = pto::view(ar, {1}, {ch.offset}, {}, c.loc);
   Tensor hi = pto::view(ar, {1}, {ch.offset + ch.size}, {}, c.loc);
-  // int64 throughout: an index beyond 2^31 must not wrap into a valid row.
-  Tensor i = index.dtype(c.loc) == DT_INT64 ? index : pto::cast(index, DT_INT64, c.loc);
+  Tensor rows = pto::view(ar, {n}, {0}, {}, c.loc);
+  // The lookup in [0, n) returns the index itself (int64: an index beyond 2^31 never wraps).
+  Tensor i =
+      embedding
+          ? pto::squeeze(pto::embedding(pto::reshape(rows, {n, 1}, {}, c.loc), index, {}, c.loc),
+                         {-1}, c.loc)
+          : pto::index_select(rows, 0, index, c.loc);
   Tensor lo_ok = pto::logical_or(pto::ge(i, lo, c.loc), pto::eq(lo, int64_t{0}, c.loc), c.loc);
   Tensor hi_ok = pto::logical_or(pto::lt(i, hi, c.loc), pto::eq(hi, n, c.loc), c.loc);
   mask = pto::logical_and(lo_ok, hi_ok, c.loc);
@@ -159,7 +168,7 @@ Tensor local_embedding(const Call &c) {
     return gathered_lookup(
         c, 0, [&](const Tensor &w) { return pto::embedding(w, c.locals[1], {}, c.loc); });
   Tensor mask;
-  Tensor r = pto::embedding(c.locals[0], owned_index(c, 0, 0, c.locals[1], mask), {}, c.loc);
+  Tensor r = pto::embedding(c.locals[0], owned_index(c, 0, 0, c.locals[1], mask, true), {}, c.loc);
   return masked(r, pto::unsqueeze(mask, -1, c.loc), c.loc);
 }
 
