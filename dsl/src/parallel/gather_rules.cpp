@@ -33,6 +33,17 @@ Layout input_layout(const Call &c, size_t i) {
   return {c.mesh, shape, pl, c.loc};
 }
 
+/// `index` looked up in `rows` ([n], rows[k] = k): the index itself, after the lookup op's range
+/// check against the global [0, n) (index_select's, or embedding's for ids of rank 1-3), so an
+/// index outside it throws the one-PE RuntimeError with its global value and range.
+Tensor checked_index(const Tensor &rows, int64_t n, const Tensor &index, bool embedding,
+                     SrcLoc loc) {
+  if (!embedding)
+    return pto::index_select(rows, 0, index, loc);
+  Tensor table = pto::reshape(rows, {n, 1}, {}, loc);
+  return pto::squeeze(pto::embedding(table, index, {}, loc), {-1}, loc);
+}
+
 /// The masked lookup's index: `index` (global row numbers of dim `dim` of input `operand`) made
 /// local to this PE's chunk [lo, hi), and in `mask` whether this PE owns the row. Rows outside
 /// every chunk stay unmasked on the first PE (below 0) and the last one (>= the dim), so the
@@ -48,13 +59,8 @@ Tensor owned_index(const Call &c, size_t operand, int dim, const Tensor &index, 
   Tensor ar = pto::cast(pto::arange(int64_t{0}, n + 1, 1, c.loc), DT_INT64, c.loc);
   Tensor lo = pto::view(ar, {1}, {ch.offset}, {}, c.loc);
   Tensor hi = pto::view(ar, {1}, {ch.offset + ch.size}, {}, c.loc);
-  Tensor rows = pto::view(ar, {n}, {0}, {}, c.loc);
-  // The lookup in [0, n) returns the index itself (int64: an index beyond 2^31 never wraps).
-  Tensor i =
-      embedding
-          ? pto::squeeze(pto::embedding(pto::reshape(rows, {n, 1}, {}, c.loc), index, {}, c.loc),
-                         {-1}, c.loc)
-          : pto::index_select(rows, 0, index, c.loc);
+  // int64 rows: an index beyond 2^31 never wraps.
+  Tensor i = checked_index(pto::view(ar, {n}, {0}, {}, c.loc), n, index, embedding, c.loc);
   Tensor lo_ok = pto::logical_or(pto::ge(i, lo, c.loc), pto::eq(lo, int64_t{0}, c.loc), c.loc);
   Tensor hi_ok = pto::logical_or(pto::lt(i, hi, c.loc), pto::eq(hi, n, c.loc), c.loc);
   mask = pto::logical_and(lo_ok, hi_ok, c.loc);
@@ -186,17 +192,15 @@ Signature sig_one_hot(const Shapes &s, const Attrs &, SrcLoc loc) {
 
 /// With the class dim split: out[.., c] = (index[..] == c) for this PE's classes c (the [C]
 /// class tensor's slice), cast to DT_INT64: exact, no communication. The indices are first
-/// looked up in the GLOBAL classes [C] (pto::embedding of arange(C) as a [C, 1] table: the
-/// identity on [0, C), O(indices) work), so an index outside [0, C) throws a RuntimeError
-/// ("... is out of range [0, C) ...") on the PE that holds it, as on one PE.
+/// checked against the GLOBAL classes [0, C) (checked_index, O(indices) work), so an index
+/// outside it throws a RuntimeError on the PE that holds it, as on one PE.
 Tensor local_one_hot(const Call &c) {
   const int64_t classes = c.sig.factors[static_cast<size_t>(c.sig.in[1][0])].size;
   const auto &axes = c.factor_axes[static_cast<size_t>(c.sig.in[1][0])];
   if (!c.active || axes.empty())
     return pto::one_hot(c.locals[0], classes, c.loc);
   const Tensor &idx = c.locals[0];
-  Tensor table = pto::reshape(pto::arange(int64_t{0}, classes, 1, c.loc), {classes, 1}, {}, c.loc);
-  Tensor i = pto::squeeze(pto::embedding(table, idx, {}, c.loc), {-1}, c.loc);
+  Tensor i = checked_index(pto::arange(int64_t{0}, classes, 1, c.loc), classes, idx, true, c.loc);
   return pto::cast(pto::eq(pto::unsqueeze(i, -1, c.loc), c.locals[1], c.loc), DT_INT64, c.loc);
 }
 

@@ -425,8 +425,7 @@ DTensor::DTensor(const Tensor &local, Layout layout, SrcLoc loc)
   for (int d = 0; d < local_.dim(loc); ++d) {
     auto v = local_.shape(d, loc);
     got.push_back(v.is_concrete() ? v.concrete() : -1);
-    same = same && v.is_concrete() && d < layout_.rank() &&
-           v.concrete() == want[static_cast<size_t>(d)];
+    same = same && v.is_concrete() && v.concrete() == want[static_cast<size_t>(d)];
   }
   if (!same)
     throw StrategyError(
